@@ -1,0 +1,246 @@
+"""Exact block Jacobians J^l_{t1 t2} = ∂ f^l(X)_{t2} / ∂ x_{t1} by batched reverse-mode products."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+from torch.func import vjp, vmap
+from transformers import AttentionInterface
+
+from llmdyn import LlmdynError
+from llmdyn.models import LoadedModel
+from llmdyn.trace import encode
+
+Pairs = Literal["diagonal", "last"] | Sequence[tuple[int, int]]
+OWN_POSITION_ATTENTION = "llmdyn_own_position"
+
+
+@dataclass(frozen=True)
+class BlockCall:
+    """The arguments one block received during a real forward pass.
+
+    Attributes:
+        args: positional arguments, the hidden states ``[1, tok, d_model]`` first.
+        kwargs: keyword arguments (masks, rotary ``position_embeddings``, …), captured so that
+            no architecture's block signature has to be re-derived here.
+    """
+
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+    @property
+    def hidden(self) -> torch.Tensor:
+        """The block input X^b, ``[tok, d_model]``."""
+        return self.args[0][0]
+
+
+def capture_block_calls(model: LoadedModel, input_ids: torch.Tensor) -> list[BlockCall]:
+    """Run the model once and record each block's call arguments (no cache, no gradients)."""
+    calls: list[BlockCall] = []
+
+    def record(_module, args, kwargs):
+        kwargs = {k: v for k, v in kwargs.items() if k not in ("past_key_values", "layer_past")}
+        calls.append(BlockCall(tuple(a.detach() if torch.is_tensor(a) else a for a in args),
+                               kwargs))
+
+    handles = [b.register_forward_pre_hook(record, with_kwargs=True) for b in model.blocks]
+    try:
+        with torch.no_grad():
+            model.hf(input_ids, use_cache=False)
+    finally:
+        for handle in handles:
+            handle.remove()
+    if any(not c.args for c in calls):
+        raise LlmdynError("a block received its hidden states as a keyword; llmdyn expects them "
+                          "as the first positional argument")
+    return calls
+
+
+def block_residual(model: LoadedModel, b: int, call: BlockCall) -> Callable:
+    """f^b(X) = block_b(X) − X for one prompt: ``[tok, d_model] → [tok, d_model]``.
+
+    The skip connection is removed (paper A eq. 8; paper B §3.6), everything else the block
+    received during the real forward pass (mask, rotary embeddings) is passed unchanged.
+    """
+    block = model.blocks[b]
+    rest = call.args[1:]
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        out = block(x[None], *rest, **call.kwargs)
+        out = out[0] if isinstance(out, tuple) else out  # (1, tok, d_model)
+        return out[0] - x
+
+    return f
+
+
+def _own_position_attention(module, query, key, value, attention_mask, *args, **kwargs):
+    """The model's own eager attention, with gradients only through each query's own position.
+
+    Copy c of the batch keeps key and value row c live and detaches every other row, and only
+    query c of copy c is kept. Forward values are unchanged; each output token then depends on
+    the block input only through its own position, so one reverse product with a cotangent at
+    every position yields every diagonal Jacobian J_tt at once.
+    """
+    eager = sys.modules[type(module).__module__].eager_attention_forward
+    b, h, t, hd = query.shape  # (B, heads, tok, head_dim)
+    own = torch.eye(t, dtype=query.dtype, device=query.device).view(t, 1, 1, t, 1)
+    k = key.detach() + own * (key - key.detach())  # (copy, B, kv_heads, tok, head_dim)
+    v = value.detach() + own * (value - value.detach())
+    q = query.expand(t, *query.shape)  # (copy, B, heads, tok, head_dim)
+    mask = None
+    if attention_mask is not None:
+        mask = attention_mask.expand(t, *attention_mask.shape).flatten(0, 1)
+    out, _ = eager(module, q.flatten(0, 1), k.flatten(0, 1), v.flatten(0, 1), mask,
+                   *args, **kwargs)  # (copy*B, tok, heads, head_dim)
+    out = out.reshape(t, b, t, *out.shape[2:])
+    pick = torch.arange(t, device=query.device)
+    return out[pick, :, pick].transpose(0, 1), None  # (B, tok, heads, head_dim)
+
+
+AttentionInterface.register(OWN_POSITION_ATTENTION, _own_position_attention)
+
+
+@contextmanager
+def own_position_attention(model: LoadedModel):
+    """Within the block, switch attention to :func:`_own_position_attention`."""
+    configs = {id(c): c for c in (model.hf.config, model.hf.config.get_text_config())}
+    saved = {key: c._attn_implementation for key, c in configs.items()}
+    try:
+        for c in configs.values():
+            c._attn_implementation = OWN_POSITION_ATTENTION
+        yield
+    finally:
+        for key, c in configs.items():
+            c._attn_implementation = saved[key]
+
+
+def _resolve_layers(model: LoadedModel, layers: Sequence[int] | None) -> list[int]:
+    if layers is None:
+        return list(range(model.n_layers))
+    layers = [int(b) for b in layers]
+    bad = [b for b in layers if not -model.n_layers <= b < model.n_layers]
+    if bad or not layers:
+        raise LlmdynError(f"layers {bad or layers} out of range: {model.name} has blocks "
+                          f"0..{model.n_layers - 1} (block b maps X^b to X^(b+1); paper l = b+1)")
+    return [b % model.n_layers for b in layers]
+
+
+def _resolve_pairs(pairs: Pairs, n_tok: int) -> list[tuple[int, int]]:
+    if pairs == "diagonal":
+        return [(t, t) for t in range(n_tok)]
+    if pairs == "last":
+        return [(n_tok - 1, n_tok - 1)]
+    if isinstance(pairs, str):
+        raise LlmdynError(f"pairs must be 'diagonal', 'last' or a list of (t1, t2), got {pairs!r}")
+    resolved = []
+    for pair in pairs:
+        if len(pair) != 2:
+            raise LlmdynError(f"each pair must be (t1, t2), got {pair!r}")
+        for t in pair:
+            if not -n_tok <= int(t) < n_tok:
+                raise LlmdynError(f"token index {t} in pair {tuple(pair)} out of range for a "
+                                  f"prompt of {n_tok} tokens (valid: {-n_tok}..{n_tok - 1})")
+        resolved.append((int(pair[0]) % n_tok, int(pair[1]) % n_tok))
+    if not resolved:
+        raise LlmdynError("pairs is empty; give at least one (t1, t2)")
+    return resolved
+
+
+def _rows_at_outputs(f: Callable, x: torch.Tensor, outputs: list[int],
+                     chunk_size: int | None) -> torch.Tensor:
+    """∂f(x)_{t2}/∂x for each t2 in ``outputs``: ``[len(outputs), d_model, tok, d_model]``."""
+    n_tok, d = x.shape
+    _, pullback = vjp(f, x)
+    basis = torch.zeros(len(outputs), d, n_tok, d, dtype=x.dtype, device=x.device)
+    eye = torch.eye(d, dtype=x.dtype, device=x.device)
+    for i, t2 in enumerate(outputs):
+        basis[i, :, t2, :] = eye  # cotangent e_k at output position t2
+    (rows,) = vmap(pullback, chunk_size=chunk_size)(basis.flatten(0, 1))  # (n*d, tok, d)
+    return rows.view(len(outputs), d, n_tok, d)
+
+
+def _diagonal_blocks(f: Callable, x: torch.Tensor, chunk_size: int | None) -> torch.Tensor:
+    """Every J_tt of one block from d products: ``[tok, d_model, d_model]`` (rows = outputs)."""
+    n_tok, d = x.shape
+    _, pullback = vjp(f, x)
+    eye = torch.eye(d, dtype=x.dtype, device=x.device)
+    basis = eye[:, None, :].expand(d, n_tok, d)  # e_k at every position at once
+    (rows,) = vmap(pullback, chunk_size=chunk_size)(basis)  # (d_out, tok, d_in)
+    return rows.transpose(0, 1)  # (tok, d_out, d_in)
+
+
+def _progress(items: list[int], desc: str):
+    from tqdm.auto import tqdm
+
+    return tqdm(items, desc=desc, leave=False, disable=len(items) < 4)
+
+
+def block_jacobians(
+    model: LoadedModel,
+    prompt: str,
+    layers: Sequence[int] | None = None,
+    pairs: Pairs = "diagonal",
+    *,
+    method: Literal["auto", "exact", "own_position"] = "auto",
+    chunk_size: int | None = 2048,
+) -> torch.Tensor:
+    """Block Jacobians without the skip connection (paper A eq. 8, paper B §3.6).
+
+    ``J[i, p] = ∂ f_b(X)_{t2} / ∂ x_{t1}`` for ``b = layers[i]`` and ``(t1, t2) = pairs[p]``,
+    where ``f_b(X) = block_b(X) − X`` and X = X^b. Rows index output coordinates. Zero for
+    t1 > t2 (causal attention).
+
+    Args:
+        model: a loaded model.
+        prompt: tokenised exactly as ``model.tokenizer(prompt, return_tensors="pt")``.
+        layers: 0-based blocks (block b maps X^b to X^{b+1}; the paper's l is b+1);
+            None for all. Negative indices count from the end.
+        pairs: ``"diagonal"`` (every (t, t)), ``"last"`` (the last token's (n, n)) or a list of
+            (t1, t2); negative token indices count from the end.
+        method: ``"exact"`` differentiates each requested output position of the full block
+            (d products per output token); ``"own_position"`` gets every diagonal J_tt from d
+            products by letting attention see the other positions as constants; ``"auto"`` uses
+            the latter when all pairs are diagonal and several are requested.
+        chunk_size: how many reverse products run at once (bounds memory).
+
+    Returns:
+        ``[len(layers), len(pairs), d_model, d_model]``, float32 (or the model's dtype).
+
+    Raises:
+        LlmdynError: a layer or token index out of range, an empty or too long prompt,
+            or non-finite values in a Jacobian.
+    """
+    ids = encode(model, prompt)
+    blocks = _resolve_layers(model, layers)
+    token_pairs = _resolve_pairs(pairs, ids.shape[1])
+    calls = capture_block_calls(model, ids)
+    diagonal = all(t1 == t2 for t1, t2 in token_pairs)
+    if method == "auto":
+        method = "own_position" if diagonal and len(token_pairs) > 1 else "exact"
+    if method == "own_position" and not diagonal:
+        raise LlmdynError("method='own_position' gives diagonal pairs (t, t) only; "
+                          "use method='exact' for t1 != t2")
+    out = []
+    for b in _progress(blocks, desc=f"Jacobians {model.name}"):
+        x = calls[b].hidden.detach()
+        f = block_residual(model, b, calls[b])
+        if method == "own_position":
+            with own_position_attention(model):
+                diag = _diagonal_blocks(f, x, chunk_size)  # (tok, d, d)
+            out.append(torch.stack([diag[t1] for t1, _ in token_pairs]))
+        else:
+            outputs = sorted({t2 for _, t2 in token_pairs})
+            rows = _rows_at_outputs(f, x, outputs, chunk_size)  # (n_out, d, tok, d)
+            where = {t2: i for i, t2 in enumerate(outputs)}
+            out.append(torch.stack([rows[where[t2], :, t1, :] for t1, t2 in token_pairs]))
+    jac = torch.stack(out).detach()  # (layer, pair, d_model, d_model)
+    if not torch.isfinite(jac).all():
+        raise LlmdynError(f"non-finite values in the Jacobians of {model.name} for prompt "
+                          f"{prompt[:40]!r}; the forward pass overflowed (try float64 or "
+                          "a shorter prompt)")
+    return jac

@@ -1,0 +1,259 @@
+"""Results cache: arrays per model, measurement, parameters and item, with provenance sidecars."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import re
+import tempfile
+import zipfile
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from llmdyn import LlmdynError
+
+__all__ = ["ResultStore", "canonical_params", "params_hash", "safe_name"]
+
+Arrays = dict[str, np.ndarray]
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_MEASUREMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_VERSIONED = ("numpy", "torch", "transformers", "nnsight", "llmdyn")
+_FORMAT = 1  # bump when the on-disk layout or sidecar schema changes
+
+
+def safe_name(name: str) -> str:
+    """Return `name` with every run of characters outside ``[A-Za-z0-9._-]`` replaced by ``_``.
+
+    Leading and trailing dots and underscores are stripped so that the result can never be
+    ``.``/``..`` or a hidden file, e.g. ``"google/gemma-3-270m"`` -> ``"google_gemma-3-270m"``.
+    """
+    return _UNSAFE.sub("_", name).strip("._")
+
+
+def _jsonable(value: Any, arg: str, where: str) -> Any:
+    """Convert `value` to plain JSON types (tuples to lists, numpy scalars to Python), or raise."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        if not np.isfinite(value):
+            raise LlmdynError(f"{arg}{where} is {value}; JSON cannot hold it, use a finite number")
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v, arg, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, Mapping):
+        out = {}
+        for key, v in value.items():
+            if not isinstance(key, str):
+                raise LlmdynError(f"{arg}{where} has key {key!r} of type {type(key).__name__}; "
+                                  "use string keys")
+            out[key] = _jsonable(v, arg, f"{where}[{key!r}]")
+        return out
+    raise LlmdynError(f"{arg}{where} is a {type(value).__name__} ({value!r:.60}), which is not "
+                      "JSON-serialisable; use str, int, float, bool, None, or lists/dicts of these")
+
+
+def canonical_params(params: Mapping[str, Any], arg: str = "params") -> dict[str, Any]:
+    """Return `params` as plain JSON types; raise LlmdynError naming the first bad key."""
+    if not isinstance(params, Mapping):
+        raise LlmdynError(f"{arg} must be a dict, got {type(params).__name__}")
+    return _jsonable(params, arg, "")
+
+
+def params_hash(params: Mapping[str, Any]) -> str:
+    """First 12 hex digits of sha256 of the canonical JSON (sorted keys, no spaces) of `params`."""
+    text = json.dumps(canonical_params(params), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _versions() -> dict[str, str | None]:
+    """Python and key package versions; None for packages that are not installed."""
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for name in _VERSIONED:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def _to_numpy(key: str, value: Any) -> np.ndarray:
+    """Check one computed value (numpy array or torch tensor) and return it as a numpy array."""
+    if hasattr(value, "detach") and hasattr(value, "numpy"):  # torch.Tensor, without importing it
+        value = value.detach().cpu()
+        value = (value.float() if str(value.dtype) == "torch.bfloat16" else value).numpy()
+    if not isinstance(value, (np.ndarray, np.generic)):
+        raise LlmdynError(f"result {key!r} is a {type(value).__name__}; compute must return "
+                          "numpy arrays or torch tensors, not cached")
+    arr = np.asarray(value)
+    if arr.dtype.hasobject:
+        raise LlmdynError(f"result {key!r} has dtype {arr.dtype}, which would need pickle; "
+                          "return a numeric array, not cached")
+    if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
+        bad = int(arr.size - np.isfinite(arr).sum())
+        raise LlmdynError(f"non-finite values in {key!r} ({bad} of {arr.size} entries are NaN or "
+                          "inf), not cached; fix the computation or mask those entries")
+    return arr
+
+
+def _atomic_write(path: Path, write: Callable[[Any], None]) -> None:
+    """Write via `write(fileobj)` to a ``.tmp`` file beside `path`, fsync, then rename onto it."""
+    tmp = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp",
+                                      delete=False)
+    try:
+        with tmp:
+            write(tmp)
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        os.replace(tmp.name, path)
+    except BaseException:
+        Path(tmp.name).unlink(missing_ok=True)
+        raise
+
+
+class ResultStore:
+    """Cache of measurement results under ``<root>/<model_id>/<measurement>-<hash>/<item>.npz``.
+
+    Each ``.npz`` has a ``.json`` sidecar (written after it, so a sidecar implies a complete
+    ``.npz``) holding measurement, params, item, model provenance, array dtypes/shapes, package
+    versions and the UTC creation time. A changed parameter gives a new hash directory.
+
+    Args:
+        model_id: Model identifier, e.g. ``"google/gemma-3-270m"``; made filesystem-safe.
+        root: Cache root; defaults to ``$LLMDYN_RESULTS`` or ``results`` (relative to the cwd).
+        provenance: JSON-serialisable model identity (name, source, sha256, ...) for sidecars.
+    """
+
+    def __init__(self, model_id: str, *, root: str | os.PathLike | None = None,
+                 provenance: Mapping[str, Any] | None = None) -> None:
+        if not isinstance(model_id, str) or not safe_name(model_id):
+            raise LlmdynError(f"model_id must be a non-empty name like 'google/gemma-3-270m', "
+                              f"got {model_id!r}")
+        self.root = Path(root if root is not None else os.environ.get("LLMDYN_RESULTS", "results"))
+        self.model_id = safe_name(model_id)
+        self.provenance = canonical_params(provenance or {}, arg="provenance")
+        self._versions: dict[str, str | None] | None = None
+
+    def __repr__(self) -> str:
+        return f"ResultStore(model_id={self.model_id!r}, root={str(self.root)!r})"
+
+    def directory(self, measurement: str, params: Mapping[str, Any]) -> Path:
+        """Directory ``<root>/<model_id>/<measurement>-<params_hash>`` for one parameter set."""
+        if not isinstance(measurement, str) or not _MEASUREMENT.fullmatch(measurement):
+            raise LlmdynError(f"measurement must be letters, digits, '_', '.', '-' (not starting "
+                              f"with a symbol), got {measurement!r}")
+        return self.root / self.model_id / f"{measurement}-{params_hash(params)}"
+
+    def path(self, measurement: str, params: Mapping[str, Any], item: str) -> Path:
+        """Path of the ``.npz`` for one item; its sidecar is the same path with ``.json``."""
+        return self.directory(measurement, params) / f"{_item_key(item)}.npz"
+
+    def load(self, measurement: str, params: Mapping[str, Any], item: str) -> Arrays | None:
+        """Stored arrays for `item`, or None if absent, partial, corrupt or for other params."""
+        npz = self.path(measurement, params, item)
+        try:
+            meta = json.loads(npz.with_suffix(".json").read_text())
+            if (meta.get("format") != _FORMAT or meta.get("item") != item
+                    or meta.get("params") != canonical_params(params)):
+                return None
+            with np.load(npz, allow_pickle=False) as f:
+                arrays = {k: f[k] for k in f.files}
+            expected = meta["arrays"]
+            if set(arrays) != set(expected) or any(
+                    str(a.dtype) != expected[k]["dtype"] or list(a.shape) != expected[k]["shape"]
+                    for k, a in arrays.items()):
+                return None
+        except (OSError, ValueError, KeyError, TypeError, EOFError, AttributeError,
+                zipfile.BadZipFile):  # absent, partial or corrupt
+            return None
+        return arrays
+
+    def save(self, measurement: str, params: Mapping[str, Any], item: str,
+             arrays: Mapping[str, Any]) -> Arrays:
+        """Check `arrays` (finite, numeric) and write them atomically; return them as numpy."""
+        if not isinstance(arrays, Mapping) or not all(isinstance(k, str) and k for k in arrays):
+            raise LlmdynError(f"compute must return a dict of non-empty str -> array, got "
+                              f"{type(arrays).__name__} for item {item!r}")
+        checked = {k: _to_numpy(k, v) for k, v in arrays.items()}
+        npz = self.path(measurement, params, item)
+        npz.parent.mkdir(parents=True, exist_ok=True)
+        sidecar = npz.with_suffix(".json")
+        sidecar.unlink(missing_ok=True)  # a stale sidecar must never vouch for the new npz
+        if self._versions is None:
+            self._versions = _versions()
+        meta = {
+            "format": _FORMAT,
+            "measurement": measurement,
+            "params": canonical_params(params),
+            "params_hash": params_hash(params),
+            "item": item,
+            "model_id": self.model_id,
+            "model": self.provenance,
+            "arrays": {k: {"dtype": str(a.dtype), "shape": list(a.shape)}
+                       for k, a in checked.items()},
+            "versions": self._versions,
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+        _atomic_write(npz, lambda f: np.savez(f, **checked))
+        _atomic_write(sidecar, lambda f: f.write(json.dumps(meta, indent=1).encode()))
+        return checked
+
+    def cached(self, measurement: str, params: Mapping[str, Any], item: str,
+               compute: Callable[[], Mapping[str, Any]]) -> Arrays:
+        """Stored arrays for `item` if present, else ``compute()``, checked, saved and returned."""
+        found = self.load(measurement, params, item)
+        return found if found is not None else self.save(measurement, params, item, compute())
+
+    def missing(self, measurement: str, params: Mapping[str, Any],
+                items: Sequence[str]) -> list[str]:
+        """Items (in the given order) with no valid stored result for this parameter set."""
+        return [it for it in _check_items(items) if self.load(measurement, params, it) is None]
+
+    def map(self, measurement: str, params: Mapping[str, Any], items: Sequence[str],
+            compute_item: Callable[[str], Mapping[str, Any]],
+            progress: bool = True) -> list[Arrays]:
+        """Per-item `cached` over `items`, with a progress bar; an interrupted run resumes.
+
+        Items already on disk are loaded; the rest are computed and saved one by one, so results
+        computed before an interruption are kept. The bar counts loaded items as done, so its
+        time estimate reflects only the items still to compute.
+
+        Returns:
+            One dict of arrays per item, in the order of `items`.
+        """
+        items = _check_items(items)
+        found = [self.load(measurement, params, it) for it in items]
+        done = sum(r is not None for r in found)
+        with tqdm(total=len(items), initial=done, desc=measurement, unit="item",
+                  disable=not progress) as bar:
+            for i, it in enumerate(items):
+                if found[i] is None:
+                    found[i] = self.save(measurement, params, it, compute_item(it))
+                    bar.update(1)
+        return found  # type: ignore[return-value]
+
+
+def _check_items(items: Sequence[str]) -> list[str]:
+    """Check that `items` is a sequence of non-empty strings and return it as a list."""
+    if isinstance(items, str) or not all(isinstance(it, str) and it for it in items):
+        raise LlmdynError(f"items must be a sequence of non-empty str, got {items!r:.80}")
+    return list(items)
+
+
+def _item_key(item: str) -> str:
+    """Filesystem-safe file stem for `item`; a short hash is appended if sanitising changed it."""
+    if not isinstance(item, str) or not item:
+        raise LlmdynError(f"item must be a non-empty str, got {item!r}")
+    key = safe_name(item)[:80]
+    if key != item:
+        key = f"{key}-{hashlib.sha256(item.encode()).hexdigest()[:8]}"
+    return key

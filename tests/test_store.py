@@ -1,0 +1,208 @@
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from llmdyn import LlmdynError
+from llmdyn.store import ResultStore, params_hash, safe_name
+
+PARAMS = {"layers": (0, 1, 2), "k": 8, "scale": np.float32(0.5), "mode": "exact"}
+
+
+class Counter:
+    """Compute function that counts its calls and can fail on a chosen call."""
+
+    def __init__(self, fail_on: int | None = None) -> None:
+        self.calls: list[str] = []
+        self.fail_on = fail_on
+
+    def __call__(self, item: str = "x") -> dict[str, np.ndarray]:
+        self.calls.append(item)
+        if self.fail_on is not None and len(self.calls) == self.fail_on:
+            raise KeyboardInterrupt
+        return {"value": np.full(3, float(len(item)))}
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> ResultStore:
+    return ResultStore("google/gemma-3-270m", root=tmp_path,
+                       provenance={"name": "gemma-3-270m", "sha256": "abc123"})
+
+
+def result_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file())
+
+
+def test_round_trip_exact_and_dtypes(store):
+    rng = np.random.default_rng(0)
+    arrays = {
+        "f32": rng.standard_normal((4, 5)).astype(np.float32),
+        "f64": rng.standard_normal((2, 3, 4)),
+        "i64": np.arange(7, dtype=np.int64),
+        "scalar": np.array(3.25),
+    }
+    first = store.cached("jac", PARAMS, "p0", lambda: arrays)
+    again = store.cached("jac", PARAMS, "p0", lambda: pytest.fail("should not recompute"))
+    for out in (first, again):
+        assert set(out) == set(arrays)
+        for k, a in arrays.items():
+            assert out[k].dtype == a.dtype and out[k].shape == a.shape
+            np.testing.assert_array_equal(out[k], a)
+
+
+def test_layout_and_provenance_sidecar(store, tmp_path):
+    store.cached("jac", PARAMS, "p0", lambda: {"J": np.eye(2)})
+    npz = tmp_path / "google_gemma-3-270m" / f"jac-{params_hash(PARAMS)}" / "p0.npz"
+    assert npz.is_file() and store.path("jac", PARAMS, "p0") == npz
+    meta = json.loads(npz.with_suffix(".json").read_text())
+    assert meta["measurement"] == "jac" and meta["item"] == "p0"
+    assert meta["params"] == {"layers": [0, 1, 2], "k": 8, "scale": 0.5, "mode": "exact"}
+    assert meta["model"] == {"name": "gemma-3-270m", "sha256": "abc123"}
+    assert meta["arrays"] == {"J": {"dtype": "float64", "shape": [2, 2]}}
+    assert meta["versions"]["numpy"] == np.__version__ and meta["versions"]["python"]
+    assert "nnsight" in meta["versions"]  # present even when not installed (None)
+    assert meta["created"].endswith("+00:00")
+
+
+def test_params_hash_canonical():
+    a = params_hash({"b": [1, 2], "a": np.int64(3)})
+    assert a == params_hash({"a": 3, "b": (1, 2)})
+    assert len(a) == 12 and int(a, 16) >= 0
+    assert a != params_hash({"a": 3, "b": [2, 1]})
+    assert params_hash({"x": 1}) != params_hash({"x": 1.0})
+
+
+def test_changed_param_recomputes_same_param_does_not(store):
+    count = Counter()
+    store.cached("jac", {"k": 4}, "p0", count)
+    store.cached("jac", {"k": 4}, "p0", count)
+    assert len(count.calls) == 1
+    store.cached("jac", {"k": 5}, "p0", count)
+    assert len(count.calls) == 2
+    store.cached("other", {"k": 4}, "p0", count)
+    assert len(count.calls) == 3
+
+
+def test_interrupted_map_resumes(store):
+    items = [f"prompt_{i}" for i in range(5)]
+    first = Counter(fail_on=3)
+    with pytest.raises(KeyboardInterrupt):
+        store.map("traj", PARAMS, items, first, progress=False)
+    assert store.missing("traj", PARAMS, items) == items[2:]
+    assert len(list(store.directory("traj", PARAMS).glob("*.npz"))) == 2
+    second = Counter()
+    out = store.map("traj", PARAMS, items, second, progress=False)
+    assert second.calls == items[2:]
+    assert [o["value"][0] for o in out] == [float(len(it)) for it in items]
+    assert store.missing("traj", PARAMS, items) == []
+
+
+def test_map_with_progress_bar(store, capsys):
+    out = store.map("traj", {"k": 1}, ["a", "bb"], Counter(), progress=True)
+    assert [o["value"][0] for o in out] == [1.0, 2.0]
+    assert "traj" in capsys.readouterr().err
+
+
+def test_crash_mid_write_leaves_nothing(store, tmp_path, monkeypatch):
+    def broken_replace(src, dst):
+        raise OSError("disk died")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(OSError, match="disk died"):
+        store.cached("jac", PARAMS, "p0", Counter())
+    assert result_files(tmp_path) == []  # temp file removed, no npz, no sidecar
+    monkeypatch.undo()
+    count = Counter()
+    store.cached("jac", PARAMS, "p0", count)
+    assert len(count.calls) == 1
+
+
+def test_partial_or_corrupt_files_are_recomputed(store):
+    npz = store.path("jac", PARAMS, "p0")
+    npz.parent.mkdir(parents=True)
+    npz.write_bytes(b"PK\x03\x04 truncated")  # npz without sidecar
+    (npz.parent / ".p0.npz.abc.tmp").write_bytes(b"leftover")
+    count = Counter()
+    assert store.missing("jac", PARAMS, ["p0"]) == ["p0"]
+    store.cached("jac", PARAMS, "p0", count)
+    assert len(count.calls) == 1
+    npz.write_bytes(b"PK\x03\x04 truncated")  # corrupt npz under a valid sidecar
+    store.cached("jac", PARAMS, "p0", count)
+    assert len(count.calls) == 2
+    assert store.cached("jac", PARAMS, "p0", count)["value"].shape == (3,)
+    assert len(count.calls) == 2
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_refused(store, tmp_path, bad):
+    J = np.ones((2, 2), dtype=np.float32)
+    J[1, 0] = bad
+    with pytest.raises(LlmdynError, match="non-finite values in 'J'.*not cached"):
+        store.cached("jac", PARAMS, "p0", lambda: {"ok": np.zeros(2), "J": J})
+    assert not store.path("jac", PARAMS, "p0").exists()
+    assert [p for p in result_files(tmp_path) if p.suffix in (".npz", ".json")] == []
+
+
+def test_object_dtype_refused(store, tmp_path):
+    with pytest.raises(LlmdynError, match="'obj'.*pickle"):
+        store.cached("jac", PARAMS, "p0", lambda: {"obj": np.array([{"a": 1}], dtype=object)})
+    assert result_files(tmp_path) == []
+
+
+def test_non_array_result_refused(store):
+    with pytest.raises(LlmdynError, match="'x' is a list"):
+        store.cached("jac", PARAMS, "p0", lambda: {"x": [1.0, 2.0]})
+    with pytest.raises(LlmdynError, match="dict"):
+        store.cached("jac", PARAMS, "p0", lambda: np.zeros(3))
+
+
+def test_torch_tensor_converted(store):
+    torch = pytest.importorskip("torch")
+    t = torch.arange(6, dtype=torch.float32, requires_grad=True).reshape(2, 3)
+    out = store.cached("jac", PARAMS, "p0", lambda: {"t": t * 2})
+    assert out["t"].dtype == np.float32
+    np.testing.assert_array_equal(out["t"], np.arange(6).reshape(2, 3) * 2)
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        ({"path": Path("x")}, r"params\['path'\] is a PosixPath"),
+        ({"nested": {"f": object()}}, r"params\['nested'\]\['f'\]"),
+        ({"lr": float("nan")}, r"params\['lr'\] is nan"),
+        ({1: "a"}, "string keys"),
+        ([("k", 1)], "must be a dict"),
+    ],
+)
+def test_non_json_params_refused(store, params, match):
+    with pytest.raises(LlmdynError, match=match):
+        store.cached("jac", params, "p0", Counter())
+
+
+def test_bad_names_refused(tmp_path):
+    with pytest.raises(LlmdynError, match="model_id"):
+        ResultStore("//", root=tmp_path)
+    with pytest.raises(LlmdynError, match="provenance"):
+        ResultStore("m", root=tmp_path, provenance={"when": object()})
+    store = ResultStore("m", root=tmp_path)
+    with pytest.raises(LlmdynError, match="measurement"):
+        store.cached("../up", {}, "p0", Counter())
+    with pytest.raises(LlmdynError, match="items"):
+        store.missing("jac", {}, "abc")
+
+
+def test_unsafe_item_names_are_distinct(store):
+    assert safe_name("hf:org/model") == "hf_org_model"
+    a = store.cached("jac", {}, "a/b", lambda: {"v": np.array([1])})
+    b = store.cached("jac", {}, "a_b", lambda: {"v": np.array([2])})
+    assert (a["v"][0], b["v"][0]) == (1, 2)
+    assert store.path("jac", {}, "a/b").parent == store.directory("jac", {})
+    assert store.cached("jac", {}, "a/b", Counter())["v"][0] == 1
+
+
+def test_default_root_from_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("LLMDYN_RESULTS", str(tmp_path / "env"))
+    assert ResultStore("m").root == tmp_path / "env"
+    monkeypatch.delenv("LLMDYN_RESULTS")
+    assert ResultStore("m").root == Path("results")
