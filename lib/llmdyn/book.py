@@ -1,0 +1,135 @@
+"""Run the chapters with papermill for one model and build the Jupyter Book (`llmdyn` command)."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from llmdyn import LlmdynError
+from llmdyn.models import PACKAGED, TINY_CONFIGS
+
+KERNEL = "llmdyn"
+REPO = Path(__file__).resolve().parents[2]  # lib/llmdyn/book.py -> repository root
+BOOK_FILES = ("_config.yml", "_toc.yml", "book")
+
+
+def chapters(root: Path = REPO) -> list[str]:
+    """Chapter names in book order, read from ``_toc.yml`` (e.g. ``"05_depth_coupling"``)."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    files = [ch["file"] for part in toc.get("parts", []) for ch in part.get("chapters", [])]
+    return [Path(f).name for f in files if f.startswith("book/executed/")]
+
+
+def _hide_injected_parameters(path: Path) -> None:
+    """Papermill's injected-parameters cell is bookkeeping: keep it in the file, not the page."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        tags = cell.metadata.get("tags", [])
+        if "injected-parameters" in tags and "remove-cell" not in tags:
+            cell.metadata["tags"] = [*tags, "remove-cell"]
+    nbformat.write(nb, path)
+
+
+def run_chapter(name: str, out_dir: Path, parameters: dict[str, Any], *,
+                root: Path = REPO, cwd: Path | None = None) -> Path:
+    """Execute ``notebooks/<name>.ipynb`` with papermill into ``out_dir/<name>.ipynb``.
+
+    A failing cell raises (papermill's PapermillExecutionError): a broken chapter must stop the
+    build, never be rendered.
+    """
+    import papermill
+
+    source = root / "notebooks" / f"{name}.ipynb"
+    if not source.exists():
+        raise LlmdynError(f"no chapter {source}; chapters: {', '.join(chapters(root))}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / f"{name}.ipynb"
+    papermill.execute_notebook(str(source), str(target), parameters=parameters,
+                               kernel_name=KERNEL, cwd=str(cwd or root), progress_bar=True)
+    _hide_injected_parameters(target)
+    return target
+
+
+def stage(out: Path, root: Path = REPO) -> Path:
+    """Copy the book's pages and configuration into ``out`` so it builds on its own."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name in BOOK_FILES:
+        src = root / name
+        if src.is_dir():
+            shutil.copytree(src, out / name, dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns("executed"))
+        else:
+            shutil.copy2(src, out / name)
+    return out
+
+
+def build_html(book_root: Path, *, strict: bool = True) -> Path:
+    """Build ``<book_root>/_build/html`` with Jupyter Book 1 (no execution, offline)."""
+    jupyter_book = Path(sys.executable).with_name("jupyter-book")
+    cmd = [str(jupyter_book), "build", str(book_root), "--builder", "html"]
+    if strict:
+        cmd += ["-W", "--keep-going"]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise LlmdynError(f"jupyter-book build failed:\n{result.stdout[-4000:]}\n"
+                          f"{result.stderr[-4000:]}")
+    return book_root / "_build" / "html"
+
+
+def build_book(model: str, *, out: Path | None = None, only: Sequence[str] | None = None,
+               parameters: dict[str, Any] | None = None, strict: bool = True) -> Path:
+    """Run every chapter (or ``only`` some) for ``model`` and build the HTML book.
+
+    Args:
+        model: the model every chapter runs on.
+        out: None builds in place (``book/executed``, ``_build/html``); a directory stages a
+            separate copy of the book there, for a second model beside the default one.
+        only: chapter names to run (all by default; the others must already be executed).
+        parameters: extra papermill parameters passed to every chapter.
+        strict: build with warnings as errors.
+
+    Returns:
+        The ``_build/html`` directory.
+    """
+    book_root = REPO if out is None else stage(Path(out))
+    executed = book_root / "book" / "executed"
+    for name in only or chapters():
+        run_chapter(name, executed, {"model": model, **(parameters or {})}, cwd=REPO)
+    return build_html(book_root, strict=strict)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``llmdyn`` command: ``llmdyn models`` and ``llmdyn book --model NAME``."""
+    parser = argparse.ArgumentParser(prog="llmdyn", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("models", help="list the models that load offline")
+    book = sub.add_parser("book", help="run the chapters for a model and build the HTML book")
+    book.add_argument("--model", default="smollm2-135m")
+    book.add_argument("--out", type=Path, default=None,
+                      help="build a separate copy of the book here (default: in place)")
+    book.add_argument("--only", nargs="*", default=None,
+                      help="chapters to run, e.g. 05_depth_coupling")
+    book.add_argument("--no-strict", action="store_true", help="do not treat warnings as errors")
+    args = parser.parse_args(argv)
+    if args.command == "models":
+        for name, entry in PACKAGED.items():
+            print(f"{name:16s} {entry.description}")
+        for name in TINY_CONFIGS:
+            print(f"{name:16s} tiny random model for tests (no download)")
+        return 0
+    html = build_book(args.model, out=args.out, only=args.only, strict=not args.no_strict)
+    print(f"book built: {html / 'index.html'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

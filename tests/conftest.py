@@ -1,0 +1,28 @@
+"""Shared fixtures: tiny random models (no download) and, for slow tests, SmolLM2-135M."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from llmdyn.models import load_model
+
+TINY = ["tiny-gpt2", "tiny-llama", "tiny-neox", "tiny-gemma3"]
+FRANCE = "What is the capital of France? The capital is"
+
+
+@pytest.fixture(autouse=True)
+def _results_in_tmp(tmp_path, monkeypatch):
+    """Tests never write to the repository's results/ cache."""
+    monkeypatch.setenv("LLMDYN_RESULTS", str(tmp_path / "results"))
+
+
+@pytest.fixture(scope="session", params=TINY)
+def tiny64(request):
+    """Each tiny architecture in float64, seeded (for finite differences)."""
+    return load_model(request.param, seed=0, dtype=torch.float64)
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """The default real model (float32); first use converts the packaged GGUF (~40 s)."""
+    return load_model("smollm2-135m")

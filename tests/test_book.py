@@ -1,0 +1,66 @@
+"""The chapter runs under papermill on a tiny model, and the book builds with warnings as errors."""
+
+import re
+
+import nbformat
+import pytest
+from llmdyn.book import build_html, chapters, run_chapter, stage
+from papermill.exceptions import PapermillExecutionError
+
+TINY_PARAMS = {"model": "tiny-llama", "k": 4, "layers": [0, 1, 2], "n_prompts": 2}
+
+
+@pytest.fixture(scope="module")
+def built_book(tmp_path_factory):
+    root = stage(tmp_path_factory.mktemp("book"))
+    for name in chapters():
+        run_chapter(name, root / "book" / "executed", TINY_PARAMS, cwd=root)
+    return root, build_html(root)
+
+
+def test_every_toc_chapter_has_a_notebook():
+    assert "05_depth_coupling" in chapters()
+
+
+def test_chapter_html_contains_its_figures(built_book):
+    _, html = built_book
+    page = (html / "book" / "executed" / "05_depth_coupling.html").read_text()
+    images = re.findall(r'<img[^>]+src="([^"]+\.png)"', page)
+    assert len(images) >= 2
+    for src in images:
+        assert (html / "book" / "executed" / src).resolve().exists(), src
+    assert "Paper vs this run" in page and "tiny-llama" in page
+
+
+def test_parameters_and_progress_bars_stay_off_the_page(built_book):
+    _, html = built_book
+    page = (html / "book" / "executed" / "05_depth_coupling.html").read_text()
+    assert "n_prompts = " not in page  # the parameters cells are removed
+    assert "it/s]" not in page and "Loading weights" not in page  # stderr is removed
+
+
+def test_scorecard_reads_the_chapter(built_book):
+    _, html = built_book
+    page = (html / "book" / "scorecard.html").read_text()
+    assert re.search(r"0\.\d{3}", page)
+    assert "holds" in page or "does not hold" in page
+
+
+def test_executed_notebook_keeps_injected_parameters_hidden(built_book):
+    root, _ = built_book
+    nb = nbformat.read(root / "book" / "executed" / "05_depth_coupling.ipynb", as_version=4)
+    injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert injected and all("remove-cell" in c.metadata["tags"] for c in injected)
+
+
+def test_wrongly_typed_parameter_fails_the_run(tmp_path):
+    with pytest.raises(PapermillExecutionError, match="notebook parameter 'k' must be"):
+        run_chapter("05_depth_coupling", tmp_path, {**TINY_PARAMS, "k": "four"}, cwd=tmp_path)
+
+
+def test_source_notebooks_are_stripped():
+    from llmdyn.book import REPO
+
+    for path in sorted((REPO / "notebooks").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), path

@@ -1,0 +1,51 @@
+import pytest
+import torch
+from llmdyn import LlmdynError
+from llmdyn.trace import logit_lens, trajectory
+
+from tests.conftest import FRANCE
+
+
+def _hf_reference(model, ids):
+    with torch.no_grad():
+        out = model.hf(ids[None], output_hidden_states=True, use_cache=False)
+    return torch.stack(out.hidden_states)[:, 0], out.logits[0]
+
+
+def test_trajectory_matches_output_hidden_states(tiny64):
+    tr = trajectory(tiny64, FRANCE)
+    hs, logits = _hf_reference(tiny64, tr.input_ids)
+    L = tiny64.n_layers
+    assert tr.states.shape == (L + 1, len(tr.tokens), tiny64.d_model)
+    # Same operations in the same order: equal to the last bit.
+    assert torch.equal(tr.states[:L], hs[:L])
+    # HF's last hidden state has the final norm applied; ours is the raw block output.
+    assert torch.equal(tiny64.final_norm(tr.states[L]), hs[L])
+    assert torch.allclose(logit_lens(tiny64, tr.states[L]), logits, rtol=0, atol=1e-12)
+
+
+@pytest.mark.slow
+def test_smollm2_trajectory_and_logit_lens(smollm2):
+    tr = trajectory(smollm2, FRANCE)
+    hs, logits = _hf_reference(smollm2, tr.input_ids)
+    assert torch.equal(tr.states[:30], hs[:30])
+    lens = logit_lens(smollm2, tr.states[:, -1])  # (layer+1, vocab)
+    # float32 with a different batch shape in the head's matmul: logits of size ~20 agree to
+    # a few ulps of their magnitude.
+    assert torch.allclose(lens[-1], logits[-1], rtol=0, atol=1e-4)
+    assert smollm2.tokenizer.decode(lens[-1].argmax()) == " Paris"
+
+
+def test_empty_prompt_is_refused(tiny64):
+    with pytest.raises(LlmdynError, match="non-empty"):
+        trajectory(tiny64, "   ")
+
+
+def test_prompt_longer_than_context_is_refused(tiny64):
+    with pytest.raises(LlmdynError, match="accepts at most 64"):
+        trajectory(tiny64, "x" * 100)  # byte tokenizer: 100 tokens > n_ctx 64
+
+
+def test_logit_lens_checks_width(tiny64):
+    with pytest.raises(LlmdynError, match="d_model=32"):
+        logit_lens(tiny64, torch.zeros(3, 31))

@@ -1,0 +1,44 @@
+"""Write a notebook from a list of (kind, source) cells, outputs empty (used to author chapters)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+
+
+def write(path: str | Path, cells: list[tuple[str, str]]) -> None:
+    """Write cells to `path`; a cell whose kind is "parameters" becomes a tagged code cell."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "llmdyn", "display_name": "Python (llmdyn)",
+                                 "language": "python"}
+    nb.metadata["language_info"] = {"name": "python"}
+    for kind, source in cells:
+        source = source.strip("\n")
+        if kind == "md":
+            nb.cells.append(nbformat.v4.new_markdown_cell(source))
+        elif kind == "parameters":
+            nb.cells.append(nbformat.v4.new_code_cell(
+                source, metadata={"tags": ["parameters", "remove-cell"]}))
+        elif kind == "hidden":
+            nb.cells.append(nbformat.v4.new_code_cell(source, metadata={"tags": ["remove-input"]}))
+        else:
+            nb.cells.append(nbformat.v4.new_code_cell(source))
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"cell-{i:02d}"
+    nbformat.write(nb, str(path))
+
+
+def strip(path: str | Path) -> None:
+    """Remove outputs and execution counts in place (notebooks are committed stripped)."""
+    nb = nbformat.read(str(path), as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    nbformat.write(nb, str(path))
+
+
+if __name__ == "__main__":
+    for name in sys.argv[1:]:
+        strip(name)
