@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+
 from llmdyn.models import load_model
 
 TINY = ["tiny-gpt2", "tiny-llama", "tiny-neox", "tiny-gemma3"]

@@ -4,22 +4,33 @@ import re
 
 import nbformat
 import pytest
-from llmdyn.book import build_html, chapters, run_chapter, stage
+import yaml
 from papermill.exceptions import PapermillExecutionError
 
-TINY_PARAMS = {"model": "tiny-llama", "k": 4, "layers": [0, 1, 2], "n_prompts": 2}
+from llmdyn.book import REPO, build_html, chapters, run_chapter, stage
+
+
+def smoke_parameters(name: str) -> dict:
+    """Tiny parameters for one chapter, from tests/smoke/<chapter>.yaml."""
+    return yaml.safe_load((REPO / "tests" / "smoke" / f"{name}.yaml").read_text())
 
 
 @pytest.fixture(scope="module")
 def built_book(tmp_path_factory):
     root = stage(tmp_path_factory.mktemp("book"))
     for name in chapters():
-        run_chapter(name, root / "book" / "executed", TINY_PARAMS, cwd=root)
+        run_chapter(name, root / "book" / "executed", smoke_parameters(name), cwd=root)
     return root, build_html(root)
 
 
 def test_every_toc_chapter_has_a_notebook():
     assert "05_depth_coupling" in chapters()
+    for name in chapters():
+        assert (REPO / "notebooks" / f"{name}.ipynb").exists(), name
+        assert (REPO / "tests" / "smoke" / f"{name}.yaml").exists(), name
+    for name in chapters():
+        assert (REPO / "notebooks" / f"{name}.ipynb").exists(), name
+        assert (REPO / "tests" / "smoke" / f"{name}.yaml").exists(), name
 
 
 def test_chapter_html_contains_its_figures(built_book):
@@ -55,12 +66,11 @@ def test_executed_notebook_keeps_injected_parameters_hidden(built_book):
 
 def test_wrongly_typed_parameter_fails_the_run(tmp_path):
     with pytest.raises(PapermillExecutionError, match="notebook parameter 'k' must be"):
-        run_chapter("05_depth_coupling", tmp_path, {**TINY_PARAMS, "k": "four"}, cwd=tmp_path)
+        run_chapter("05_depth_coupling", tmp_path,
+                    {**smoke_parameters("05_depth_coupling"), "k": "four"}, cwd=tmp_path)
 
 
 def test_source_notebooks_are_stripped():
-    from llmdyn.book import REPO
-
     for path in sorted((REPO / "notebooks").glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), path

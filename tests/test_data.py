@@ -4,6 +4,7 @@ import importlib.util
 import sys
 
 import pytest
+
 from llmdyn import LlmdynError
 from llmdyn import data as D
 

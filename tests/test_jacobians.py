@@ -1,11 +1,11 @@
 import pytest
 import torch
+from torch.func import vmap
+
 from llmdyn import LlmdynError
 from llmdyn.jacobians import block_jacobians, block_residual, capture_block_calls
 from llmdyn.metrics import svd_sorted
 from llmdyn.trace import encode
-from torch.func import vmap
-
 from tests.conftest import FRANCE
 
 SHORT = "Hi, you there"  # 13 byte tokens on the tiny models

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 import torch
+
 from llmdyn import LlmdynError
 from llmdyn import metrics as M
 

@@ -1,8 +1,8 @@
 import pytest
 import torch
+
 from llmdyn import LlmdynError
 from llmdyn.models import ARCHITECTURES, TINY_CONFIGS, known_models, load_model
-
 from tests.conftest import FRANCE
 
 

@@ -1,4 +1,5 @@
 import pytest
+
 from llmdyn import LlmdynError
 from llmdyn.params import DepthCouplingParams
 

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from llmdyn import LlmdynError
 from llmdyn.store import ResultStore, params_hash, safe_name
 

@@ -1,8 +1,8 @@
 import pytest
 import torch
+
 from llmdyn import LlmdynError
 from llmdyn.trace import logit_lens, trajectory
-
 from tests.conftest import FRANCE
 
 
