@@ -9,6 +9,8 @@ from papermill.exceptions import PapermillExecutionError
 
 from llmdyn.book import REPO, build_html, chapters, run_chapter, stage
 
+pytestmark = pytest.mark.slow
+
 
 def smoke_parameters(name: str) -> dict:
     """Tiny parameters for one chapter, from tests/smoke/<chapter>.yaml."""
