@@ -139,6 +139,7 @@ def test_smollm2_matches_differentiating_hidden_states(smollm2):
 @pytest.mark.slow
 def test_smollm2_own_position_equals_exact(smollm2):
     fast = block_jacobians(smollm2, FRANCE, layers=[0, 29], pairs="diagonal")
-    exact = block_jacobians(smollm2, FRANCE, layers=[0, 29], pairs="diagonal", method="exact")
-    err = float((fast - exact).norm() / exact.norm())
-    assert err <= 1e-5, err
+    picked = [(2, 2), (9, 9)]
+    exact = block_jacobians(smollm2, FRANCE, layers=[0, 29], pairs=picked, method="exact")
+    err = float((fast[:, [2, 9]] - exact).norm() / exact.norm())
+    assert err <= 1e-5, err  # float32; the routes differ only by added exact zeros

@@ -15,8 +15,9 @@ UNTRAINED_COLOR = "tab:blue"  # the papers draw initialisation in blue
 def style() -> None:
     """Readable defaults for every chapter: sizes tuned for the book's column width."""
     plt.rcParams.update({
-        "figure.dpi": 110, "savefig.dpi": 110, "font.size": 10, "axes.titlesize": 11,
-        "axes.labelsize": 10, "figure.constrained_layout.use": True,
+        "figure.dpi": 110, "savefig.dpi": 110, "font.size": 12, "axes.titlesize": 12,
+        "axes.labelsize": 12, "xtick.labelsize": 11, "ytick.labelsize": 11,
+        "legend.fontsize": 11, "figure.constrained_layout.use": True,
     })
 
 
