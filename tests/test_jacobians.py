@@ -31,11 +31,11 @@ def _finite_difference(f, x, t1, h):
 def _fd_step_and_tolerance(model):
     """GPT-2 runs in float64 throughout: h = 1e-4 leaves truncation O(h^4) ~ 1e-16 and rounding
     O(eps64 / h) ~ 1e-12. HF's RMSNorm (Llama, Gemma) and NeoX's attention softmax compute in
-    float32 whatever the model dtype, so there rounding is O(eps32 / h): h = 1e-2 gives ~1e-5
-    times the size of f (up to ~10 in tiny Gemma 3), truncation O(h^4) ~ 1e-8: we allow 5e-4."""
+    float32 whatever the model dtype, so there rounding is O(eps32 / h): h = 2e-2 gives ~1e-5
+    times the size of f (up to ~10 in tiny Gemma 3), truncation O(h^4) ~ 1e-7: we allow 1e-3."""
     if model.hf.config.model_type == "gpt2":
         return 1e-4, 1e-8
-    return 1e-2, 5e-4
+    return 2e-2, 1e-3
 
 
 def test_matches_finite_differences(tiny64):
