@@ -27,3 +27,25 @@ def test_none_allowed_where_declared():
 def test_bad_values(field, value):
     with pytest.raises(LlmdynError, match=field):
         DepthCouplingParams(**{field: value})
+
+
+def test_depth_coupling_compare_models_skip_the_primary():
+    from llmdyn.params import DepthCouplingParams as P
+
+    assert P().compared() == ["gemma3-270m"]
+    assert P(model="gemma3-270m").compared() == []
+    with pytest.raises(LlmdynError, match="n_compare_prompts"):
+        P(n_compare_prompts=0)
+
+
+@pytest.mark.parametrize("field, value, match", [
+    ("noise_tokens", "first", "noise_tokens"), ("noise_levels", [0.0, 0.1], "noise_levels"),
+    ("n_gsm8k", 2, "n_gsm8k"), ("max_prompt_chars", 5, "max_prompt_chars"),
+    ("noise_levels", ["0.1"], "notebook parameter 'noise_levels'"),
+])
+def test_spectra_prompts_params(field, value, match):
+    from llmdyn.params import SpectraPromptsParams
+
+    assert SpectraPromptsParams().compared() == ["gemma3-270m"]
+    with pytest.raises(LlmdynError, match=match):
+        SpectraPromptsParams(**{field: value})

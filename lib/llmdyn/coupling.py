@@ -11,6 +11,7 @@ import torch
 from llmdyn import metrics
 from llmdyn.jacobians import block_jacobians
 from llmdyn.models import LoadedModel
+from llmdyn.step_jacobians import last_token_jacobians
 from llmdyn.store import ResultStore
 
 
@@ -85,7 +86,8 @@ def depth_coupling(
         prompts: texts; each is one cached item.
         k: number of top singular vectors.
         layers: 0-based blocks (None: all).
-        token: which token's diagonal Jacobian J_tt (default the last).
+        token: which token's diagonal Jacobian J_tt (default the last, computed from one
+            decoding step by :func:`llmdyn.step_jacobians.last_token_jacobians`).
         store: results cache (None: compute without caching).
 
     Returns:
@@ -95,7 +97,11 @@ def depth_coupling(
     metrics._check_k(k, model.d_model)
 
     def compute(prompt: str) -> dict[str, np.ndarray]:
-        J = block_jacobians(model, prompt, layers, pairs=[(token, token)], progress=False)[:, 0]
+        if token == -1:  # the same J_nn from one decoding step: cost independent of length
+            J = last_token_jacobians(model, prompt, layers)
+        else:
+            J = block_jacobians(model, prompt, layers, pairs=[(token, token)],
+                                progress=False)[:, 0]
         return coupling_from_jacobians(J, k).as_arrays()
 
     if store is None:

@@ -1,4 +1,4 @@
-"""Logit-lens readouts of a prompt's last token at every layer: entropy, top-k, distance to final."""
+"""Logit-lens readouts of one token at every layer: entropy, top-k tokens, distance to the final."""
 
 from __future__ import annotations
 
@@ -10,27 +10,31 @@ import torch
 
 from llmdyn import LlmdynError, metrics
 from llmdyn.data import Prompt
+from llmdyn.geometry import token_states
 from llmdyn.models import LoadedModel
 from llmdyn.store import ResultStore
-from llmdyn.trace import logit_lens, trajectory
+from llmdyn.trace import logit_lens
 
-__all__ = ["LensReadout", "decode_top", "entropy_spread", "entropy_spread_boundary",
-           "lens_entropy", "lens_readout", "lens_readouts"]
+__all__ = ["LensReadout", "decode_top", "entropy_spread", "lens_entropy", "lens_readouts",
+           "readout_from_logits", "shorten_prompt"]
 
 PromptLike = str | Prompt
-_MEASUREMENT = "logit_lens"  # store key; bump its params' "version" when the readout changes
 
 
 @dataclass(frozen=True)
 class LensReadout:
-    """What the logit lens reads from one prompt's last token at every layer.
+    """What the logit lens reads from one prompt's token at every layer.
 
     Attributes:
         entropy: ``[layer+1]`` entropy S(P^l) in nats of the next-token distribution read from
             layer l (l = 0 is the embedding, l = L the model's own output).
         top_ids: ``[layer+1, k]`` token ids of the k most probable next tokens per layer.
         top_probs: ``[layer+1, k]`` their probabilities, in decreasing order.
-        tv_final: ``[layer+1]`` total-variation distance of P^l to the final distribution P^L.
+        tv_final: ``[layer+1]`` total-variation distance δ(P^l, P_target) of P^l to the
+            one-hot distribution of the model's final prediction argmax P^L (paper B App. A.1
+            with the target set to the model's own answer); equals 1 - P^l(argmax P^L).
+        tv_dist: ``[layer+1]`` total-variation distance of P^l to the whole final
+            distribution P^L.
         log_vocab: ln(vocab), the largest possible entropy (uniform distribution).
     """
 
@@ -38,30 +42,19 @@ class LensReadout:
     top_ids: np.ndarray
     top_probs: np.ndarray
     tv_final: np.ndarray
+    tv_dist: np.ndarray
     log_vocab: float
 
     def __post_init__(self) -> None:
         """Check that the fields describe the same layers and k."""
         n = self.entropy.shape[0]
-        assert self.entropy.shape == (n,) and self.tv_final.shape == (n,)
+        assert self.entropy.shape == self.tv_final.shape == self.tv_dist.shape == (n,)
         assert self.top_ids.shape == self.top_probs.shape and self.top_ids.shape[0] == n
 
     @property
     def n_layers(self) -> int:
         """Number of blocks L (the readout has L + 1 layers)."""
         return self.entropy.shape[0] - 1
-
-    def as_arrays(self) -> dict[str, np.ndarray]:
-        """The fields by name, for the results store."""
-        return {"entropy": self.entropy, "top_ids": self.top_ids, "top_probs": self.top_probs,
-                "tv_final": self.tv_final, "log_vocab": np.asarray(self.log_vocab)}
-
-    @classmethod
-    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> LensReadout:
-        """Rebuild a readout from :meth:`as_arrays` output (e.g. loaded from the store)."""
-        return cls(entropy=arrays["entropy"], top_ids=arrays["top_ids"],
-                   top_probs=arrays["top_probs"], tv_final=arrays["tv_final"],
-                   log_vocab=float(arrays["log_vocab"]))
 
 
 def _text(prompt: PromptLike) -> str:
@@ -73,16 +66,24 @@ def _text(prompt: PromptLike) -> str:
                       f"got {type(prompt).__name__} {prompt!r:.60}")
 
 
+def _texts(prompts: Sequence[PromptLike]) -> list[str]:
+    if isinstance(prompts, (str, Prompt)) or len(prompts) == 0:
+        raise LlmdynError(f"prompts must be a non-empty list of prompts, got {prompts!r:.60}")
+    return [_text(p) for p in prompts]
+
+
 def _check_k(top_k: int) -> None:
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise LlmdynError(f"top_k must be an int >= 1, got {top_k!r}")
 
 
 def readout_from_logits(logits: torch.Tensor, top_k: int = 5) -> LensReadout:
-    """Entropy, top-k and distance to the last layer from per-layer logits of one token.
+    """Entropy, top-k and distances to the last layer from per-layer logits of one token.
 
-    ``S(P^l) = -Σ_v P^l(v) ln P^l(v)`` (paper B §3.7) and
-    ``TV(P^l, P^L) = ½ Σ_v |P^l(v) - P^L(v)|``, with ``P^l = softmax(ℓ^l)``.
+    ``S(P^l) = -Σ_v P^l(v) ln P^l(v)`` (paper B §3.7),
+    ``δ(P^l, P_target) = ½ Σ_v |P^l(v) - P_target(v)|`` (paper B App. A.1) with P_target the
+    one-hot distribution of ``argmax P^L``, and ``TV(P^l, P^L) = ½ Σ_v |P^l(v) - P^L(v)|``,
+    where ``P^l = softmax(ℓ^l)``. Computed in float64.
 
     Args:
         logits: ``[layer+1, vocab]`` logit-lens logits, the last row the model's own output.
@@ -100,71 +101,57 @@ def readout_from_logits(logits: torch.Tensor, top_k: int = 5) -> LensReadout:
     logits = logits.double()
     probs = torch.softmax(logits, dim=-1)  # (layer+1, vocab)
     top = torch.topk(probs, top_k, dim=-1)  # (layer+1, k) each
-    tv = metrics.total_variation(probs, probs[-1:].expand_as(probs))  # (layer+1,)
+    final = int(probs[-1].argmax())
     return LensReadout(entropy=metrics.entropy(logits).numpy(),
                        top_ids=top.indices.numpy().astype(np.int64),
                        top_probs=top.values.numpy(),
-                       tv_final=tv.numpy(),
+                       tv_final=metrics.tv_to_token(probs, final).numpy(),
+                       tv_dist=metrics.total_variation(probs, probs[-1:].expand_as(probs)).numpy(),
                        log_vocab=float(np.log(logits.shape[1])))
 
 
-def lens_readout(model: LoadedModel, prompt: PromptLike, *, top_k: int = 5) -> LensReadout:
-    """Logit-lens readout of the last token of one prompt at every layer (uncached).
-
-    Args:
-        model: a loaded model.
-        prompt: the text (or a :class:`~llmdyn.data.Prompt`).
-        top_k: number of most probable tokens kept per layer.
-
-    Returns:
-        The readout, over ``layer+1`` = L + 1 layers (embedding, then each block's output).
-    """
-    traj = trajectory(model, _text(prompt))
-    return readout_from_logits(logit_lens(model, traj.states[:, -1]), top_k)  # (layer+1, vocab)
-
-
 def lens_readouts(model: LoadedModel, prompts: Sequence[PromptLike],
-                  store: ResultStore | None = None, *, top_k: int = 5) -> list[LensReadout]:
-    """Logit-lens readouts of the last token of several prompts, cached per prompt text.
+                  store: ResultStore | None = None, *, top_k: int = 5,
+                  token: int = -1) -> list[LensReadout]:
+    """Logit-lens readouts of one token of several prompts at every layer.
+
+    The hidden states come from :func:`llmdyn.geometry.token_states`, cached per prompt text
+    in `store` (one forward pass per prompt, shared with the trajectory measurements); the
+    readouts are recomputed from them through the model's final norm and head, which is cheap.
 
     Args:
         model: a loaded model.
         prompts: texts or :class:`~llmdyn.data.Prompt` objects (length: prompt).
         store: results cache (None: compute without caching).
         top_k: number of most probable tokens kept per layer.
+        token: which token (default the last, whose next token is the prediction).
 
     Returns:
-        One readout per prompt, in order.
+        One readout per prompt, in order, over ``layer+1`` = L + 1 layers.
     """
     _check_k(top_k)
-    if isinstance(prompts, (str, Prompt)) or len(prompts) == 0:
-        raise LlmdynError(f"prompts must be a non-empty list of prompts, got {prompts!r:.60}")
-    texts = [_text(p) for p in prompts]
-
-    def compute(text: str) -> dict[str, np.ndarray]:
-        return lens_readout(model, text, top_k=top_k).as_arrays()
-
-    if store is None:
-        return [LensReadout.from_arrays(compute(t)) for t in texts]
-    params = {"top_k": top_k, "token": -1, "dtype": "float32", "version": 1}
-    results = store.map(_MEASUREMENT, params, texts, compute)
-    return [LensReadout.from_arrays(r) for r in results]
+    states = token_states(model, _texts(prompts), store, token=token)  # (prompt, layer+1, d)
+    return [readout_from_logits(logit_lens(model, torch.from_numpy(x)), top_k)  # (layer+1, V)
+            for x in states]
 
 
 def lens_entropy(model: LoadedModel, prompts: Sequence[PromptLike],
-                 store: ResultStore | None = None) -> np.ndarray:
-    """Logit-lens entropy of the last token at every layer, for every prompt (paper B Fig. 5).
+                 store: ResultStore | None = None, *, token: int = -1) -> np.ndarray:
+    """Logit-lens entropy of one token at every layer, for every prompt (paper B Fig. 5).
+
+    ``S(P^l) = -Σ_v P^l(v) ln P^l(v)`` with ``P^l = softmax(M norm(x^l))`` (paper B §3.7), read
+    through the model's own final norm and head, so entry L is the entropy of its prediction.
 
     Args:
         model: a loaded model.
         prompts: texts or :class:`~llmdyn.data.Prompt` objects (length: prompt).
-        store: results cache (None: compute without caching); shares the cache of
-            :func:`lens_readouts`.
+        store: results cache of the hidden states (None: compute without caching).
+        token: which token (default the last).
 
     Returns:
         ``[prompt, layer+1]`` entropies in nats; the maximum possible is ln(vocab).
     """
-    return np.stack([r.entropy for r in lens_readouts(model, prompts, store)])
+    return np.stack([r.entropy for r in lens_readouts(model, prompts, store, token=token)])
 
 
 def decode_top(model: LoadedModel, readout: LensReadout) -> list[list[str]]:
@@ -173,41 +160,50 @@ def decode_top(model: LoadedModel, readout: LensReadout) -> list[list[str]]:
 
 
 def entropy_spread(entropy: np.ndarray) -> np.ndarray:
-    """Spread of the entropy over prompts per layer: the standard deviation, ``[layer+1]``.
+    """Spread of the entropy over prompts per layer, the standard deviation: ``[layer+1]``.
 
     Paper B §4.4 sees almost identical confidence among prompts in the Thought phase and
-    prompt-dependent confidence in Fixation; this spread measures that.
+    prompt-dependent confidence in Fixation; :func:`llmdyn.phases.entropy_spread_layer` finds
+    the step in this curve.
 
     Args:
         entropy: ``[prompt, layer+1]`` with at least two prompts.
     """
     entropy = np.asarray(entropy, dtype=float)
     if entropy.ndim != 2 or entropy.shape[0] < 2 or entropy.shape[1] < 2:
-        raise LlmdynError(f"entropy must be [prompt >= 2, layer+1 >= 2], "
-                          f"got {entropy.shape}")
+        raise LlmdynError(f"entropy must be [prompt >= 2, layer+1 >= 2], got {entropy.shape}")
     return entropy.std(axis=0)
 
 
-def entropy_spread_boundary(entropy: np.ndarray, *, fraction: float = 0.5) -> int:
-    """A simple Thought/Fixation boundary: where the entropy spread over prompts first rises.
+def shorten_prompt(prompt: PromptLike, max_chars: int | None) -> PromptLike:
+    """Keep the end of a long prompt: at most `max_chars` characters, from a sentence start.
 
-    Returns the first layer ``l >= 1`` with ``spread[l] - spread_min >= fraction ·
-    (spread_max - spread_min)``, where ``spread`` is :func:`entropy_spread` and the extremes are
-    taken over layers 1 … L (layer 0, the embedding, is left out: there the distribution
-    depends on the last token alone). Layers ``< l`` are Thought, layers ``>= l`` Fixation.
+    Question prompts end with the question and "The answer is:", so the tail keeps them whole
+    and drops the beginning of the context. The cut moves forward to the first sentence start
+    (after ". ", "! " or "? ") in the first half of the kept window if there is one, else to
+    the next word. Used to fit long prompts into small test models or a compute budget.
 
     Args:
-        entropy: ``[prompt, layer+1]`` logit-lens entropies of at least two prompts.
-        fraction: share of the spread's range that marks the rise, in (0, 1).
+        prompt: a text or :class:`~llmdyn.data.Prompt`.
+        max_chars: the longest text kept; None keeps the prompt unchanged.
 
     Returns:
-        The first Fixation layer, in 1 … L.
+        The same kind as `prompt`; a shortened Prompt gets the id suffix ``"+tail<max_chars>"``
+        and meta ``("shortened_from", <original length>)``.
     """
-    if not 0 < fraction < 1:
-        raise LlmdynError(f"fraction must be in (0, 1), got {fraction!r}")
-    spread = entropy_spread(entropy)[1:]  # (layer,) layers 1 … L
-    lo, hi = spread.min(), spread.max()
-    if hi - lo <= 0:
-        return len(spread)  # no rise: everything but the output is Thought
-    first = int(np.argmax(spread - lo >= fraction * (hi - lo)))
-    return first + 1
+    text = _text(prompt)
+    if max_chars is None or len(text) <= max_chars:
+        return prompt
+    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 10:
+        raise LlmdynError(f"max_chars must be None or an int >= 10, got {max_chars!r}")
+    window = text[len(text) - max_chars:]
+    starts = [i + 2 for i in range(len(window) // 2) if window[i:i + 2] in (". ", "! ", "? ")]
+    if starts:
+        tail = window[starts[0]:]
+    else:
+        tail = window.split(" ", 1)[-1] if " " in window[1:] else window
+    tail = tail.strip()
+    if not isinstance(prompt, Prompt):
+        return tail
+    meta = (*prompt.meta, ("shortened_from", len(text)))
+    return Prompt(f"{prompt.id}+tail{max_chars}", tail, prompt.task, prompt.answer, meta)

@@ -58,6 +58,232 @@ class DepthCouplingParams(ChapterParams):
     k: int = 30  # top singular vectors kept in A
     layers: list[int] = field(default_factory=lambda: list(range(8, 16)))  # blocks in the grid
     n_prompts: int = 3  # prompts averaged in the heatmap
+    compare_models: list[str] = field(default_factory=lambda: ["gemma3-270m"])  # also shown
+    n_compare_prompts: int = 1  # prompts for each compare model (1: the example, as Fig 20)
+
+    def __post_init__(self) -> None:
+        """Check types, then values."""
+        super().__post_init__()
+        if self.k < 1:
+            raise LlmdynError(f"k must be >= 1, got {self.k}")
+        if self.n_prompts < 1 or self.n_compare_prompts < 1:
+            raise LlmdynError(f"n_prompts and n_compare_prompts must be >= 1, got "
+                              f"{self.n_prompts} and {self.n_compare_prompts}")
+        if any(not m.strip() for m in self.compare_models):
+            raise LlmdynError(f"compare_models must hold model names, got {self.compare_models!r}")
+
+    def compared(self) -> list[str]:
+        """The compare models other than the primary one, each once, in order."""
+        return [m for m in dict.fromkeys(self.compare_models) if m != self.model]
+
+
+def _check_compare(p: Any) -> None:
+    """Shared checks of paper B's chapters 03–04 (compare models, question prompts)."""
+    if any(not m.strip() for m in p.compare_models):
+        raise LlmdynError(f"compare_models must hold model names, got {p.compare_models!r}")
+    if p.n_questions < 1:
+        raise LlmdynError(f"n_questions must be >= 1, got {p.n_questions}")
+    if p.max_prompt_chars is not None and p.max_prompt_chars < 10:
+        raise LlmdynError(f"max_prompt_chars must be None (full prompts) or >= 10, "
+                          f"got {p.max_prompt_chars}")
+    criteria = ("consensus", "lss_peak", "entropy_spread", "norm_velocity")
+    if p.phase_criterion not in criteria:
+        raise LlmdynError(f"phase_criterion must be one of {criteria} (llmdyn.phases), "
+                          f"got {p.phase_criterion!r}")
+    if p.window < 3 or p.window % 2 == 0:
+        raise LlmdynError(f"window must be odd and >= 3, got {p.window}")
+
+
+def _model_list(p: Any) -> list[str]:
+    """The primary model, then the compare models, each once, in order."""
+    return list(dict.fromkeys([p.model, *p.compare_models]))
+
+
+@dataclass(frozen=True)
+class UncertaintyParams(ChapterParams):
+    """Chapter 03: logit-lens uncertainty per layer (paper B §4.4, App. A.1, B.2; Figs 5, 8–11)."""
+
+    compare_models: list[str] = field(default_factory=lambda: ["gemma3-270m"])  # also run these
+    n_questions: int = 20  # SQuAD question prompts (paper: 100 on SQuAD v2 "Dog")
+    squad_articles: list[str] | None = None  # None: llmdyn.data.squad_prompts' default articles
+    max_prompt_chars: int | None = None  # None: full prompts; else keep each prompt's last chars
+    top_k: int = 5  # tokens per layer in the top-k tables (paper: 5)
+    n_table_layers: int = 8  # evenly spaced layers shown in the top-k tables (paper: 5–8)
+    window: int = 11  # LSS window of the phase-boundary estimate (paper: 11), if it fits
+    phase_criterion: str = "consensus"  # llmdyn.phases estimate drawn as the boundary
+    untrained: bool = True  # also read the untrained twin's entropy
+
+    def __post_init__(self) -> None:
+        """Check types, then values."""
+        super().__post_init__()
+        _check_compare(self)
+        if self.top_k < 1 or self.n_table_layers < 2:
+            raise LlmdynError(f"top_k must be >= 1 and n_table_layers >= 2, got {self.top_k} "
+                              f"and {self.n_table_layers}")
+
+    def models(self) -> list[str]:
+        """The primary model, then the compare models, each once."""
+        return _model_list(self)
+
+
+@dataclass(frozen=True)
+class JacobianAlignmentParams(ChapterParams):
+    """Chapter 04: residual Jacobian alignment r(A) and Table 1 (paper B §3.6, §4.5; Figs 6, 7)."""
+
+    compare_models: list[str] = field(default_factory=lambda: ["gemma3-270m"])  # also run these
+    example_prompt: str = "What is the capital of France? The capital is"  # the |A| grids
+    k: int = 30  # top singular vectors in A_{i,j,K} (paper: 30)
+    grid_layers: list[int] = field(default_factory=lambda: list(range(8, 16)))  # 0-based blocks
+    n_questions: int = 4  # SQuAD prompts averaged in the r(A) heatmap (paper: 100)
+    n_lens_questions: int = 20  # SQuAD prompts for the cheap per-layer quantities of Table 1
+    squad_articles: list[str] | None = None  # None: llmdyn.data.squad_prompts' default articles
+    max_prompt_chars: int | None = None  # None: full prompts; else keep each prompt's last chars
+    window: int = 11  # LSS/equidistance window (paper: 11), if it fits the model's depth
+    phase_criterion: str = "consensus"  # llmdyn.phases estimate splitting Thought/Fixation
+
+    def __post_init__(self) -> None:
+        """Check types, then values."""
+        super().__post_init__()
+        _check_compare(self)
+        if self.k < 2:
+            raise LlmdynError(f"k must be >= 2 (r(A) divides by k - 1), got {self.k}")
+        if self.n_lens_questions < 2:
+            raise LlmdynError(f"n_lens_questions must be >= 2, got {self.n_lens_questions}")
+        if not self.grid_layers:
+            raise LlmdynError("grid_layers must name at least one block")
+
+    def models(self) -> list[str]:
+        """The primary model, then the compare models, each once."""
+        return _model_list(self)
+
+
+@dataclass(frozen=True)
+class SpectraPromptsParams(ChapterParams):
+    """Chapter 11: spectra, linearisation, CoT, prompt length (paper A Figs 9, 15, 32–34)."""
+
+    compare_models: list[str] = field(default_factory=lambda: ["gemma3-270m"])  # spectra too
+    example_prompt: str = "What is the capital of France? The capital is"
+    n_spectra_prompts: int = 3  # named prompts (the example first) for the spectra
+    n_compare_prompts: int = 1  # of those, for each compare model
+    k: int = 30  # top singular vectors in A; also the singular values kept
+    n_top: int = 5  # singular values drawn per layer
+    noise_levels: list[float] = field(default_factory=lambda: [0.01, 0.03, 0.1, 0.3, 1.0])
+    n_draws: int = 8  # noise draws per level
+    noise_tokens: str = "all"  # "all" or "last": which input embeddings the noise moves
+    n_gsm8k: int = 6  # GSM8K prompts, each also with the zero-shot CoT suffix (Fig 15)
+    n_per_task: int = 1  # leaderboard prompts per task added to the length plot (Fig 9)
+    max_prompt_chars: int | None = None  # None: full prompts; else keep each prompt's last chars
+
+    def __post_init__(self) -> None:
+        """Check types, then values."""
+        super().__post_init__()
+        if self.k < 2:
+            raise LlmdynError(f"k must be >= 2, got {self.k}")
+        for name in ("n_spectra_prompts", "n_compare_prompts", "n_top", "n_draws",
+                     "n_per_task"):
+            if getattr(self, name) < 1:
+                raise LlmdynError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.n_gsm8k < 3:
+            raise LlmdynError(f"n_gsm8k must be >= 3 (a regression needs 3 points), "
+                              f"got {self.n_gsm8k}")
+        if not self.noise_levels or min(self.noise_levels) <= 0:
+            raise LlmdynError(f"noise_levels must be positive, got {self.noise_levels}")
+        if self.noise_tokens not in ("all", "last"):
+            raise LlmdynError(f"noise_tokens must be 'all' or 'last', got {self.noise_tokens!r}")
+        if self.max_prompt_chars is not None and self.max_prompt_chars < 10:
+            raise LlmdynError(f"max_prompt_chars must be None (full prompts) or >= 10, "
+                              f"got {self.max_prompt_chars}")
+        if any(not m.strip() for m in self.compare_models):
+            raise LlmdynError(f"compare_models must hold model names, got {self.compare_models!r}")
+
+    def compared(self) -> list[str]:
+        """The compare models other than the primary one, each once, in order."""
+        return [m for m in dict.fromkeys(self.compare_models) if m != self.model]
+
+
+def _check_fractions(name: str, value: list[float]) -> None:
+    if len(value) != 2 or not 0 <= value[0] < value[1] <= 1:
+        raise LlmdynError(f"{name} must be [start, end] fractions of depth with "
+                          f"0 <= start < end <= 1, got {value!r}")
+
+
+@dataclass(frozen=True)
+class TrajectoriesParams(ChapterParams):
+    """Chapter 01: token trajectories in the PC plane of X^L (paper B Fig 1, paper A Fig 12)."""
+
+    prompt: str = "What is the capital of France? The capital is"  # paper B's example
+    compare_models: list[str] = field(default_factory=lambda: ["gemma3-270m"])  # drawn beside
+    untrained: bool = True  # also draw each model's untrained twin
+    shallow: list[float] = field(default_factory=lambda: [0.0, 0.5])  # fractions of depth L
+    deep: list[float] = field(default_factory=lambda: [0.5, 1.0])  # fractions of depth L
+    windows_skip_last: bool = True  # shallow/deep panels stop at X^{L-1} (the last jump is big)
+    drop_first: int = 1  # leading tokens left out (the first is an attention sink, huge norm)
+
+    def __post_init__(self) -> None:
+        """Check types, then values."""
+        super().__post_init__()
+        _check_fractions("shallow", self.shallow)
+        _check_fractions("deep", self.deep)
+        if self.drop_first < 0:
+            raise LlmdynError(f"drop_first must be >= 0, got {self.drop_first}")
+        if any(not m.strip() for m in self.compare_models):
+            raise LlmdynError(f"compare_models must hold model names, got {self.compare_models!r}")
+
+    def models(self) -> list[str]:
+        """The primary model, then the compare models, each once."""
+        return _model_list(self)
+
+
+@dataclass(frozen=True)
+class GeometryAlongDepthParams(ChapterParams):
+    """Chapter 02: norm, windowed LSS and equidistance along depth (paper B Figs 2-4, 12, 13)."""
+
+    compare_models: list[str] = field(default_factory=lambda: ["gemma3-270m"])  # drawn beside
+    prompts: list[str] | None = None  # None: SQuAD questions with context (paper B §3.2)
+    n_prompts: int = 20  # question prompts (paper: 100)
+    squad_articles: list[str] | None = None  # None: llmdyn.data.squad_prompts' default articles
+    window: int = 11  # layers in each LSS/equidistance window, centred (paper: 11)
+    n_untrained: int = 3  # prompts traced through each untrained twin (0: no twins)
+    min_size: int = 3  # fewest layers on each side of a change-point (llmdyn.phases)
+    agree_within: float = 0.1  # criteria agree if their estimates span <= this fraction of L
+
+    def __post_init__(self) -> None:
+        """Check types, then values."""
+        super().__post_init__()
+        if any(not m.strip() for m in self.compare_models):
+            raise LlmdynError(f"compare_models must hold model names, got {self.compare_models!r}")
+        if self.n_prompts < 2:
+            raise LlmdynError(f"n_prompts must be >= 2 (bands and spreads need two), "
+                              f"got {self.n_prompts}")
+        if self.prompts is not None and len(self.prompts) < 2:
+            raise LlmdynError(f"prompts must hold at least 2 texts, got {self.prompts!r}")
+        if self.window < 3 or self.window % 2 == 0:
+            raise LlmdynError(f"window must be odd and >= 3, got {self.window}")
+        if self.n_untrained < 0 or self.min_size < 1:
+            raise LlmdynError(f"n_untrained must be >= 0 and min_size >= 1, got "
+                              f"{self.n_untrained} and {self.min_size}")
+        if not 0 <= self.agree_within <= 1:
+            raise LlmdynError(f"agree_within must be a fraction of depth in [0, 1], "
+                              f"got {self.agree_within}")
+
+    def models(self) -> list[str]:
+        """The primary model, then the compare models, each once."""
+        return _model_list(self)
+
+
+@dataclass(frozen=True)
+class TokenCouplingParams(ChapterParams):
+    """Chapter 06: coupling across tokens at fixed layers (paper A §3.1, §5.2; Figs 4, 17–19)."""
+
+    example_prompt: str = "What is the capital of France? The capital is"  # the drawn grids
+    prompts: list[str] | None = None  # None: the named example prompts (example first)
+    n_prompts: int = 1  # prompts pooled in the summary numbers (each costs a Jacobian pass)
+    layer: int = 11  # 0-based block l whose Jacobians are expressed (paper layer l + 1)
+    ref_layer: int = 12  # 0-based block l′ whose singular vectors form the bases
+    k: int = 30  # top singular vectors kept in each coupling matrix
+    input_token: int = 0  # t1 of fixed-input coupling (negative counts from the end)
+    output_token: int = -1  # t2 of fixed-output coupling (negative counts from the end)
+    same_layer_control: bool = True  # also compute l′ = l (costs one more block per model)
 
     def __post_init__(self) -> None:
         """Check types, then values."""
@@ -66,3 +292,35 @@ class DepthCouplingParams(ChapterParams):
             raise LlmdynError(f"k must be >= 1, got {self.k}")
         if self.n_prompts < 1:
             raise LlmdynError(f"n_prompts must be >= 1, got {self.n_prompts}")
+
+
+@dataclass(frozen=True)
+class RegularityParams(ChapterParams):
+    """Chapter 07: LSS and expodistance of every token's trajectory (paper A §3.2–3.3, §5.5)."""
+
+    compare_models: list[str] = field(default_factory=lambda: ["gemma3-270m"])  # also run these
+    tasks: list[str] = field(default_factory=lambda: ["arc_challenge", "gsm8k", "hellaswag",
+                                                      "mmlu", "winogrande", "truthfulqa"])
+    n_per_task: int = 20  # prompts drawn per task (paper: 200 per task, 1,200 in all)
+    max_prompt_chars: int | None = None  # None: full prompts; else keep each prompt's last chars
+
+    def __post_init__(self) -> None:
+        """Check types, then values."""
+        super().__post_init__()
+        from llmdyn.data import ALL_TASKS
+
+        if any(not m.strip() for m in self.compare_models):
+            raise LlmdynError(f"compare_models must hold model names, got {self.compare_models!r}")
+        bad = [t for t in self.tasks if t not in ALL_TASKS]
+        if bad or not self.tasks:
+            raise LlmdynError(f"tasks must be a non-empty list from {ALL_TASKS}, got "
+                              f"{self.tasks!r}")
+        if self.n_per_task < 1:
+            raise LlmdynError(f"n_per_task must be >= 1, got {self.n_per_task}")
+        if self.max_prompt_chars is not None and self.max_prompt_chars < 10:
+            raise LlmdynError(f"max_prompt_chars must be None (full prompts) or >= 10, "
+                              f"got {self.max_prompt_chars}")
+
+    def models(self) -> list[str]:
+        """The primary model, then the compare models, each once."""
+        return _model_list(self)

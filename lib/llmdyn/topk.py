@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Literal
 
 import torch
 from torch.func import jvp, vjp, vmap
+from torch.profiler import record_function
 
 from llmdyn import LlmdynError
 from llmdyn.jacobians import (
@@ -56,6 +57,21 @@ class TopK:
                                   "= [layer, tok, (d_model,) k]")
 
 
+@contextmanager
+def _one_thread():
+    """Run small batched LAPACK calls (QR, SVD) on one thread.
+
+    They gain nothing from threads at these sizes, and on a shared machine every OpenMP barrier
+    can wait a whole scheduler slice: measured 20x slower with 2 threads on 2 busy cores.
+    """
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(saved)
+
+
 def principal_angles(Q1: torch.Tensor, Q2: torch.Tensor) -> torch.Tensor:
     """Largest principal angle between span(Q1) and span(Q2), in radians.
 
@@ -77,26 +93,29 @@ def principal_angles(Q1: torch.Tensor, Q2: torch.Tensor) -> torch.Tensor:
                           f"{tuple(Q2.shape)}; expected [..., d_model, k1] and [..., d_model, k2] "
                           "with the same leading axes and k1, k2 <= d_model")
     big, small = (Q1, Q2) if Q1.shape[-1] >= Q2.shape[-1] else (Q2, Q1)
-    big = torch.linalg.qr(big.detach().double()).Q  # [..., d_model, k_big]
-    small = torch.linalg.qr(small.detach().double()).Q  # [..., d_model, k_small]
-    cos = torch.linalg.svdvals(big.mT @ small)[..., -1]  # [...] smallest cosine
-    rest = small - big @ (big.mT @ small)  # [..., d_model, k_small]
-    sin = torch.linalg.matrix_norm(rest, ord=2)  # [...]
+    with _one_thread():
+        big = torch.linalg.qr(big.detach().double()).Q  # [..., d_model, k_big]
+        small = torch.linalg.qr(small.detach().double()).Q  # [..., d_model, k_small]
+        cos = torch.linalg.svdvals(big.mT @ small)[..., -1]  # [...] smallest cosine
+        rest = small - big @ (big.mT @ small)  # [..., d_model, k_small]
+        sin = torch.linalg.matrix_norm(rest, ord=2)  # [...]
     return torch.atan2(sin, cos)
 
 
 def _orth(Y: torch.Tensor, against: torch.Tensor | None = None) -> torch.Tensor:
     """Orthonormal columns spanning Y minus its part in span(against): [tok, d_model, n]."""
-    for _ in range(2):  # project twice ("twice is enough"), then once more after QR
-        if against is not None:
-            Y = Y - against @ (against.mT @ Y)  # [tok, d_model, n]
-        Y = torch.linalg.qr(Y).Q
+    with _one_thread():
+        for _ in range(2):  # project twice ("twice is enough"), then once more after QR
+            if against is not None:
+                Y = Y - against @ (against.mT @ Y)  # [tok, d_model, n]
+            Y = torch.linalg.qr(Y).Q
     return Y
 
 
 def _ritz(Q: torch.Tensor, Z: torch.Tensor, k: int):
     """Top-k SVD of J restricted to span(Q), given Z = J^T Q: U, S, V as in :class:`TopK`."""
-    Ub, S, Vh = torch.linalg.svd(Z.mT, full_matrices=False)  # Q^T J = Z^T: [tok, m, d_model]
+    with _one_thread():
+        Ub, S, Vh = torch.linalg.svd(Z.mT, full_matrices=False)  # Q^T J = Z^T: [tok, m, d_model]
     U = Q @ Ub[..., :k]  # [tok, d_model, k]
     V = Vh[..., :k, :].mT  # [tok, d_model, k]
     idx = U.abs().argmax(dim=-2, keepdim=True)  # [tok, 1, k]; sign: as metrics.svd_sorted
@@ -128,41 +147,51 @@ def _products(f: Callable, x: torch.Tensor, tokens: Tokens,
         return jvp(f, (x,), (v,))[1]
 
     def jmul(vecs: torch.Tensor) -> torch.Tensor:
-        out = vmap(forward, chunk_size=chunk_size)(embed(vecs))  # (n, tok, d_model)
+        with record_function("llmdyn.topk.jvp"):
+            out = vmap(forward, chunk_size=chunk_size)(embed(vecs))  # (n, tok, d_model)
         return out[:, pos].permute(1, 2, 0).to(vecs.dtype)  # (tok_sel, d_model, n)
 
     def jtmul(vecs: torch.Tensor) -> torch.Tensor:
-        (out,) = vmap(pullback, chunk_size=chunk_size)(embed(vecs))  # (n, tok, d_model)
+        with record_function("llmdyn.topk.vjp"):
+            (out,) = vmap(pullback, chunk_size=chunk_size)(embed(vecs))  # (n, tok, d_model)
         return out[:, pos].permute(1, 2, 0).to(vecs.dtype)  # (tok_sel, d_model, n)
 
     return jmul, jtmul
 
 
 def _krylov_svd(jmul: Products, jtmul: Products, shape: tuple[int, int], k: int, start: int,
-                block: int, budget: int, tol: float | None, gen: torch.Generator):
+                block: int, target: int, tol: float | None, gen: torch.Generator):
     """Block Lanczos (Krylov) top-k SVD with full reorthogonalisation, all tokens at once.
 
-    Builds an orthonormal basis Q of span{Ω, (J J^T) Ω, ...} block by block and its image
-    Z = J^T Q, then takes the top-k SVD of Q^T J = Z^T (Rayleigh-Ritz). This costs as many
-    products as a randomized range finder with power iterations but keeps every iterate.
+    Builds an orthonormal basis Q of span{Ω, (J J^T) Ω, (J J^T)^2 Ω, ...} block by block (Ω:
+    ``block`` random vectors) and its image Z = J^T Q, then takes the top-k SVD of
+    Q^T J = Z^T (Rayleigh-Ritz). This costs as many products as a randomized range finder with
+    power iterations but keeps every iterate, which converges much faster when the spectrum is
+    flat around k. Extraction starts once the space has ``start`` dimensions; without ``tol``
+    it stops at ``target`` dimensions, with ``tol`` once the top-k subspaces stop moving.
+    Returns ((U, S, V), number of extensions).
     """
     n_tok, d = shape
-    omega = torch.randn(n_tok, d, min(start, d), generator=gen, dtype=torch.float64)
-    Q = _orth(jmul(omega))  # [tok, d_model, start]
-    Z = jtmul(Q)  # [tok, d_model, start] = J^T Q
-    best, ext = _ritz(Q, Z, k), 0
-    while Q.shape[-1] < d and (ext < budget if tol is None else True):
-        width = min(block, d - Q.shape[-1])
-        Qn = _orth(jmul(Z[..., -width:]), against=Q)  # next block of J J^T Q
+    omega = torch.randn(n_tok, d, min(block, d), generator=gen, dtype=torch.float64)
+    Q = _orth(jmul(omega))  # [tok, d_model, block]
+    Z = jtmul(Q)  # [tok, d_model, block] = J^T Q
+    last, prev, ext = Q.shape[-1], None, 0
+    while True:
+        m = Q.shape[-1]
+        if m >= min(start, d):
+            cur = _ritz(Q, Z, k)
+            if m >= d or (tol is None and m >= target):
+                return cur, ext
+            if tol is not None and prev is not None:
+                change = torch.maximum(principal_angles(prev[0], cur[0]),
+                                       principal_angles(prev[2], cur[2])).max()
+                if change < tol:
+                    return cur, ext
+            prev = cur
+        width = min(block, d - m)
+        Qn = _orth(jmul(Z[..., m - last:m - last + width]), against=Q)  # J J^T (last block)
         Q, Z = torch.cat([Q, Qn], -1), torch.cat([Z, jtmul(Qn)], -1)  # [tok, d_model, m]
-        ext += 1
-        new = _ritz(Q, Z, k)
-        change = torch.maximum(principal_angles(best[0], new[0]),
-                               principal_angles(best[2], new[2])).max()
-        best = new
-        if tol is not None and change < tol:
-            break
-    return best, ext
+        last, ext = width, ext + 1
 
 
 def topk_block_svd(
@@ -226,7 +255,7 @@ def topk_block_svd(
     calls = capture_block_calls(model, ids)
     n_tok = ids.shape[1] if tokens == "diagonal" else 1
     start, block = k + oversample, block_size or k + oversample
-    budget = -(-start * power_iters // block)  # ceil: the same products as power iterations
+    target = start * (power_iters + 1)  # Krylov dimension of a range finder with power iters
     gen = torch.Generator().manual_seed(seed)
     trick = own_position_attention(model) if tokens == "diagonal" else nullcontext()
     results, iters = [], []
@@ -234,7 +263,7 @@ def topk_block_svd(
         for b in blocks:
             f = block_residual(model, b, calls[b])
             jmul, jtmul = _products(f, calls[b].hidden.detach(), tokens, chunk_size)
-            (U, S, V), ext = _krylov_svd(jmul, jtmul, (n_tok, d), k, start, block, budget,
+            (U, S, V), ext = _krylov_svd(jmul, jtmul, (n_tok, d), k, start, block, target,
                                          tol, gen)
             results.append((U, S, V))
             iters.append(ext)

@@ -1,0 +1,345 @@
+r"""Benchmark four routes to the diagonal block Jacobians J^b_tt, side by side, one model at a time.
+
+Methods (each runs in a fresh subprocess, so ``ru_maxrss`` is that method's peak memory):
+
+- ``naive``: ``torch.func.jacrev`` of the block residual over the whole ``[tok, d_model]`` input,
+  then the diagonal blocks of the ``[tok, d_model, tok, d_model]`` result.
+- ``hf_hidden_states``: the authors' route. Block b's input is replaced by a leaf through a
+  forward pre-hook, the HF model runs with ``output_hidden_states=True`` and
+  ``hidden_states[b+1] - leaf`` (the block output for the last block, since HF's last hidden
+  state has the final norm applied) is differentiated with
+  ``torch.autograd.functional.jacobian(vectorize=True)``.
+- ``own_position``: the library's exact method, ``llmdyn.jacobians.block_jacobians`` (default
+  for ``pairs="diagonal"``).
+- ``topk``: the library's matrix-free ``llmdyn.topk.topk_block_svd`` for K = 30, run to a
+  subspace tolerance; ``topk_fixed`` is the same with its fixed default budget
+  (``power_iters=2``, no tolerance).
+
+``naive`` and ``hf_hidden_states`` are measured on a few blocks (``--layers``) and extrapolated
+to all blocks; the library methods are measured on all blocks. Usage (from the repository root)::
+
+    PYTHONPATH=lib .venv/bin/python bench/jacobians.py --models smollm2-135m gemma3-270m \
+        --out bench/results.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "lib"))
+
+import torch  # noqa: E402
+
+PROMPT = "What is the capital of France? The capital is"
+METHODS = ("naive", "hf_hidden_states", "own_position", "topk", "topk_fixed")
+LABELS = {"naive": "(a) naive jacrev", "hf_hidden_states": "(b) HF hidden states",
+          "own_position": "(c) own-position exact", "topk": "(d) top-K, tol",
+          "topk_fixed": "(d') top-K, fixed"}
+GIB = 2**30
+
+
+def _peak_rss() -> float:
+    """Peak resident memory of this process so far, in GiB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / GIB
+
+
+# ----------------------------------------------------------------------------- the routes
+
+
+def naive_block(model, calls, b: int) -> torch.Tensor:
+    """(a) jacrev of f_b over the whole sequence: diagonal blocks ``[tok, d_model, d_model]``."""
+    from llmdyn.jacobians import block_residual
+
+    x = calls[b].hidden.detach()
+    full = torch.func.jacrev(block_residual(model, b, calls[b]))(x)  # (tok, d, tok, d)
+    return torch.stack([full[t, :, t, :] for t in range(x.shape[0])])  # (tok, d_out, d_in)
+
+
+def hf_block(model, ids: torch.Tensor, x: torch.Tensor, b: int) -> torch.Tensor:
+    """(b) d hidden_states[b+1] / d hidden_states[b] through the HF model, vectorised."""
+    block, last = model.blocks[b], b == model.n_layers - 1
+    state: dict[str, torch.Tensor] = {}
+
+    def swap_input(_module, args, kwargs):
+        return (state["leaf"][None], *args[1:]), kwargs
+
+    def keep_output(_module, _args, out):
+        state["out"] = out[0] if isinstance(out, tuple) else out
+
+    hooks = [block.register_forward_pre_hook(swap_input, with_kwargs=True),
+             block.register_forward_hook(keep_output)]
+
+    def g(leaf: torch.Tensor) -> torch.Tensor:
+        state["leaf"] = leaf
+        hidden = model.hf(ids, output_hidden_states=True, use_cache=False).hidden_states
+        after = state["out"] if last else hidden[b + 1]  # (1, tok, d_model)
+        return after[0] - leaf
+
+    try:
+        full = torch.autograd.functional.jacobian(g, x, vectorize=True)  # (tok, d, tok, d)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return torch.stack([full[t, :, t, :] for t in range(x.shape[0])])  # (tok, d_out, d_in)
+
+
+def _profile(fn, rows: int = 12) -> list[dict]:
+    """Top operators by self CPU time of one call of ``fn``."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn()
+    events = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    total = sum(e.self_cpu_time_total for e in events) or 1
+    return [{"op": e.key, "self_ms": round(e.self_cpu_time_total / 1e3, 1),
+             "share": round(e.self_cpu_time_total / total, 3), "calls": e.count}
+            for e in events[:rows]]
+
+
+def worker(spec: dict) -> dict:
+    """Run one method on one model; save its tensors; return timings and memory."""
+    from llmdyn.jacobians import block_jacobians, capture_block_calls
+    from llmdyn.models import load_model
+    from llmdyn.topk import topk_block_svd
+    from llmdyn.trace import encode
+
+    torch.manual_seed(0)
+    model = load_model(spec["model"])
+    ids = encode(model, spec["prompt"])
+    with torch.no_grad():
+        model.hf(ids, use_cache=False)  # warm-up: first-call allocations are not timed
+    method, n_layers, k = spec["method"], model.n_layers, spec["k"]
+    rss_load = _peak_rss()
+    per_block: list[float] = []
+    extra: dict = {}
+    wall, cpu = time.perf_counter(), time.process_time()
+    if method in ("naive", "hf_hidden_states"):
+        blocks = spec["layers"]
+        calls = capture_block_calls(model, ids)
+        setup = time.perf_counter() - wall
+        out = []
+        for b in blocks:
+            start = time.perf_counter()
+            if method == "naive":
+                out.append(naive_block(model, calls, b))
+            else:
+                out.append(hf_block(model, ids, calls[b].hidden.detach(), b))
+            per_block.append(time.perf_counter() - start)
+        saved = {"jac": torch.stack(out)}  # [layer, tok, d_model, d_model]
+    elif method == "own_position":
+        blocks, setup = list(range(n_layers)), 0.0
+        saved = {"jac": block_jacobians(model, spec["prompt"])}
+    else:
+        blocks, setup = list(range(n_layers)), 0.0
+        options = spec["topk"] if method == "topk" else {}
+        res = topk_block_svd(model, spec["prompt"], k=k, **options)
+        saved = {"U": res.U, "S": res.S, "V": res.V}
+        extra = {"options": options, "extensions": list(res.iterations)}
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    peak = _peak_rss()
+    torch.save(saved, spec["save"])
+    measured_all = len(blocks) == n_layers
+    mean_block = (wall - setup) / len(blocks)
+    result = {
+        "method": method, "model": spec["model"], "n_layers": n_layers, "tok": ids.shape[1],
+        "d_model": model.d_model, "blocks_measured": blocks, "wall_s": wall, "cpu_s": cpu,
+        "setup_s": setup, "per_block_s": per_block or [mean_block] * len(blocks),
+        "all_blocks_s": wall if measured_all else setup + mean_block * n_layers,
+        "extrapolated": not measured_all,
+        "rss_after_load_gib": rss_load, "peak_rss_gib": peak, **extra,
+    }
+    if spec["profile"] and method in ("own_position", "topk"):
+        mid = n_layers // 2
+        if method == "own_position":
+            result["profile"] = _profile(lambda: block_jacobians(model, spec["prompt"], [mid]))
+        else:
+            result["profile"] = _profile(
+                lambda: topk_block_svd(model, spec["prompt"], [mid], k, **spec["topk"]))
+        result["profile_block"] = mid
+    return result
+
+
+# ----------------------------------------------------------------------------- agreement
+
+
+def _rel_fro(a: torch.Tensor, ref: torch.Tensor) -> float:
+    return float(torch.linalg.norm((a.double() - ref.double()).flatten()) /
+                 torch.linalg.norm(ref.double().flatten()))
+
+
+def agreement(results: dict, files: dict, k: int) -> dict:
+    """Each method against (a); top-K subspaces against the exact SVDs of (a) and (c)."""
+    from llmdyn.topk import principal_angles
+
+    ref_blocks = results["naive"]["blocks_measured"]
+    ref = torch.load(files["naive"])["jac"].double()  # [layer_ab, tok, d_model, d_model]
+    U_ref, S_ref, Vh_ref = torch.linalg.svd(ref)
+    out = {"naive": {"rel_fro_vs_a": 0.0}}
+    if "hf_hidden_states" in files:
+        hf = torch.load(files["hf_hidden_states"])["jac"]
+        out["hf_hidden_states"] = {"rel_fro_vs_a": _rel_fro(hf, ref)}
+    exact = None
+    if "own_position" in files:
+        exact = torch.load(files["own_position"])["jac"].double()  # [layer, tok, d, d]
+        out["own_position"] = {"rel_fro_vs_a": _rel_fro(exact[ref_blocks], ref)}
+        U_c, S_c, Vh_c = torch.linalg.svd(exact)
+        gap = (S_c[..., k - 1] - S_c[..., k]) / S_c[..., k - 1]  # [layer, tok]
+        floor = torch.maximum(principal_angles(U_c[ref_blocks, ..., :k], U_ref[..., :k]),
+                              principal_angles(Vh_c[ref_blocks, ..., :k, :].mT,
+                                               Vh_ref[..., :k, :].mT))
+        out["own_position"].update({
+            "relative_gap_k_min": float(gap.min()), "relative_gap_k_median": float(gap.median()),
+            "top_k_angle_vs_a": float(floor.max()),
+        })
+    for name in ("topk", "topk_fixed"):
+        if name not in files:
+            continue
+        got = torch.load(files[name])
+        U, S, V = (got[key].double() for key in ("U", "S", "V"))
+        ang = torch.maximum(principal_angles(U[ref_blocks], U_ref[..., :k]),
+                            principal_angles(V[ref_blocks], Vh_ref[..., :k, :].mT))
+        row = {"angle_vs_a_max": float(ang.max()), "angle_vs_a_median": float(ang.median()),
+               "sv_rel_err_vs_a": float(((S[ref_blocks] - S_ref[..., :k]).abs() /
+                                         S_ref[..., :1]).max())}
+        if exact is not None:
+            ang_c = torch.maximum(principal_angles(U, U_c[..., :k]),
+                                  principal_angles(V, Vh_c[..., :k, :].mT))  # [layer, tok]
+            row.update({"angle_vs_c_max": float(ang_c.max()),
+                        "angle_vs_c_median": float(ang_c.median()),
+                        "share_within_1e-3": float((ang_c <= 1e-3).double().mean())})
+        out[name] = row
+    return out
+
+
+# ----------------------------------------------------------------------------- driver
+
+
+def run_method(spec: dict) -> dict:
+    """Run ``worker(spec)`` in a fresh interpreter and parse its result line."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "lib"), "TQDM_DISABLE": "1",
+           "TRANSFORMERS_VERBOSITY": "error"}
+    proc = subprocess.run([sys.executable, __file__, "--worker", json.dumps(spec)], env=env,
+                          capture_output=True, text=True)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("BENCH-RESULT ")]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"{spec['method']} on {spec['model']} failed "
+                           f"(exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    return json.loads(lines[-1].removeprefix("BENCH-RESULT "))
+
+
+def _default_layers(n_layers: int, n: int = 3) -> list[int]:
+    return sorted({round(i * (n_layers - 1) / (n - 1)) for i in range(n)})
+
+
+def bench_model(name: str, args, tmp: Path) -> dict:
+    """All methods on one model, then their agreement; prints one table."""
+    from llmdyn.models import load_model
+
+    n_layers = load_model(name).n_layers
+    layers = [b % n_layers for b in args.layers] if args.layers else _default_layers(n_layers)
+    topk = {"oversample": args.oversample, "block_size": args.block_size, "tol": args.tol}
+    results, files = {}, {}
+    for method in args.methods:
+        files[method] = str(tmp / f"{name}-{method}.pt")
+        spec = {"method": method, "model": name, "prompt": args.prompt, "layers": layers,
+                "k": args.k, "topk": topk, "save": files[method], "profile": args.profile}
+        print(f"[{name}] {LABELS[method]} ...", flush=True)
+        results[method] = run_method(spec)
+    agree = agreement(results, files, args.k) if "naive" in results else {}
+    for method, row in agree.items():
+        results[method]["agreement"] = row
+    base = results.get("naive", {}).get("all_blocks_s")
+    for row in results.values():
+        row["speedup_vs_a"] = base / row["all_blocks_s"] if base else None
+    _print_table(name, results, layers)
+    return results
+
+
+def _print_table(name: str, results: dict, layers: list[int]) -> None:
+    n_layers = next(iter(results.values()))["n_layers"]
+    print(f"\n{name}: all {n_layers} blocks; (a) and (b) measured on blocks {layers} and "
+          "extrapolated (setup + mean per block x blocks)")
+    head = (f"{'method':26s} {'per block s':>11s} {'all blocks s':>13s} {'x (a)':>7s} "
+            f"{'peak RSS GiB':>12s}  agreement")
+    print(head + "\n" + "-" * len(head))
+    for method, row in results.items():
+        per = sum(row["per_block_s"]) / len(row["per_block_s"])
+        total = f"{row['all_blocks_s']:.1f}" + ("*" if row["extrapolated"] else "")
+        ratio = f"{row['speedup_vs_a']:.1f}" if row["speedup_vs_a"] else "-"
+        agree = row.get("agreement", {})
+        if "rel_fro_vs_a" in agree:
+            text = f"rel. Frobenius {agree['rel_fro_vs_a']:.1e}"
+        elif "angle_vs_a_max" in agree:
+            text = (f"top-K angle max {agree['angle_vs_a_max']:.1e} (vs a), "
+                    f"{agree.get('angle_vs_c_max', float('nan')):.1e} (vs c, all blocks)")
+        else:
+            text = "-"
+        print(f"{LABELS[method]:26s} {per:11.2f} {total:>13s} {ratio:>7s} "
+              f"{row['peak_rss_gib']:12.2f}  {text}")
+    print("* extrapolated to all blocks")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Command line entry point (see the module docstring)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=["smollm2-135m", "gemma3-270m"])
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results.json"))
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--layers", nargs="+", type=int, default=None,
+                        help="blocks measured for (a) and (b) (default: first, middle, last)")
+    parser.add_argument("--prompt", default=PROMPT)
+    parser.add_argument("--k", type=int, default=30)
+    parser.add_argument("--oversample", type=int, default=10, help="(d): start block k + this")
+    parser.add_argument("--block-size", type=int, default=16, help="(d): Krylov block width")
+    parser.add_argument("--tol", type=float, default=1e-4, help="(d): subspace tolerance, rad")
+    parser.add_argument("--no-profile", dest="profile", action="store_false",
+                        help="skip the torch.profiler run of one block for (c) and (d)")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        print("BENCH-RESULT " + json.dumps(worker(json.loads(args.worker))), flush=True)
+        return
+    started = time.perf_counter()
+    info = {
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__, "python": platform.python_version(),
+        "cpu": _cpu_name(), "platform": platform.platform(), "prompt": args.prompt,
+        "k": args.k, "load_average_start": os.getloadavg(),
+    }
+    out = {"machine": info, "models": {}}
+    with tempfile.TemporaryDirectory(prefix="llmdyn-bench-") as tmp:
+        for name in args.models:
+            out["models"][name] = bench_model(name, args, Path(tmp))
+    info["load_average_end"] = os.getloadavg()
+    info["bench_wall_s"] = time.perf_counter() - started
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
+    print(f"\nwrote {args.out} in {info['bench_wall_s']:.0f} s "
+          f"(load average {info['load_average_start'][0]:.1f} -> "
+          f"{info['load_average_end'][0]:.1f} on {info['cores']} cores)")
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+if __name__ == "__main__":
+    main()

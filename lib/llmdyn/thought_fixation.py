@@ -1,0 +1,247 @@
+"""Paper B's Thought/Fixation contrast: split per-layer measurements at a boundary (Table 1)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from llmdyn import LlmdynError, phases
+from llmdyn.coupling import DepthCoupling, coupling_from_jacobians
+from llmdyn.data import Prompt
+from llmdyn.metrics import _check_k
+from llmdyn.models import LoadedModel
+from llmdyn.step_jacobians import last_token_jacobians
+from llmdyn.store import ResultStore
+
+__all__ = ["CRITERIA", "PAPER_TABLE1", "PhaseRow", "alignment_profile", "fit_window",
+           "last_token_alignment", "pair_phase_means", "phase_boundary", "phase_means",
+           "phase_table"]
+
+Phase = Literal["Thought", "Fixation"]
+CRITERIA = ("consensus", "lss_peak", "entropy_spread", "norm_velocity")  # see llmdyn.phases
+
+# Paper B Table 1: the phase in which each property is stronger ("MORE"), and what we measure.
+PAPER_TABLE1: dict[str, tuple[Phase, str]] = {
+    "LINEAR": ("Fixation", "windowed LSS (lower = more linear)"),
+    "EQUISPACED": ("Fixation", "windowed equidistance (lower = more equispaced)"),
+    "ALIGNED": ("Thought", "r(A_{i,j,K}) within the phase, i ≠ j (lower = more aligned)"),
+    "CONFIDENT": ("Fixation", "logit-lens entropy, nats (lower = more confident)"),
+}
+
+
+def _check_boundary(boundary: int, n_layers: int) -> None:
+    if isinstance(boundary, bool) or not isinstance(boundary, int | np.integer) \
+            or not 1 <= boundary <= n_layers:
+        raise LlmdynError(f"boundary must be the first Fixation layer, an int in 1..{n_layers}, "
+                          f"got {boundary!r}")
+
+
+def phase_means(values: np.ndarray, boundary: int) -> tuple[float, float]:
+    """Mean of a per-layer measurement over the Thought layers and over the Fixation layers.
+
+    Layers ``0 … boundary-1`` are Thought and ``boundary … L`` Fixation (layer 0 is the
+    embedding). NaN entries (e.g. windows that do not fit at the ends) are ignored; a phase
+    with no finite entry gives NaN.
+
+    Args:
+        values: ``[prompt, layer+1]`` or ``[layer+1]``.
+        boundary: the first Fixation layer, in 1 … L.
+
+    Returns:
+        (Thought mean, Fixation mean) over prompts and layers.
+    """
+    values = np.asarray(values, dtype=float)
+    if values.ndim == 1:
+        values = values[None]
+    if values.ndim != 2 or values.shape[1] < 2:
+        raise LlmdynError(f"values must be [prompt, layer+1] or [layer+1], got {values.shape}")
+    _check_boundary(boundary, values.shape[1] - 1)
+    return _nanmean(values[:, :boundary]), _nanmean(values[:, boundary:])
+
+
+def pair_phase_means(M: np.ndarray, boundary: int) -> tuple[float, float]:
+    """Mean of a block × block score over pairs i ≠ j that both lie in one phase.
+
+    Row/column b is block b, which produces layer b + 1 (the paper's depth l = b + 1); it is a
+    Thought block if ``b + 1 < boundary``, a Fixation block otherwise.
+
+    Args:
+        M: ``[layer, layer]``, e.g. r(A_{i,j,K}) (paper B Fig. 6).
+        boundary: the first Fixation layer, in 1 … L.
+
+    Returns:
+        (Thought mean, Fixation mean); NaN for a phase with fewer than two blocks.
+    """
+    M = np.asarray(M, dtype=float)
+    if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] < 2:
+        raise LlmdynError(f"M must be [layer, layer] with layer >= 2, got {M.shape}")
+    n = M.shape[0]
+    _check_boundary(boundary, n)
+    off = ~np.eye(n, dtype=bool)
+    thought = np.arange(n) + 1 < boundary  # (layer,)
+    means = []
+    for in_phase in (thought, ~thought):
+        mask = off & in_phase[:, None] & in_phase[None, :]
+        means.append(_nanmean(M[mask]) if mask.any() else float("nan"))
+    return means[0], means[1]
+
+
+def _nanmean(x: np.ndarray) -> float:
+    x = np.asarray(x, dtype=float)
+    return float(np.mean(x[np.isfinite(x)])) if np.isfinite(x).any() else float("nan")
+
+
+@dataclass(frozen=True)
+class PhaseRow:
+    """One row of paper B's Table 1 as measured: where a property is stronger.
+
+    Attributes:
+        property: "LINEAR", "EQUISPACED", "ALIGNED" or "CONFIDENT".
+        measure: what was averaged (every measure here is lower where the property is stronger).
+        thought: its mean over the Thought layers (or pairs).
+        fixation: its mean over the Fixation layers (or pairs).
+        paper: the phase the paper finds the property stronger in.
+    """
+
+    property: str
+    measure: str
+    thought: float
+    fixation: float
+    paper: Phase
+
+    @property
+    def ours(self) -> str:
+        """The phase where our measure is lower (stronger), or "n/a" if a phase is empty."""
+        if not (np.isfinite(self.thought) and np.isfinite(self.fixation)):
+            return "n/a"
+        return "Thought" if self.thought < self.fixation else "Fixation"
+
+    @property
+    def agrees(self) -> str:
+        """Whether ours matches the paper: "yes", "no", or "n/a" if a phase is empty."""
+        return "n/a" if self.ours == "n/a" else ("yes" if self.ours == self.paper else "no")
+
+
+def phase_table(*, entropy: np.ndarray, lss: np.ndarray, equidistance: np.ndarray,
+                ratio: np.ndarray, boundary: int) -> list[PhaseRow]:
+    """Paper B's Table 1 computed: each property's mean in Thought and in Fixation.
+
+    Args:
+        entropy: ``[prompt, layer+1]`` logit-lens entropy of the last token.
+        lss: ``[prompt, layer+1]`` windowed line-shape score of the last token (NaN-padded).
+        equidistance: ``[prompt, layer+1]`` windowed equidistance of the last token.
+        ratio: ``[layer, layer]`` r(A_{i,j,K}), averaged over prompts.
+        boundary: the first Fixation layer, in 1 … L.
+
+    Returns:
+        Rows LINEAR, EQUISPACED, ALIGNED, CONFIDENT.
+    """
+    split = {
+        "LINEAR": phase_means(lss, boundary),
+        "EQUISPACED": phase_means(equidistance, boundary),
+        "ALIGNED": pair_phase_means(ratio, boundary),
+        "CONFIDENT": phase_means(entropy, boundary),
+    }
+    return [PhaseRow(name, PAPER_TABLE1[name][1], t, f, PAPER_TABLE1[name][0])
+            for name, (t, f) in split.items()]
+
+
+def last_token_alignment(
+    model: LoadedModel,
+    prompts: Sequence[str | Prompt],
+    *,
+    k: int,
+    store: ResultStore | None = None,
+) -> list[DepthCoupling]:
+    """Depth coupling of the last token's block Jacobians over every pair of blocks, per prompt.
+
+    Like :func:`llmdyn.coupling.depth_coupling` at the last token over all blocks, with the
+    Jacobians from :func:`llmdyn.step_jacobians.last_token_jacobians` (the same J^l_{nn}, at a
+    cost independent of prompt length), so that long question prompts stay affordable.
+    ``.ratio`` is paper B's r(A_{i,j,K}) (§3.6, Fig. 6).
+
+    Args:
+        model: a loaded model.
+        prompts: texts or prompts; each text is one cached item.
+        k: number of top singular vectors (paper B: 30).
+        store: results cache (None: compute without caching).
+
+    Returns:
+        One :class:`~llmdyn.coupling.DepthCoupling` per prompt, over all blocks.
+    """
+    _check_k(k, model.d_model)
+    texts = [p.text if isinstance(p, Prompt) else p for p in prompts]
+    if not texts or not all(isinstance(t, str) and t.strip() for t in texts):
+        raise LlmdynError(f"prompts must be a non-empty list of texts, got {prompts!r:.80}")
+
+    def compute(text: str) -> dict[str, np.ndarray]:
+        return coupling_from_jacobians(last_token_jacobians(model, text), k).as_arrays()
+
+    if store is None:
+        results = [compute(t) for t in texts]
+    else:
+        params = {"k": k, "layers": "all", "token": -1, "dtype": "float32",
+                  "jacobians": "last_token_step"}
+        results = store.map("last_token_coupling", params, texts, compute)
+    return [DepthCoupling(**r) for r in results]
+
+
+def fit_window(window: int, n_layers: int) -> int:
+    """The LSS/equidistance window for a model of ``n_layers`` blocks: `window`, if it fits.
+
+    Paper B uses 11 layers; a model with fewer than 11 points ``x^0 … x^L`` gets the largest
+    odd window that fits (at least 3).
+    """
+    if window < 3 or window % 2 == 0 or n_layers < 2:
+        raise LlmdynError(f"window must be odd >= 3 and n_layers >= 2, got {window}, {n_layers}")
+    points = n_layers + 1
+    return min(window, points if points % 2 else points - 1)
+
+
+def phase_boundary(
+    model: LoadedModel,
+    prompts: Sequence[str | Prompt],
+    store: ResultStore | None = None,
+    *,
+    window: int = 11,
+    criterion: str = "consensus",
+) -> tuple[int, phases.PhaseBoundary]:
+    """The first Fixation layer of a model, estimated on `prompts` by :mod:`llmdyn.phases`.
+
+    Args:
+        model: a loaded model.
+        prompts: texts or prompts (paper B: 100 SQuAD questions with context).
+        store: results cache of the hidden states (shared with the lens and the geometry).
+        window: LSS window (paper B: 11), shrunk by :func:`fit_window` for shallow models.
+        criterion: ``"consensus"`` (the median of the three estimates) or one criterion name.
+
+    Returns:
+        (first Fixation layer, clipped to 1 … L so that both phases are non-empty; all the
+        estimates).
+    """
+    if criterion not in CRITERIA:
+        raise LlmdynError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
+    texts = [p.text if isinstance(p, Prompt) else p for p in prompts]
+    estimates = phases.measure_boundary(model, texts, store,
+                                        window=fit_window(window, model.n_layers))
+    layer = estimates.consensus if criterion == "consensus" else estimates.layers[criterion]
+    return int(np.clip(layer, 1, model.n_layers)), estimates
+
+
+def alignment_profile(ratio: np.ndarray) -> np.ndarray:
+    """How well the other blocks' singular vectors diagonalise each block: ``[layer]``.
+
+    Row mean of r(A_{i,j,K}) over j ≠ i (paper B Fig. 6 read row by row); low where block i
+    is aligned with the rest of the network.
+
+    Args:
+        ratio: ``[layer, layer]`` r(A_{i,j,K}) (row i: the Jacobian J_i, column j: the basis).
+    """
+    ratio = np.asarray(ratio, dtype=float)
+    if ratio.ndim != 2 or ratio.shape[0] != ratio.shape[1] or ratio.shape[0] < 2:
+        raise LlmdynError(f"ratio must be [layer, layer] with layer >= 2, got {ratio.shape}")
+    off = ~np.eye(ratio.shape[0], dtype=bool)
+    return np.array([row[mask].mean() for row, mask in zip(ratio, off, strict=True)])

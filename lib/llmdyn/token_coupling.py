@@ -1,0 +1,245 @@
+"""Coupling of block Jacobians across tokens at fixed layers: self, fixed input, fixed output."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import torch
+
+from llmdyn import LlmdynError, metrics
+from llmdyn.jacobians import block_jacobians
+from llmdyn.models import LoadedModel
+from llmdyn.store import ResultStore
+from llmdyn.trace import encode
+
+Kind = Literal["self", "fixed_input", "fixed_output"]
+KINDS: tuple[Kind, ...] = ("self", "fixed_input", "fixed_output")
+
+# What each tile of a kind compares (paper A §3.1 "Token-wise coupling"), for the figure labels.
+KIND_TITLES: dict[str, str] = {  # matplotlib mathtext
+    "self": r"self-coupling: $J^{l}_{tt}$ vs $J^{l'}_{t't'}$",
+    "fixed_input": r"fixed input token: $J^{l}_{t_1t_2}$ vs $J^{l'}_{t_1t_2'}$",
+    "fixed_output": r"fixed output token: $J^{l}_{t_1t_2}$ vs $J^{l'}_{t_1't_2}$",
+}
+
+
+def kind_pairs(kind: Kind, n_tok: int, *, input_token: int = 0,
+               output_token: int = -1) -> list[tuple[int, int]]:
+    """Token pairs (t1, t2) whose Jacobians J_{t1 t2} one kind of coupling compares, in tile order.
+
+    ``"self"``: (t, t) for every t; ``"fixed_input"``: (t1, t2) for t2 = t1 … n−1 with
+    t1 = ``input_token``; ``"fixed_output"``: (t1, t2) for t1 = 0 … t2 with t2 = ``output_token``.
+    Pairs with t1 > t2 are left out: causal attention makes those Jacobians zero.
+
+    Args:
+        kind: one of `KINDS`.
+        n_tok: prompt length in tokens.
+        input_token: t1 of fixed-input coupling; negative counts from the end.
+        output_token: t2 of fixed-output coupling; negative counts from the end.
+
+    Returns:
+        Non-negative (t1, t2) pairs; tile (i, j) of the kind's grid compares pair i with pair j.
+    """
+    if isinstance(n_tok, bool) or not isinstance(n_tok, int) or n_tok < 1:
+        raise LlmdynError(f"n_tok: got {n_tok!r}; expected a positive int")
+    for name, t in (("input_token", input_token), ("output_token", output_token)):
+        if isinstance(t, bool) or not isinstance(t, int | np.integer) or not -n_tok <= t < n_tok:
+            raise LlmdynError(f"{name}: got {t!r}; expected an int in [{-n_tok}, {n_tok}) for a "
+                              f"prompt of {n_tok} tokens")
+    t1, t2 = int(input_token) % n_tok, int(output_token) % n_tok
+    if kind == "self":
+        return [(t, t) for t in range(n_tok)]
+    if kind == "fixed_input":
+        return [(t1, t) for t in range(t1, n_tok)]
+    if kind == "fixed_output":
+        return [(t, t2) for t in range(t2 + 1)]
+    raise LlmdynError(f"kind: got {kind!r}; expected one of {KINDS}")
+
+
+def cross_coupling(J: torch.Tensor, J_ref: torch.Tensor, k: int) -> torch.Tensor:
+    """Coupling of every J_i in the top-k singular bases of every J_ref[j] (paper A eq. 10).
+
+    ``A[i, j] = U_j,k^T J[i] V_j,k`` where ``J_ref[j] = U_j S_j V_j^T``. When ``J_ref`` is ``J``
+    this is ``metrics.coupling_matrices``; here the rows and the references may differ (layer l
+    against layer l′).
+
+    Args:
+        J: ``[tok, d_model, d_model]`` Jacobians being coupled (rows = outputs).
+        J_ref: ``[tok, d_model, d_model]`` Jacobians whose singular vectors form the bases.
+        k: number of top singular vectors kept, 1 <= k <= d_model.
+
+    Returns:
+        ``[tok, tok, k, k]`` (axis 0: coupled Jacobian i, axis 1: reference j).
+    """
+    J = metrics._square(J, "J", stack=True)
+    J_ref = metrics._square(J_ref, "J_ref", stack=True)
+    if J.shape[1:] != J_ref.shape[1:]:
+        raise LlmdynError(f"J_ref: got shape {tuple(J_ref.shape)}; expected [tok, "
+                          f"{J.shape[1]}, {J.shape[2]}] like J {tuple(J.shape)}")
+    metrics._check_k(k, J.shape[-1])
+    U, _, Vh = metrics.svd_sorted(J_ref)  # [tok, d_model, d_model] each
+    Uk, Vk = U[..., :, :k], Vh[..., :k, :].mT  # [tok, d_model, k] each
+    J = J.to(Uk.dtype)
+    cols = [torch.einsum("da,ide,eb->iab", Uk[j], J, Vk[j]) for j in range(len(J_ref))]
+    return torch.stack(cols, dim=1)  # [tok, tok, k, k]
+
+
+@dataclass(frozen=True)
+class TokenCoupling:
+    """One kind of coupling across tokens at fixed layers l (rows) and l′ (references).
+
+    Attributes:
+        kind: ``"self"``, ``"fixed_input"`` or ``"fixed_output"``.
+        pairs: ``[tok, 2]`` the (t1, t2) of the Jacobian behind each row and column of the grid.
+        A: ``[tok, tok, k, k]``; tile (i, j) is ``U_l′^T J^l_{pairs[i]} V_l′`` with U, V the top-k
+            singular vectors of ``J^l′_{pairs[j]}`` (paper A eq. 10).
+    """
+
+    kind: str
+    pairs: np.ndarray
+    A: np.ndarray
+
+    def __post_init__(self) -> None:
+        """Check that the grid has one row and one column per token pair."""
+        n = len(self.pairs)
+        if self.pairs.shape != (n, 2) or self.A.ndim != 4 or self.A.shape[:2] != (n, n):
+            raise LlmdynError(f"TokenCoupling: pairs {self.pairs.shape} and A {self.A.shape} "
+                              "do not match; expected [tok, 2] and [tok, tok, k, k]")
+
+    @property
+    def normalized(self) -> np.ndarray:
+        """``[tok, tok]`` normalised mis-coupling m̃ (paper A eq. 14); NaN for all-zero tiles."""
+        A = self.A.astype(np.float64)
+        total = np.linalg.norm(A, axis=(-2, -1))  # [tok, tok]
+        diag = np.linalg.norm(np.diagonal(A, axis1=-2, axis2=-1), axis=-1)  # [tok, tok]
+        off = np.sqrt(np.clip(total**2 - diag**2, 0, None))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(total > 0, off / total, np.nan)
+
+    @property
+    def share(self) -> np.ndarray:
+        """``[tok, tok]`` diagonal share 1 − m̃²: the part of ‖A‖_F² on the diagonal (≈ 1/k)."""
+        return 1.0 - self.normalized**2
+
+    def offdiagonal(self, score: Literal["normalized", "share"] = "share") -> np.ndarray:
+        """A score on the tiles i ≠ j (different token pairs), flattened: ``[tok * (tok - 1)]``."""
+        M = getattr(self, score)
+        return M[~np.eye(len(M), dtype=bool)]
+
+
+def _compute(model: LoadedModel, prompt: str, layers: list[int], kinds: Sequence[str], k: int,
+             input_token: int, output_token: int) -> dict[str, np.ndarray]:
+    n_tok = encode(model, prompt).shape[1]
+    wanted = {kind: kind_pairs(kind, n_tok, input_token=input_token, output_token=output_token)
+              for kind in kinds}
+    union = sorted({pair for pairs in wanted.values() for pair in pairs})
+    J = block_jacobians(model, prompt, layers, pairs=union, progress=False)  # [2|1, pair, d, d]
+    row, ref = J[0], J[-1]  # layer l and layer l′ (the same when l = l′)
+    where = {pair: i for i, pair in enumerate(union)}
+    out = {}
+    for kind, pairs in wanted.items():
+        idx = torch.tensor([where[p] for p in pairs])
+        out[f"{kind}_A"] = cross_coupling(row[idx], ref[idx], k).numpy()  # [tok, tok, k, k]
+        out[f"{kind}_pairs"] = np.array(pairs, dtype=np.int64)  # [tok, 2]
+    return out
+
+
+def token_coupling(
+    model: LoadedModel,
+    prompts: Sequence[str],
+    *,
+    layer: int,
+    ref_layer: int,
+    k: int,
+    input_token: int = 0,
+    output_token: int = -1,
+    kinds: Sequence[Kind] = KINDS,
+    store: ResultStore | None = None,
+) -> list[dict[str, TokenCoupling]]:
+    """Coupling across tokens at blocks l = ``layer`` and l′ = ``ref_layer``, cached per prompt.
+
+    One exact pass of block Jacobians per prompt serves every kind. Its cost is d_model reverse
+    products per block and per distinct output token t2: fixed-input coupling needs every
+    t2 >= t1, so it dominates (n − t1 output tokens), while self and fixed-output coupling reuse
+    those outputs.
+
+    Args:
+        model: a loaded model.
+        prompts: texts; each is one cached item.
+        layer: 0-based block l whose Jacobians are expressed (rows of each grid).
+        ref_layer: 0-based block l′ whose singular vectors form the bases (columns); equal to
+            ``layer`` makes the diagonal tiles trivially diagonal.
+        k: number of top singular vectors kept.
+        input_token: t1 of fixed-input coupling (negative counts from the end).
+        output_token: t2 of fixed-output coupling (negative counts from the end).
+        kinds: which kinds to compute (default all three).
+        store: results cache (None: compute without caching).
+
+    Returns:
+        One dict per prompt, kind -> :class:`TokenCoupling`.
+    """
+    if isinstance(prompts, str):
+        raise LlmdynError("prompts must be a list of texts, got one str; wrap it in a list")
+    kinds = list(dict.fromkeys(kinds))
+    bad = [kind for kind in kinds if kind not in KINDS]
+    if bad or not kinds:
+        raise LlmdynError(f"kinds: got {kinds!r}; expected a non-empty subset of {KINDS}")
+    metrics._check_k(k, model.d_model)
+    layers = [int(layer)] if layer == ref_layer else [int(layer), int(ref_layer)]
+
+    def compute(prompt: str) -> dict[str, np.ndarray]:
+        return _compute(model, prompt, layers, kinds, k, input_token, output_token)
+
+    if store is None:
+        results = [compute(p) for p in prompts]
+    else:
+        params = {"layer": int(layer), "ref_layer": int(ref_layer), "k": k, "kinds": kinds,
+                  "input_token": int(input_token), "output_token": int(output_token),
+                  "dtype": "float32"}
+        results = store.map("token_coupling", params, list(prompts), compute)
+    return [{kind: TokenCoupling(kind, r[f"{kind}_pairs"], r[f"{kind}_A"]) for kind in kinds}
+            for r in results]
+
+
+@dataclass(frozen=True)
+class CouplingSummary:
+    """Scores of one kind of coupling over the off-diagonal tiles of several prompts.
+
+    Attributes:
+        normalized: mean m̃(A) over tiles i ≠ j (1 = no coupling, 0 = perfectly diagonal).
+        share: mean diagonal share 1 − m̃(A)² over the same tiles (chance level about 1/k).
+        share_cv: coefficient of variation (std / mean) of the shares across tiles: how
+            consistent the coupling is from one token pair to another.
+        n_tiles: number of tiles averaged (zero tiles are skipped).
+    """
+
+    normalized: float
+    share: float
+    share_cv: float
+    n_tiles: int
+
+
+def summarize(couplings: Sequence[TokenCoupling]) -> CouplingSummary:
+    """Pool the off-diagonal tiles of several prompts' grids of one kind into one summary.
+
+    Args:
+        couplings: grids of the same kind (e.g. one per prompt).
+
+    Returns:
+        The summary; NaN scores when no grid has an off-diagonal tile (one-token grids).
+    """
+    if not couplings:
+        raise LlmdynError("couplings is empty; pass at least one TokenCoupling")
+    kinds = {c.kind for c in couplings}
+    if len(kinds) != 1:
+        raise LlmdynError(f"couplings mix kinds {sorted(kinds)}; summarise one kind at a time")
+    m = np.concatenate([c.offdiagonal("normalized") for c in couplings])
+    m = m[np.isfinite(m)]  # [tile]
+    if m.size == 0:
+        return CouplingSummary(np.nan, np.nan, np.nan, 0)
+    share = 1.0 - m**2
+    return CouplingSummary(normalized=float(m.mean()), share=float(share.mean()),
+                           share_cv=float(share.std() / share.mean()), n_tiles=int(m.size))

@@ -1,0 +1,102 @@
+"""Known-answer tests for trajectory geometry along depth, and the cached per-prompt states."""
+
+import numpy as np
+import pytest
+
+from llmdyn import LlmdynError
+from llmdyn.geometry import (
+    DepthProfile,
+    depth_profile,
+    depth_window,
+    last_step_ratio,
+    layer_mean,
+    residuals,
+    step_lengths,
+    token_states,
+    trajectory_summary,
+)
+from llmdyn.store import ResultStore
+from llmdyn.trace import trajectory
+from tests.conftest import FRANCE
+
+PROMPTS = [FRANCE, "United States of", "What month was I born in?"]
+
+
+def test_token_states_match_the_trajectory_and_are_cached(tiny64, tmp_path):
+    store = ResultStore(tiny64.model_id, root=tmp_path)
+    got = token_states(tiny64, PROMPTS, store)
+    L = tiny64.n_layers
+    assert got.shape == (3, L + 1, tiny64.d_model) and got.dtype == np.float32
+    want = trajectory(tiny64, PROMPTS[1]).states[:, -1].float().numpy()
+    np.testing.assert_array_equal(got[1], want)
+    assert store.missing("token_states", {"token": -1, "dtype": "float32"}, PROMPTS) == []
+    np.testing.assert_array_equal(token_states(tiny64, PROMPTS, store), got)  # from the cache
+    first = token_states(tiny64, PROMPTS[:1], token=0)  # no store
+    np.testing.assert_array_equal(first[0], trajectory(tiny64, FRANCE).states[:, 0].float())
+
+
+def test_token_states_refuses_bad_input(tiny64):
+    with pytest.raises(LlmdynError, match="prompts"):
+        token_states(tiny64, FRANCE)
+    with pytest.raises(LlmdynError, match="outside"):
+        token_states(tiny64, ["abc"], token=10)
+
+
+def test_depth_profile_of_straight_evenly_spaced_lines():
+    direction = np.random.default_rng(0).standard_normal(8)
+    steps = np.arange(13.0)[:, None] * direction  # (layer+1, d_model): x^l = l v
+    states = np.stack([steps, 2 * steps])  # two prompts
+    prof = depth_profile(states, window=5)
+    assert isinstance(prof, DepthProfile) and prof.n_layers == 12 and prof.window == 5
+    np.testing.assert_allclose(prof.norms[1], 2 * np.arange(13) * np.linalg.norm(direction))
+    assert np.isnan(prof.lss[:, :2]).all() and np.isnan(prof.lss[:, -2:]).all()
+    np.testing.assert_allclose(prof.lss[:, 2:-2], 1.0)  # a straight line: LSS = 1
+    np.testing.assert_allclose(prof.equidistance[:, 2:-2], 0.0, atol=1e-12)  # even steps: U = 0
+    with pytest.raises(LlmdynError, match="prompt, layer"):
+        depth_profile(steps)
+
+
+def test_residuals_and_layer_mean():
+    v = np.array([[1.0, 2.0, np.nan], [3.0, 6.0, np.nan]])
+    np.testing.assert_allclose(residuals(v)[:, :2], [[-1, -2], [1, 2]])
+    assert np.isnan(residuals(v)[:, 2]).all()
+    assert layer_mean(v) == pytest.approx(3.0)
+    assert layer_mean(v, first=1, last=1) == pytest.approx(4.0)
+    assert np.isnan(layer_mean(v, first=2))
+    with pytest.raises(LlmdynError, match="first"):
+        layer_mean(v, first=2, last=1)
+
+
+def test_depth_window():
+    assert depth_window((0.0, 0.5), 30) == (0, 15)
+    assert depth_window((0.5, 1.0), 18) == (9, 18)
+    assert depth_window((0.9, 1.0), 3) == (2, 3)  # at least one step
+    assert depth_window((0.5, 1.0), 30, skip_last=True) == (15, 29)
+    assert depth_window((0.9, 1.0), 3, skip_last=True) == (1, 2)
+    with pytest.raises(LlmdynError, match="fractions"):
+        depth_window((0.6, 0.4), 30)
+
+
+def test_step_lengths_and_last_step_ratio():
+    x = np.zeros((5, 2))
+    x[:, 0] = [0, 1, 2, 3, 7]  # steps 1, 1, 1, 4
+    np.testing.assert_allclose(step_lengths(x), [1, 1, 1, 4])
+    assert last_step_ratio(x) == pytest.approx(4.0)
+    assert last_step_ratio(np.stack([x, 2 * x])).shape == (2,)
+    with pytest.raises(LlmdynError, match="3 points"):
+        last_step_ratio(x[:2])
+
+
+def test_trajectory_summary_known_answers():
+    v = np.zeros(4)
+    v[0] = 1.0
+    line = (1 + np.arange(7.0))[:, None] * v  # (layer+1, d_model): x^l = (l + 1) e_0
+    zigzag = line.copy()
+    zigzag[3, 1] = 1.0  # one point off the line
+    s = trajectory_summary(np.stack([line, zigzag]), window=(1, 5))
+    np.testing.assert_allclose(s.growth, [6 / 2, 6 / 2])
+    assert s.window_lss[0] == pytest.approx(1.0) and s.window_lss[1] > 1.0
+    assert s.full_lss[0] == pytest.approx(1.0)
+    np.testing.assert_allclose(s.last_step[0], 1.0)
+    with pytest.raises(LlmdynError, match="window"):
+        trajectory_summary(np.stack([line]), window=(5, 5))

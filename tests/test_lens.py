@@ -1,0 +1,26 @@
+"""The logit-lens entropy per layer equals the entropy of the model's own head on the states."""
+
+import numpy as np
+import pytest
+import torch
+
+from llmdyn import metrics
+from llmdyn.lens import lens_entropy
+from llmdyn.store import ResultStore
+from llmdyn.trace import logit_lens, trajectory
+from tests.conftest import FRANCE
+
+PROMPTS = [FRANCE, "United States of", "What month was I born in?"]
+
+
+def test_lens_entropy_matches_the_logit_lens(tiny64, tmp_path):
+    store = ResultStore(tiny64.model_id, root=tmp_path)
+    got = lens_entropy(tiny64, PROMPTS, store)
+    assert got.shape == (3, tiny64.n_layers + 1)
+    tr = trajectory(tiny64, PROMPTS[2])
+    want = metrics.entropy(logit_lens(tiny64, tr.states[:, -1].float()).double()).numpy()
+    np.testing.assert_allclose(got[2], want, rtol=1e-5)
+    with torch.no_grad():  # the last layer reads the model's real prediction
+        logits = tiny64.hf(tr.input_ids[None]).logits[0, -1]
+    assert got[2, -1] == pytest.approx(float(metrics.entropy(logits)), rel=1e-5)
+    assert (got <= np.log(tiny64.vocab_size) + 1e-9).all() and (got >= 0).all()

@@ -1,0 +1,52 @@
+import pytest
+import torch
+
+from llmdyn import LlmdynError
+from llmdyn.coupling import depth_coupling
+from llmdyn.jacobians import block_jacobians
+from llmdyn.step_jacobians import FrozenPrefix, last_token_jacobians
+from tests.conftest import FRANCE
+
+# Longer than tiny Gemma 3's sliding window (4), so the window trimming is exercised.
+PROMPTS = ["Hi, you there", "x", FRANCE]
+
+
+@pytest.mark.parametrize("prompt", PROMPTS)
+def test_equals_the_full_prompt_route(tiny64, prompt):
+    fast = last_token_jacobians(tiny64, prompt)
+    exact = block_jacobians(tiny64, prompt, pairs="last", method="exact", progress=False)[:, 0]
+    assert fast.shape == (tiny64.n_layers, tiny64.d_model, tiny64.d_model)
+    # Float64 models, but Gemma's norms compute in float32 and the prefix run batches its
+    # float32 steps differently from the full run: agreement to float32 rounding.
+    scale = exact.abs().max()
+    assert torch.allclose(fast, exact, rtol=0, atol=1e-6 * scale)
+
+
+def test_layer_subset_and_negative_index(tiny64):
+    all_layers = last_token_jacobians(tiny64, FRANCE)
+    some = last_token_jacobians(tiny64, FRANCE, layers=[-1, 0])
+    assert torch.equal(some[0], all_layers[-1]) and torch.equal(some[1], all_layers[0])
+
+
+def test_bad_layer_raises(tiny64):
+    with pytest.raises(LlmdynError, match="out of range"):
+        last_token_jacobians(tiny64, FRANCE, layers=[7])
+
+
+def test_frozen_prefix_never_grows():
+    k0, v0 = torch.zeros(1, 2, 3, 4), torch.ones(1, 2, 3, 4)
+    cache = FrozenPrefix({0: (k0, v0)})
+    for _ in range(3):
+        k, v = cache.update(torch.full((1, 2, 1, 4), 5.0), torch.full((1, 2, 1, 4), 6.0), 0)
+        assert k.shape == v.shape == (1, 2, 4, 4)
+    assert torch.equal(k[:, :, :3], k0) and float(v[0, 0, 3, 0]) == 6.0
+
+
+def test_depth_coupling_last_token_matches_exact_jacobians(tiny64):
+    from llmdyn.coupling import coupling_from_jacobians
+
+    (fast,) = depth_coupling(tiny64, ["Hi, you there"], k=4)
+    J = block_jacobians(tiny64, "Hi, you there", pairs="last", method="exact", progress=False)
+    exact = coupling_from_jacobians(J[:, 0], 4)
+    assert abs(fast.S - exact.S).max() < 1e-9 * abs(exact.S).max()
+    assert abs(fast.normalized - exact.normalized).max() < 1e-7

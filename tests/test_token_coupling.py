@@ -1,0 +1,231 @@
+"""Coupling across tokens: tile pairs, cross-coupling known answers, summaries, caching."""
+
+import numpy as np
+import pytest
+import torch
+
+from llmdyn import LlmdynError, metrics
+from llmdyn.jacobians import block_jacobians
+from llmdyn.models import load_model
+from llmdyn.params import TokenCouplingParams
+from llmdyn.store import ResultStore
+from llmdyn.token_coupling import (
+    KINDS,
+    CouplingSummary,
+    TokenCoupling,
+    cross_coupling,
+    kind_pairs,
+    summarize,
+    token_coupling,
+)
+
+PROMPT = "The capital is"  # 14 tokens with the tiny byte tokenizer
+
+
+def _orthogonal(d: int, gen: torch.Generator) -> torch.Tensor:
+    q, _ = torch.linalg.qr(torch.randn(d, d, generator=gen, dtype=torch.float64))
+    return q
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return load_model("tiny-llama", seed=0, dtype=torch.float64)
+
+
+# ----------------------------------------------------------------------------- kind_pairs
+
+
+def test_kind_pairs_known_answers():
+    assert kind_pairs("self", 3) == [(0, 0), (1, 1), (2, 2)]
+    assert kind_pairs("fixed_input", 4, input_token=1) == [(1, 1), (1, 2), (1, 3)]
+    assert kind_pairs("fixed_output", 4, output_token=-2) == [(0, 2), (1, 2), (2, 2)]
+    assert kind_pairs("fixed_input", 4, input_token=-1) == [(3, 3)]  # one tile, no context
+
+
+def test_kind_pairs_are_causal():
+    for kind in KINDS:
+        assert all(t1 <= t2 for t1, t2 in kind_pairs(kind, 6, input_token=2, output_token=4))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(kind="diagonal", n_tok=3), "kind"),
+    (dict(kind="self", n_tok=0), "n_tok"),
+    (dict(kind="fixed_input", n_tok=3, input_token=3), "input_token"),
+    (dict(kind="fixed_output", n_tok=3, output_token=-4), "output_token"),
+    (dict(kind="self", n_tok=3, input_token=1.0), "input_token"),
+])
+def test_kind_pairs_rejects_bad_input(kwargs, match):
+    with pytest.raises(LlmdynError, match=match):
+        kind_pairs(**kwargs)
+
+
+# ----------------------------------------------------------------------------- cross_coupling
+
+
+def test_cross_coupling_of_a_stack_with_itself_is_coupling_matrices():
+    J = torch.randn(3, 8, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    torch.testing.assert_close(cross_coupling(J, J, 4), metrics.coupling_matrices(J, 4))
+
+
+def test_shared_singular_vectors_give_diagonal_tiles():
+    """J_i = U diag(s_i) V^T with one U, V for all i: every tile is diag(s_i[:k]) exactly."""
+    gen = torch.Generator().manual_seed(2)
+    d, k = 10, 4
+    U, V = _orthogonal(d, gen), _orthogonal(d, gen)
+    s = torch.sort(torch.rand(3, d, generator=gen, dtype=torch.float64) + 0.1,
+                   descending=True).values  # (tok, d) distinct, same order in every row
+    J = U @ torch.diag_embed(s) @ V.T  # (tok, d, d)
+    J_ref = U @ torch.diag_embed(s.flip(0)) @ V.T  # other singular values, same vectors
+    A = cross_coupling(J, J_ref, k)  # (tok, tok, k, k)
+    for i in range(3):
+        for j in range(3):
+            torch.testing.assert_close(A[i, j], torch.diag(s[i, :k]))
+    tc = TokenCoupling("self", np.array([(t, t) for t in range(3)]), A.numpy())
+    np.testing.assert_allclose(tc.normalized, 0, atol=1e-12)
+    np.testing.assert_allclose(tc.share, 1)
+
+
+def test_unrelated_bases_give_chance_diagonal_share():
+    """Independent random Jacobians: the diagonal carries about 1/k of ||A||_F^2."""
+    gen = torch.Generator().manual_seed(3)
+    k = 8
+    J = torch.randn(12, 64, 64, generator=gen, dtype=torch.float64)
+    J_ref = torch.randn(12, 64, 64, generator=gen, dtype=torch.float64)
+    tc = TokenCoupling("self", np.array([(t, t) for t in range(12)]),
+                       cross_coupling(J, J_ref, k).numpy())
+    assert summarize([tc]).share == pytest.approx(1 / k, rel=0.25)
+
+
+def test_cross_coupling_rejects_mismatched_shapes():
+    with pytest.raises(LlmdynError, match="J_ref"):
+        cross_coupling(torch.zeros(2, 4, 4), torch.zeros(2, 5, 5), 2)
+    with pytest.raises(LlmdynError, match="k"):
+        cross_coupling(torch.eye(4)[None], torch.eye(4)[None], 5)
+
+
+# ----------------------------------------------------------------------------- scores
+
+
+def _grid(tiles: list[list[np.ndarray]], kind: str = "self") -> TokenCoupling:
+    n = len(tiles)
+    return TokenCoupling(kind, np.array([(t, t) for t in range(n)]), np.array(tiles))
+
+
+def test_normalized_and_share_known_answers():
+    diag, off, zero = np.diag([3.0, 4.0]), np.array([[3.0, 4.0], [0, 0]]), np.zeros((2, 2))
+    tc = _grid([[diag, off], [zero, diag]])
+    assert tc.normalized[0, 0] == 0 and tc.normalized[0, 1] == pytest.approx(4 / 5)
+    assert np.isnan(tc.normalized[1, 0])  # all-zero tile: no direction to compare
+    assert tc.share[0, 1] == pytest.approx(9 / 25)
+    np.testing.assert_allclose(np.sort(tc.offdiagonal("normalized")), [0.8, np.nan])
+
+
+def test_summarize_pools_offdiagonal_tiles_of_all_prompts():
+    diag, off = np.diag([1.0, 1.0]), np.array([[1.0, 1.0], [1.0, 1.0]])  # m̃ = 1/√2
+    a = _grid([[diag, diag], [diag, diag]])  # off-diagonal tiles coupled: share 1
+    b = _grid([[diag, off], [off, diag]])  # share 1/2
+    s = summarize([a, b])
+    assert isinstance(s, CouplingSummary) and s.n_tiles == 4
+    assert s.share == pytest.approx(0.75) and s.normalized == pytest.approx(np.sqrt(0.5) / 2)
+    assert s.share_cv == pytest.approx(0.25 / 0.75)
+
+
+def test_summarize_edge_cases():
+    one = TokenCoupling("fixed_input", np.array([(3, 3)]), np.ones((1, 1, 2, 2)))
+    assert summarize([one]).n_tiles == 0 and np.isnan(summarize([one]).share)
+    with pytest.raises(LlmdynError, match="mix kinds"):
+        summarize([one, _grid([[np.eye(2)]])])
+    with pytest.raises(LlmdynError, match="empty"):
+        summarize([])
+
+
+def test_token_coupling_checks_its_shapes():
+    with pytest.raises(LlmdynError, match="do not match"):
+        TokenCoupling("self", np.array([(0, 0), (1, 1)]), np.zeros((3, 3, 2, 2)))
+
+
+# ----------------------------------------------------------------------------- on a model
+
+
+def test_token_coupling_matches_direct_jacobians(tiny):
+    k = 4
+    (result,) = token_coupling(tiny, [PROMPT], layer=0, ref_layer=2, k=k, input_token=2,
+                               output_token=-3)
+    n = 14
+    assert result["self"].A.shape == (n, n, k, k)
+    assert result["fixed_input"].pairs.tolist() == [[2, t] for t in range(2, n)]
+    assert result["fixed_output"].pairs.tolist() == [[t, 11] for t in range(12)]
+    pairs = kind_pairs("fixed_output", n, output_token=-3)
+    J = block_jacobians(tiny, PROMPT, [0, 2], pairs=pairs, method="exact", progress=False)
+    want = cross_coupling(J[0], J[1], k).numpy()
+    np.testing.assert_allclose(result["fixed_output"].A, want, rtol=1e-9, atol=1e-12)
+
+
+def test_same_layer_makes_self_diagonal_tiles_trivial(tiny):
+    (result,) = token_coupling(tiny, [PROMPT], layer=1, ref_layer=1, k=3, kinds=["self"])
+    assert list(result) == ["self"]
+    np.testing.assert_allclose(np.diagonal(result["self"].normalized), 0, atol=1e-9)
+
+
+def test_token_coupling_is_cached_per_prompt(tiny, monkeypatch):
+    store = ResultStore(tiny.model_id)
+    kw = dict(layer=0, ref_layer=1, k=3, kinds=["fixed_output"], store=store)
+    first = token_coupling(tiny, [PROMPT, "Hi"], **kw)
+
+    def fail(*args, **kwargs):
+        raise AssertionError("recomputed a cached prompt")
+
+    monkeypatch.setattr("llmdyn.token_coupling.block_jacobians", fail)
+    again = token_coupling(tiny, [PROMPT, "Hi"], **kw)
+    for a, b in zip(first, again, strict=True):
+        np.testing.assert_array_equal(a["fixed_output"].A, b["fixed_output"].A)
+
+
+def test_token_coupling_rejects_bad_arguments(tiny):
+    with pytest.raises(LlmdynError, match="kinds"):
+        token_coupling(tiny, [PROMPT], layer=0, ref_layer=1, k=3, kinds=["diag"])
+    with pytest.raises(LlmdynError, match="list of texts"):
+        token_coupling(tiny, PROMPT, layer=0, ref_layer=1, k=3)
+    with pytest.raises(LlmdynError, match="layers"):
+        token_coupling(tiny, [PROMPT], layer=0, ref_layer=7, k=3)
+
+
+# ----------------------------------------------------------------------------- parameters
+
+
+def test_params_defaults_and_checks():
+    p = TokenCouplingParams()
+    assert p.model == "smollm2-135m" and p.layer != p.ref_layer
+    with pytest.raises(LlmdynError, match="notebook parameter 'layer'"):
+        TokenCouplingParams(layer="11")
+    with pytest.raises(LlmdynError, match="k must be"):
+        TokenCouplingParams(k=0)
+    with pytest.raises(LlmdynError, match="n_prompts"):
+        TokenCouplingParams(n_prompts=0)
+
+
+# ----------------------------------------------------------------------------- figures
+
+
+def test_token_grid_and_bars_draw():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from llmdyn import plots
+
+    A = np.zeros((2, 2, 3, 3))
+    A[0, 0], A[0, 1], A[1, 1] = np.eye(3), 100 * np.eye(3), np.ones((3, 3))  # A[1, 0] zero
+    fig, (ax1, ax2) = plt.subplots(1, 2)
+    plots.token_coupling_grid(A, ax1, labels=["0: 'a'", "1: 'b'"], title="t", row_label="t",
+                              col_label="t′")
+    shown = ax1.images[0].get_array()
+    assert np.nanmax(shown) == pytest.approx(1 / np.sqrt(3))  # tiles scaled to unit norm
+    assert ax1.get_xlabel() == "t′" and [t.get_text() for t in ax1.get_yticklabels()] == [
+        "0: 'a'", "1: 'b'"]
+    plots.grouped_bars({"trained": [0.3, 0.1], "untrained, l′ = l": [0.9, 0.8]}, ax2,
+                       groups=["self", "input"], ylabel="share", title="t", reference=0.1,
+                       hatched=["untrained, l′ = l"])
+    assert len(ax2.patches) == 4 and ax2.patches[2].get_hatch() == "//"
+    plt.close(fig)
