@@ -12,45 +12,29 @@ from torch.func import jvp, vjp, vmap
 from torch.profiler import record_function
 
 from llmdyn import LlmdynError
-from llmdyn.jacobians import (
-    _resolve_layers,
-    block_residual,
-    capture_block_calls,
-    own_position_attention,
-)
+from llmdyn import jacobians as jac
 from llmdyn.models import LoadedModel
 from llmdyn.trace import encode
 
 Tokens = Literal["diagonal", "last"]
-Products = Callable[[torch.Tensor], torch.Tensor]
+Products = Callable[[torch.Tensor], torch.Tensor]  # [tok, d_model, n] -> [tok, d_model, n]
 
 
 @dataclass(frozen=True)
 class TopK:
-    """Top-k singular triplets J ≈ U diag(S) V^T of block Jacobians J^b_tt (rows = outputs).
+    """Top-k singular triplets J ≈ U diag(S) V^T of block Jacobians J^b_tt (rows = outputs)."""
 
-    Attributes:
-        U: ``[layer, tok, d_model, k]`` left singular vectors as orthonormal columns.
-        S: ``[layer, tok, k]`` singular values, descending.
-        V: ``[layer, tok, d_model, k]`` right singular vectors as orthonormal columns.
-        layers: the block index of each entry along ``layer``.
-        tokens: the token position t of each entry along ``tok`` (one entry for ``"last"``).
-        iterations: Krylov extensions run per layer (``power_iters`` unless ``tol`` was given).
-    """
-
-    U: torch.Tensor
-    S: torch.Tensor
-    V: torch.Tensor
-    layers: tuple[int, ...]
-    tokens: tuple[int, ...]
-    iterations: tuple[int, ...]
+    U: torch.Tensor  # [layer, tok, d_model, k] left singular vectors, orthonormal columns
+    S: torch.Tensor  # [layer, tok, k] singular values, descending
+    V: torch.Tensor  # [layer, tok, d_model, k] right singular vectors, orthonormal columns
+    layers: tuple[int, ...]  # the block of each entry along `layer`
+    tokens: tuple[int, ...]  # the position t of each entry along `tok` (last only for "last")
+    iterations: tuple[int, ...]  # Krylov extensions run, per layer
 
     def __post_init__(self) -> None:
         """Check that the shapes agree with each other."""
-        n, t, k = len(self.layers), len(self.tokens), self.S.shape[-1]
-        d = self.U.shape[-2]
-        want = {"U": (n, t, d, k), "S": (n, t, k), "V": (n, t, d, k)}
-        for name, shape in want.items():
+        n, t, d, k = len(self.layers), len(self.tokens), self.U.shape[-2], self.S.shape[-1]
+        for name, shape in {"U": (n, t, d, k), "S": (n, t, k), "V": (n, t, d, k)}.items():
             got = tuple(getattr(self, name).shape)
             if got != shape:
                 raise LlmdynError(f"TopK.{name}: got shape {got}; expected {shape} "
@@ -59,11 +43,7 @@ class TopK:
 
 @contextmanager
 def _one_thread():
-    """Run small batched LAPACK calls (QR, SVD) on one thread.
-
-    They gain nothing from threads at these sizes, and on a shared machine every OpenMP barrier
-    can wait a whole scheduler slice: measured 20x slower with 2 threads on 2 busy cores.
-    """
+    """Small batched LAPACK calls gain nothing from threads and, on busy cores, lose ~20x."""
     saved = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -75,24 +55,22 @@ def _one_thread():
 def principal_angles(Q1: torch.Tensor, Q2: torch.Tensor) -> torch.Tensor:
     """Largest principal angle between span(Q1) and span(Q2), in radians.
 
-    The inputs are orthonormalised (QR) in float64; the cosines of the principal angles are the
-    singular values of Q1^T Q2. The largest angle is returned as atan2(sin, cos), with the sine
-    from ||(I - Q_big Q_big^T) Q_small||_2, which stays accurate for tiny angles where arccos of
-    a cosine near 1 does not.
+    Inputs are orthonormalised (QR, float64); the cosines of the principal angles are the
+    singular values of Q1^T Q2. The angle is atan2(sin, cos) with the sine from
+    ||(I - Q_big Q_big^T) Q_small||_2, accurate for tiny angles where arccos(cos) is not.
 
     Args:
         Q1: ``[..., d_model, k1]`` columns spanning the first subspace.
-        Q2: ``[..., d_model, k2]`` columns spanning the second; same leading axes as ``Q1``.
+        Q2: ``[..., d_model, k2]``, same leading axes.
 
     Returns:
         ``[...]`` angles in [0, pi/2].
     """
-    if Q1.ndim < 2 or Q1.shape[:-1] != Q2.shape[:-1] or Q1.shape[-2] < max(Q1.shape[-1],
-                                                                          Q2.shape[-1]):
+    big, small = (Q1, Q2) if Q1.shape[-1] >= Q2.shape[-1] else (Q2, Q1)
+    if Q1.ndim < 2 or Q1.shape[:-1] != Q2.shape[:-1] or big.shape[-2] < big.shape[-1]:
         raise LlmdynError(f"principal_angles: got shapes {tuple(Q1.shape)} and "
                           f"{tuple(Q2.shape)}; expected [..., d_model, k1] and [..., d_model, k2] "
                           "with the same leading axes and k1, k2 <= d_model")
-    big, small = (Q1, Q2) if Q1.shape[-1] >= Q2.shape[-1] else (Q2, Q1)
     with _one_thread():
         big = torch.linalg.qr(big.detach().double()).Q  # [..., d_model, k_big]
         small = torch.linalg.qr(small.detach().double()).Q  # [..., d_model, k_small]
@@ -105,7 +83,7 @@ def principal_angles(Q1: torch.Tensor, Q2: torch.Tensor) -> torch.Tensor:
 def _orth(Y: torch.Tensor, against: torch.Tensor | None = None) -> torch.Tensor:
     """Orthonormal columns spanning Y minus its part in span(against): [tok, d_model, n]."""
     with _one_thread():
-        for _ in range(2):  # project twice ("twice is enough"), then once more after QR
+        for _ in range(2):  # project and QR twice ("twice is enough")
             if against is not None:
                 Y = Y - against @ (against.mT @ Y)  # [tok, d_model, n]
             Y = torch.linalg.qr(Y).Q
@@ -113,12 +91,19 @@ def _orth(Y: torch.Tensor, against: torch.Tensor | None = None) -> torch.Tensor:
 
 
 def _ritz(Q: torch.Tensor, Z: torch.Tensor, k: int):
-    """Top-k SVD of J restricted to span(Q), given Z = J^T Q: U, S, V as in :class:`TopK`."""
+    """Top-k SVD of J restricted to span(Q) from Z = J^T Q: (U, S, V) as in :class:`TopK`.
+
+    Q^T J = Z^T = Ub diag(S) V^T, so Z^T Z = Ub diag(S^2) Ub^T: an m x m eigenproblem instead of
+    the SVD of an m x d_model matrix (m <= d_model). Squaring costs accuracy only for singular
+    values below ~1e-8 S_1 in float64, far below the top k of a block Jacobian.
+    """
     with _one_thread():
-        Ub, S, Vh = torch.linalg.svd(Z.mT, full_matrices=False)  # Q^T J = Z^T: [tok, m, d_model]
-    U = Q @ Ub[..., :k]  # [tok, d_model, k]
-    V = Vh[..., :k, :].mT  # [tok, d_model, k]
-    idx = U.abs().argmax(dim=-2, keepdim=True)  # [tok, 1, k]; sign: as metrics.svd_sorted
+        evals, evecs = torch.linalg.eigh(Z.mT @ Z)  # ascending: [tok, m], [tok, m, m]
+    top = evecs.flip(-1)[..., :k]  # [tok, m, k], descending
+    S = evals.flip(-1)[..., :k].clamp_min(0).sqrt()  # [tok, k]
+    U = Q @ top  # [tok, d_model, k]
+    V = (Z @ top) / torch.where(S > 0, S, torch.ones_like(S))[..., None, :]  # [tok, d_model, k]
+    idx = U.abs().argmax(dim=-2, keepdim=True)  # [tok, 1, k]; signs as metrics.svd_sorted
     sign = torch.sign(torch.gather(U, -2, idx))
     sign = torch.where(sign == 0, torch.ones_like(sign), sign)
     return U * sign, S[..., :k], V * sign
@@ -126,34 +111,32 @@ def _ritz(Q: torch.Tensor, Z: torch.Tensor, k: int):
 
 def _products(f: Callable, x: torch.Tensor, tokens: Tokens,
               chunk_size: int | None) -> tuple[Products, Products]:
-    """``J v`` and ``J^T u`` for J_tt of every selected token, batched over vectors.
+    """``v -> J_tt v`` (forward mode) and ``u -> J_tt^T u`` (reverse mode), vmapped.
 
-    Both maps take and return ``[tok_sel, d_model, n]`` (n vectors per token). For
-    ``"diagonal"`` ``f`` must run under :func:`own_position_attention`, so that output t depends
-    on x only through x_t: a tangent (cotangent) holding v_t at every position t then yields
-    every J_tt v_t (J_tt^T u_t) in one product. For ``"last"`` vectors sit at the last position
-    only, which picks out J_nn without the trick.
+    For ``"diagonal"``, ``f`` must run under :func:`own_position_attention`: output t then
+    depends on x only through x_t, so a tangent (cotangent) holding v_t at every position t
+    gives every J_tt v_t (J_tt^T u_t) in one product. For ``"last"`` the vectors sit at the last
+    position only, which picks out J_nn without the trick.
     """
     n_tok, d = x.shape
     pos = slice(None) if tokens == "diagonal" else slice(n_tok - 1, n_tok)
-    _, pullback = vjp(f, x)  # one linearisation, reused by every reverse product
+    pullback: list[Callable] = []  # one linearisation, made on first use and then reused
 
     def embed(vecs: torch.Tensor) -> torch.Tensor:
         full = x.new_zeros(vecs.shape[-1], n_tok, d)  # (n, tok, d_model)
         full[:, pos] = vecs.to(x.dtype).permute(2, 0, 1)  # (n, tok_sel, d_model)
         return full
 
-    def forward(v: torch.Tensor) -> torch.Tensor:
-        return jvp(f, (x,), (v,))[1]
-
     def jmul(vecs: torch.Tensor) -> torch.Tensor:
         with record_function("llmdyn.topk.jvp"):
-            out = vmap(forward, chunk_size=chunk_size)(embed(vecs))  # (n, tok, d_model)
-        return out[:, pos].permute(1, 2, 0).to(vecs.dtype)  # (tok_sel, d_model, n)
+            out = vmap(lambda v: jvp(f, (x,), (v,))[1], chunk_size=chunk_size)(embed(vecs))
+        return out[:, pos].permute(1, 2, 0).to(vecs.dtype)  # (n, tok, d) -> (tok_sel, d, n)
 
     def jtmul(vecs: torch.Tensor) -> torch.Tensor:
         with record_function("llmdyn.topk.vjp"):
-            (out,) = vmap(pullback, chunk_size=chunk_size)(embed(vecs))  # (n, tok, d_model)
+            if not pullback:
+                pullback.append(vjp(f, x)[1])
+            (out,) = vmap(pullback[0], chunk_size=chunk_size)(embed(vecs))  # (n, tok, d)
         return out[:, pos].permute(1, 2, 0).to(vecs.dtype)  # (tok_sel, d_model, n)
 
     return jmul, jtmul
@@ -161,15 +144,14 @@ def _products(f: Callable, x: torch.Tensor, tokens: Tokens,
 
 def _krylov_svd(jmul: Products, jtmul: Products, shape: tuple[int, int], k: int, start: int,
                 block: int, target: int, tol: float | None, gen: torch.Generator):
-    """Block Lanczos (Krylov) top-k SVD with full reorthogonalisation, all tokens at once.
+    """Block Lanczos top-k SVD with full reorthogonalisation; returns ((U, S, V), extensions).
 
-    Builds an orthonormal basis Q of span{Ω, (J J^T) Ω, (J J^T)^2 Ω, ...} block by block (Ω:
-    ``block`` random vectors) and its image Z = J^T Q, then takes the top-k SVD of
-    Q^T J = Z^T (Rayleigh-Ritz). This costs as many products as a randomized range finder with
-    power iterations but keeps every iterate, which converges much faster when the spectrum is
-    flat around k. Extraction starts once the space has ``start`` dimensions; without ``tol``
-    it stops at ``target`` dimensions, with ``tol`` once the top-k subspaces stop moving.
-    Returns ((U, S, V), number of extensions).
+    Q is an orthonormal basis of span{Ω, (J J^T) Ω, (J J^T)^2 Ω, ...} (Ω: ``block`` random
+    vectors per token) and Z = J^T Q; the top-k SVD of Q^T J = Z^T (Rayleigh-Ritz) is the
+    estimate. Same products as a range finder with power iterations, but every iterate is kept,
+    which converges far faster when the spectrum is flat around k. Estimates start at ``start``
+    dimensions and stop at ``target`` (no ``tol``) or once the top-k subspaces move less than
+    ``tol``; a space of full dimension d_model is exact.
     """
     n_tok, d = shape
     omega = torch.randn(n_tok, d, min(block, d), generator=gen, dtype=torch.float64)
@@ -182,11 +164,10 @@ def _krylov_svd(jmul: Products, jtmul: Products, shape: tuple[int, int], k: int,
             cur = _ritz(Q, Z, k)
             if m >= d or (tol is None and m >= target):
                 return cur, ext
-            if tol is not None and prev is not None:
-                change = torch.maximum(principal_angles(prev[0], cur[0]),
-                                       principal_angles(prev[2], cur[2])).max()
-                if change < tol:
-                    return cur, ext
+            if tol is not None and prev is not None and torch.maximum(
+                    principal_angles(prev[0], cur[0]), principal_angles(prev[2], cur[2])
+            ).max() < tol:
+                return cur, ext
             prev = cur
         width = min(block, d - m)
         Qn = _orth(jmul(Z[..., m - last:m - last + width]), against=Q)  # J J^T (last block)
@@ -208,36 +189,35 @@ def topk_block_svd(
     tokens: Tokens = "diagonal",
     chunk_size: int | None = 512,
 ) -> TopK:
-    """Top-k singular triplets of J^b_tt = ∂f^b(X)_t/∂x_t without forming J (paper A eq. 8-10).
+    """Top-k SVD of J^b_tt = ∂f^b(X)_t / ∂x_t without forming J (paper A eq. 8-10).
 
-    A block Krylov (Lanczos-type) randomized SVD: a start block of ``k + oversample`` random
-    vectors, then ``power_iters`` extensions by J J^T, each one batch of forward-mode products
-    (J v, :func:`torch.func.jvp`) and one of reverse-mode products (J^T u, ``vjp``) batched with
-    ``vmap``. For ``tokens="diagonal"`` the own-position trick makes one batch serve every token.
-    Cost: about ``2 (k + oversample)(power_iters + 1)`` products per block versus ``d_model``
-    reverse products for the exact J_tt; when the Krylov space reaches d_model the result is exact.
+    A randomized block Krylov (Lanczos) SVD. Each step is one vmapped batch of forward-mode
+    products J v (:func:`torch.func.jvp`, eager attention) and one of reverse-mode products
+    J^T u (``vjp``); for ``"diagonal"`` the own-position trick lets one batch serve all tokens.
+    Without ``tol`` it costs 2 (k + oversample)(power_iters + 1) products per block, as a
+    range finder with power iterations, against d_model reverse products for the exact J_tt.
 
     Args:
-        model: a loaded model (eager attention: forward mode does not pass CPU SDPA).
+        model: a loaded model.
         prompt: tokenised as ``model.tokenizer(prompt, return_tensors="pt")``.
         layers: 0-based blocks, None for all; negative indices count from the end.
         k: number of singular triplets, 1 <= k <= d_model.
-        oversample: extra start vectors beyond k.
-        power_iters: Krylov extensions (products of J J^T) when ``tol`` is None.
-        tol: if given, extend until the largest principal angle between the top-k subspaces
-            (left and right, all tokens) of consecutive iterates is below ``tol`` (radians),
-            capped when the Krylov space fills d_model (then the result is exact).
-        block_size: vectors per extension (default ``k + oversample``); smaller blocks need
-            fewer products for slowly decaying spectra but run in smaller batches.
+        oversample: the first estimate uses a space of k + oversample dimensions.
+        power_iters: without ``tol``, grow the space to (k + oversample)(power_iters + 1).
+        tol: grow the space until the largest principal angle (radians) between consecutive
+            top-k subspaces, left and right, all tokens, is below ``tol``; capped at d_model,
+            where the result is exact.
+        block_size: vectors per Krylov block (default k + oversample); smaller blocks need
+            fewer products on flat spectra but run in smaller batches.
         seed: seed of the random start block.
-        tokens: ``"diagonal"`` (J_tt for every token t) or ``"last"`` (J_nn of the last token).
-        chunk_size: how many products run at once in ``vmap`` (bounds memory).
+        tokens: ``"diagonal"`` (J_tt for every token t) or ``"last"`` (J_nn, last token only).
+        chunk_size: how many products ``vmap`` runs at once (bounds memory).
 
     Returns:
         U ``[layer, tok, d_model, k]``, S ``[layer, tok, k]``, V ``[layer, tok, d_model, k]``.
 
     Raises:
-        LlmdynError: k outside 1..d_model, a bad option, a layer out of range or a bad prompt.
+        LlmdynError: k outside 1..d_model, a bad option, layer or prompt.
     """
     d = model.d_model
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= d:
@@ -246,30 +226,27 @@ def topk_block_svd(
         raise LlmdynError(f"tokens: got {tokens!r}; expected 'diagonal' or 'last'")
     for name, value, low in (("oversample", oversample, 0), ("power_iters", power_iters, 0),
                              ("block_size", 1 if block_size is None else block_size, 1)):
-        if not isinstance(value, int) or value < low:
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise LlmdynError(f"{name}: got {value!r}; expected an integer >= {low}")
     if tol is not None and not tol > 0:
         raise LlmdynError(f"tol: got {tol!r}; expected a positive angle in radians or None")
     ids = encode(model, prompt)
-    blocks = _resolve_layers(model, layers)
-    calls = capture_block_calls(model, ids)
-    n_tok = ids.shape[1] if tokens == "diagonal" else 1
+    blocks = jac._resolve_layers(model, layers)
+    calls = jac.capture_block_calls(model, ids)
+    positions = tuple(range(ids.shape[1])) if tokens == "diagonal" else (ids.shape[1] - 1,)
     start, block = k + oversample, block_size or k + oversample
-    target = start * (power_iters + 1)  # Krylov dimension of a range finder with power iters
     gen = torch.Generator().manual_seed(seed)
-    trick = own_position_attention(model) if tokens == "diagonal" else nullcontext()
-    results, iters = [], []
-    with trick:
+    out, iters = [], []
+    with jac.own_position_attention(model) if tokens == "diagonal" else nullcontext():
         for b in blocks:
-            f = block_residual(model, b, calls[b])
-            jmul, jtmul = _products(f, calls[b].hidden.detach(), tokens, chunk_size)
-            (U, S, V), ext = _krylov_svd(jmul, jtmul, (n_tok, d), k, start, block, target,
-                                         tol, gen)
-            results.append((U, S, V))
+            jmul, jtmul = _products(jac.block_residual(model, b, calls[b]),
+                                    calls[b].hidden.detach(), tokens, chunk_size)
+            usv, ext = _krylov_svd(jmul, jtmul, (len(positions), d), k, start, block,
+                                   start * (power_iters + 1), tol, gen)
+            out.append(usv)
             iters.append(ext)
     dtype = calls[0].hidden.dtype
-    U, S, V = (torch.stack([r[i] for r in results]).to(dtype) for i in range(3))
-    positions = tuple(range(ids.shape[1])) if tokens == "diagonal" else (ids.shape[1] - 1,)
+    U, S, V = (torch.stack([r[i] for r in out]).to(dtype) for i in range(3))  # [layer, tok, ..]
     return TopK(U, S, V, tuple(blocks), positions, tuple(iters))
 
 
@@ -283,28 +260,26 @@ def topk_coupling_matrices(
     chunk_size: int | None = 512,
     **svd_options,
 ) -> torch.Tensor:
-    """Coupling matrices A[i, j] = U_j^T J_i V_j of the last token from products only.
+    """Coupling matrices A[i, j] = U_j^T J_i V_j of the last token, from products only.
 
-    Paper A eq. 10 and paper B §3.6 (A_{i,j,K}), with J_i = J^{b_i}_{nn} of the last token n
-    and U_j, V_j the top-k singular vectors of J_j (from :func:`topk_block_svd`). For each block
-    i one batch of ``layer * k`` Jacobian-vector products J_i V_j (vmapped over the stacked V_j)
-    gives the whole row A[i, :]. Forming J_i costs d_model products instead, so this route pays
-    off when ``layer * k < d_model``.
+    Paper A eq. 10, paper B §3.6 (A_{i,j,K}); J_i = J^{b_i}_nn, U_j and V_j the top-k singular
+    vectors of J_j. Row i takes one batch of ``layer * k`` products J_i V_j (vmapped over the
+    stacked V_j); forming J_i takes d_model, so this pays off when layer * k < d_model.
 
     Args:
         model: a loaded model.
         prompt: the text.
         layers: 0-based blocks, None for all.
         k: number of singular vectors kept.
-        svd: a precomputed ``topk_block_svd(..., tokens="last")`` over the same layers, or None.
-        chunk_size: how many products run at once in ``vmap``.
-        **svd_options: keyword options passed to :func:`topk_block_svd` (oversample, tol, ...).
+        svd: ``topk_block_svd(..., tokens="last")`` of the same layers, or None to compute it.
+        chunk_size: how many products ``vmap`` runs at once.
+        **svd_options: passed to :func:`topk_block_svd` (oversample, tol, block_size, ...).
 
     Returns:
-        A ``[layer, layer, k, k]`` (axis 0: coupled Jacobian i, axis 1: reference j); the
-        diagonal blocks A[i, i] ≈ diag(S_i).
+        A ``[layer, layer, k, k]`` (axis 0: coupled Jacobian i, axis 1: basis j); A[i, i] is
+        diag(S_i) up to the accuracy of the SVD.
     """
-    blocks = _resolve_layers(model, layers)
+    blocks = jac._resolve_layers(model, layers)
     if svd is None:
         svd = topk_block_svd(model, prompt, blocks, k, tokens="last", chunk_size=chunk_size,
                              **svd_options)
@@ -314,12 +289,12 @@ def topk_coupling_matrices(
                           f"{svd.S.shape[-1]}; expected layers {tuple(blocks)}, the last token "
                           f"({ids.shape[1] - 1},) and k >= {k}")
     U, V = svd.U[:, 0, :, :k], svd.V[:, 0, :, :k]  # [layer, d_model, k] each
-    calls = capture_block_calls(model, ids)
+    stacked = V.permute(1, 0, 2).reshape(1, model.d_model, -1)  # (1, d_model, layer*k)
+    calls = jac.capture_block_calls(model, ids)
     rows = []
     for b in blocks:
-        jmul, _ = _products(block_residual(model, b, calls[b]), calls[b].hidden.detach(),
+        jmul, _ = _products(jac.block_residual(model, b, calls[b]), calls[b].hidden.detach(),
                             "last", chunk_size)
-        stacked = V.permute(1, 0, 2).reshape(1, model.d_model, -1)  # (1, d_model, layer*k)
         JV = jmul(stacked)[0].reshape(model.d_model, len(blocks), k)  # (d_model, layer_j, k)
         rows.append(torch.einsum("jda,djb->jab", U, JV))  # (layer_j, k, k)
     return torch.stack(rows)  # [layer, layer, k, k]
