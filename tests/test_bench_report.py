@@ -1,0 +1,60 @@
+"""The benchmark's report: ratios and target checks from a known set of timings."""
+
+import importlib.util
+
+import pytest
+
+from llmdyn.book import REPO
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_jacobians",
+                                                  REPO / "bench" / "jacobians.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _row(method, seconds, rss, agreement):
+    return {"method": method, "all_blocks_s": seconds, "per_block_s": [seconds / 30],
+            "extrapolated": method in ("naive", "hf_hidden_states"), "peak_rss_gib": rss,
+            "agreement": agreement, "n_layers": 30, "d_model": 576, "tok": 10,
+            "blocks_measured": [0, 14, 29], "speedup_vs_a": 100.0 / seconds}
+
+
+RESULTS = {
+    "naive": _row("naive", 100.0, 2.0, {"rel_fro_vs_a": 0.0}),
+    "hf_hidden_states": _row("hf_hidden_states", 120.0, 2.5, {"rel_fro_vs_a": 2e-7}),
+    "own_position": _row("own_position", 20.0, 3.0, {"rel_fro_vs_a": 5e-5}),
+    "topk": _row("topk", 5.0, 1.0, {"angle_vs_a_max": 1e-4, "angle_vs_c_max": 2e-3}),
+}
+
+
+def test_target_checks_compute_each_ratio(bench):
+    checks = {what.split(",")[0]: (value, ok) for what, value, ok in
+              bench.target_checks(RESULTS)}
+    assert checks["(c) faster than (a)"] == (pytest.approx(5.0), False)  # 100 / 20
+    assert checks["(c) faster than (b)"] == (pytest.approx(6.0), True)  # 120 / 20
+    assert checks["(d) faster than (c)"] == (pytest.approx(4.0), True)  # 20 / 5
+    assert checks["(d) largest principal angle vs exact SVD"] == (pytest.approx(2e-3), False)
+    assert checks["peak RSS of any method"] == (pytest.approx(3.0), True)
+    assert checks["(b)"] == (pytest.approx(5e-5), True)  # the worse of (b) and (c)
+
+
+def test_missing_methods_are_reported_as_unknown(bench):
+    only = {"naive": RESULTS["naive"], "own_position": RESULTS["own_position"]}
+    checks = {what.split(",")[0]: ok for what, _, ok in bench.target_checks(only)}
+    assert checks["(c) faster than (b)"] is None and checks["(d) faster than (c)"] is None
+
+
+def test_markdown_report_has_a_row_per_method(bench):
+    out = {"machine": {"date": "2026-01-01", "cores": 2, "cpu": "test", "torch": "x",
+                       "torch_threads": 2, "load_average_start": [0.0], "gemm_gflops": 100.0,
+                       "load_average_end": [0.0], "prompt": "p", "k": 30},
+           "models": {"tiny": RESULTS}}
+    text = bench.markdown_report(out)
+    for label in ("(a) naive jacrev", "(b) HF hidden states", "(c) own-position exact",
+                  "(d) top-K, tol"):
+        assert f"| {label} |" in text
+    assert "| 5 | no |" in text  # (c) vs (a) misses the 25x target
