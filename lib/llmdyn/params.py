@@ -134,7 +134,7 @@ class JacobianAlignmentParams(ChapterParams):
     example_prompt: str = "What is the capital of France? The capital is"  # the |A| grids
     k: int = 30  # top singular vectors in A_{i,j,K} (paper: 30)
     grid_layers: list[int] = field(default_factory=lambda: list(range(8, 16)))  # 0-based blocks
-    n_questions: int = 4  # SQuAD prompts averaged in the r(A) heatmap (paper: 100)
+    n_questions: int = 2  # SQuAD prompts averaged in the r(A) heatmap (paper: 100)
     n_lens_questions: int = 20  # SQuAD prompts for the cheap per-layer quantities of Table 1
     squad_articles: list[str] | None = None  # None: llmdyn.data.squad_prompts' default articles
     max_prompt_chars: int | None = None  # None: full prompts; else keep each prompt's last chars
