@@ -2,7 +2,7 @@ import pytest
 import torch
 from torch.func import vmap
 
-from llmdyn import LlmdynError
+from llmdyn import LlmdynError, jacobians
 from llmdyn.jacobians import block_jacobians, block_residual, capture_block_calls
 from llmdyn.metrics import svd_sorted
 from llmdyn.trace import encode
@@ -61,6 +61,14 @@ def test_own_position_route_equals_exact_route(tiny64):
     exact = block_jacobians(tiny64, SHORT, pairs="diagonal", method="exact")
     # Same products with exact zeros added: equal up to float64 rounding.
     assert torch.allclose(fast, exact, rtol=0, atol=1e-12)
+
+
+def test_direct_and_copies_routes_agree(tiny64, monkeypatch):
+    """Llama and Gemma 3 use the O(T^2) direct route; forcing the T-copies route must agree."""
+    direct = block_jacobians(tiny64, SHORT, pairs="diagonal", method="own_position")
+    monkeypatch.setattr(jacobians, "STANDARD_EAGER", frozenset())
+    copies = block_jacobians(tiny64, SHORT, pairs="diagonal", method="own_position")
+    assert torch.allclose(direct, copies, rtol=0, atol=1e-12)
 
 
 def test_causal_zero_for_later_inputs(tiny64):
