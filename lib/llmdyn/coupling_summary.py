@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from llmdyn import LlmdynError
+from llmdyn import LlmdynError, metrics
 from llmdyn.coupling import DepthCoupling, diagonal_share, offdiagonal_mean
 
 
@@ -133,10 +133,7 @@ def authors_split(A, S) -> AuthorsSplit:
     diag = np.diagonal(A, axis1=-2, axis2=-1)  # (..., layer, layer, k)
     s = S[..., :, None, :]  # (..., layer, 1, k): J_i's own values for every reference j
     norm = np.linalg.norm(S, axis=-1)[..., :, None]  # (..., layer, 1)
-    # Sum the off-diagonal squares directly: subtracting the diagonal from the total leaves a
-    # rounding residue of ~1e-16 whose square root (~1e-8) would swamp an exactly diagonal A.
-    off_mask = ~np.eye(A.shape[-1], dtype=bool)
-    off = np.sqrt((A**2 * off_mask).sum((-2, -1)))
+    off = metrics.miscoupling(A).numpy()  # ||A - Diag A||_F (eq 13), exactly 0 for diagonal A
     return AuthorsSplit(off / norm, np.linalg.norm(np.abs(diag) - s, axis=-1) / norm)
 
 
