@@ -80,6 +80,7 @@ class Suite:
     heldout_fraction: float = 0.1
     eval_sequences: int = 32  # sequences in each fixed evaluation set (train and held-out)
     corpus: str | None = None  # None: the default npm corpus; else a directory of .txt files
+    max_documents: int | None = None  # None: every document; else this many, evenly spaced
     checkpoints: tuple[int, ...] | None = None  # None: Pythia's steps cut to `steps`
     device: str = "cpu"
     note: str = ""  # what the suite is for
@@ -105,7 +106,7 @@ class Suite:
 
 SIZES = {s.name: s for s in (
     Size("xs", 2, 128, 4), Size("s", 4, 192, 6), Size("m", 6, 256, 8),  # the CPU suite
-    Size("t1", 1, 32, 2), Size("t2", 2, 48, 4),  # tests
+    Size("t1", 2, 32, 2), Size("t2", 3, 48, 4),  # tests
     Size("70m", 6, 512, 8), Size("160m", 12, 768, 12), Size("410m", 24, 1024, 16),  # Pythia's
 )}
 
@@ -127,7 +128,7 @@ SUITES: dict[str, Suite] = {
         runs=(Run(SIZES["t1"], 0, lr=3e-3), Run(SIZES["t2"], 0, lr=3e-3),
               Run(SIZES["t1"], 1, lr=3e-3)),
         steps=8, batch_size=2, seq_len=32, vocab_size=320, warmup_fraction=0.25,
-        eval_sequences=4, note="for tests: a few steps on a tiny corpus"),
+        eval_sequences=4, max_documents=24, note="for tests: a few steps on a tiny corpus"),
 }
 
 
@@ -164,11 +165,19 @@ class PreparedData:
     heldout_docs: list[corpus.Document] = field(repr=False, default_factory=list)
 
 
+def suite_documents(suite: Suite, corpus_dir: str | Path | None = None) -> list[corpus.Document]:
+    """The suite's corpus (or ``corpus_dir``), cut to ``max_documents`` evenly spaced ones."""
+    docs = corpus.load_documents(corpus_dir if corpus_dir is not None else suite.corpus)
+    if suite.max_documents is not None and len(docs) > suite.max_documents:
+        docs = docs[:: len(docs) // suite.max_documents][: suite.max_documents]
+    return docs
+
+
 def prepare_data(suite: Suite, root: Path, corpus_dir: str | Path | None = None) -> PreparedData:
     """Split the corpus, train the tokenizer on the train split and tokenise both splits, once."""
     from transformers import AutoTokenizer
 
-    docs = corpus.load_documents(corpus_dir if corpus_dir is not None else suite.corpus)
+    docs = suite_documents(suite, corpus_dir)
     digest = corpus.corpus_digest(docs)
     split = corpus.split_documents(docs, suite.heldout_fraction)
     key = f"{digest[:12]}-v{suite.vocab_size}-h{suite.heldout_fraction:g}"
@@ -238,19 +247,19 @@ class LanguageModelTask:
 
     def save_model(self, model: torch.nn.Module, directory: Path) -> None:
         """Weights, config and tokenizer: a directory `from_pretrained` loads."""
-        with _quiet_transformers():
+        with quiet_transformers():
             model.save_pretrained(directory, safe_serialization=True)
         self.data.tokenizer.save_pretrained(directory)
 
     def load_weights(self, model: torch.nn.Module, directory: Path) -> None:
         """Weights from a checkpoint, through transformers (it renames some keys on saving)."""
-        with _quiet_transformers():
+        with quiet_transformers():
             saved = type(model).from_pretrained(directory, dtype=torch.float32)
         model.load_state_dict(saved.state_dict())
 
 
 @contextlib.contextmanager
-def _quiet_transformers():
+def quiet_transformers():
     """No "Writing model shards" / "Loading weights" bars between the training bars."""
     from transformers.utils import logging
 
@@ -325,3 +334,15 @@ def train_suite(suite: Suite | str, root: str | Path = "results/suite", *,
     root = Path(root)
     data = prepare_data(suite, root, corpus_dir)
     return [train_run(run, suite, root, data, progress=progress) for run in chosen]
+
+
+def heldout_prompts(suite: Suite | str, n: int, *, chars: int = 240, seed: int = 0,
+                    corpus_dir: str | Path | None = None) -> list[str]:
+    """``n`` passages from the held-out documents of the suite's corpus (seeded, word-bounded).
+
+    Every checkpoint is measured on the same passages, which no run trained on.
+    """
+    suite = get_suite(suite) if isinstance(suite, str) else suite
+    docs = suite_documents(suite, corpus_dir)
+    split = corpus.split_documents(docs, suite.heldout_fraction)
+    return corpus.text_snippets(split.heldout, n, chars=chars, seed=seed)
