@@ -134,7 +134,7 @@ def build_book(model: str, *, out: Path | None = None, only: Sequence[str] | Non
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The ``llmdyn`` command: ``llmdyn models`` and ``llmdyn book --model NAME``."""
+    """The ``llmdyn`` command: ``models``, ``book``, ``measure coupling`` and ``workflow``."""
     parser = argparse.ArgumentParser(prog="llmdyn", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("models", help="list the models that load offline")
@@ -145,7 +145,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     book.add_argument("--only", nargs="*", default=None,
                       help="chapters to run, e.g. 05_depth_coupling")
     book.add_argument("--no-strict", action="store_true", help="do not treat warnings as errors")
+    from llmdyn import measure, workflow
+
+    measure.add_parser(sub)
+    workflow.add_parser(sub)
     args = parser.parse_args(argv)
+    if args.command == "measure":
+        return measure.run_cli(args)
+    if args.command == "workflow":
+        return workflow.run_cli(args)
     if args.command == "models":
         for name, entry in PACKAGED.items():
             print(f"{name:16s} {entry.description}")
