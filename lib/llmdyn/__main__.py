@@ -1,0 +1,5 @@
+"""``python -m llmdyn …``: the same as the ``llmdyn`` command (used by the workflow's jobs)."""
+
+from llmdyn.book import main
+
+raise SystemExit(main())

@@ -1,0 +1,98 @@
+import json
+
+import numpy as np
+import pytest
+
+from llmdyn import LlmdynError
+from llmdyn.book import main
+from llmdyn.coupling import depth_coupling, diagonal_share, offdiagonal_mean
+from llmdyn.data import sample_leaderboard
+from llmdyn.measure import (
+    FORMAT,
+    MeasureParams,
+    measure_coupling,
+    read_result,
+    read_results,
+    result_path,
+    write_result,
+)
+from llmdyn.models import load_model
+
+SMALL = MeasureParams(k=4, n_per_task=2, tasks=("gsm8k", "arc_challenge"), max_chars=40)
+
+
+@pytest.fixture(scope="module", params=["tiny-llama", "tiny-neox"])
+def measured(request, tmp_path_factory):
+    result = measure_coupling(request.param, SMALL, cache=False)
+    path = write_result(result, tmp_path_factory.mktemp("m") / "r.json")
+    return request.param, result, path
+
+
+def test_result_is_self_describing(measured):
+    name, result, path = measured
+    raw = json.loads(path.read_text())
+    assert raw["format"] == FORMAT and raw["model"]["name"] == name
+    assert raw["params"] == SMALL.as_dict() and raw["params"]["k"] == 4
+    assert raw["versions"]["torch"] and raw["created"]
+    assert [p["task"] for p in raw["prompts"]] == ["gsm8k"] * 2 + ["arc_challenge"] * 2
+
+
+def test_per_prompt_values_are_depth_coupling_of_the_same_prompts(measured):
+    name, result, _ = measured
+    prompts = sample_leaderboard(2, tasks=("gsm8k", "arc_challenge"))
+    couplings = depth_coupling(load_model(name), [p.text[-40:] for p in prompts], k=4)
+    expect = [offdiagonal_mean(c.normalized) for c in couplings]
+    got = [p["coupling_mis"] for p in result["prompts"]]
+    np.testing.assert_allclose(got, expect, rtol=1e-6)
+    share = [offdiagonal_mean(diagonal_share(c.normalized)) for c in couplings]
+    np.testing.assert_allclose([p["coupling_share"] for p in result["prompts"]], share,
+                               rtol=1e-6)
+    # the aggregate over prompt-mean maps equals the mean over prompts (both are linear)
+    assert result["aggregate"]["coupling_mis"] == pytest.approx(np.mean(got), rel=1e-6)
+    assert 0 < result["aggregate"]["coupling_share"] <= 1
+
+
+def test_read_back_and_check_parameters(measured):
+    _, result, path = measured
+    [r] = read_results([path], SMALL)
+    assert r.coupling_mis == result["aggregate"]["coupling_mis"]
+    assert r.prompt_mis.shape == (4,) and r.prompt_ids[0].startswith("gsm8k/")
+    with pytest.raises(LlmdynError, match="other parameters.*'k': \\(4, 30\\)"):
+        read_results([path], MeasureParams(k=30, n_per_task=2, tasks=("gsm8k", "arc_challenge"),
+                                           max_chars=40))
+    with pytest.raises(LlmdynError, match="appears twice"):
+        read_results([path, path], SMALL)
+
+
+def test_bad_files_and_parameters(tmp_path):
+    with pytest.raises(LlmdynError, match="no result file"):
+        read_result(tmp_path / "none.json")
+    (tmp_path / "x.json").write_text('{"format": "other"}')
+    with pytest.raises(LlmdynError, match="format 'other'"):
+        read_result(tmp_path / "x.json")
+    (tmp_path / "y.json").write_text("not json")
+    with pytest.raises(LlmdynError, match="not JSON"):
+        read_result(tmp_path / "y.json")
+    with pytest.raises(LlmdynError, match="paths must be a non-empty list"):
+        read_results([], SMALL)
+    with pytest.raises(LlmdynError, match="k must be a positive int"):
+        MeasureParams(k=0)
+    with pytest.raises(LlmdynError, match="tasks must be names"):
+        MeasureParams(tasks=("squad",))
+    with pytest.raises(LlmdynError, match="max_chars"):
+        MeasureParams(max_chars=0)
+
+
+def test_paper_counts_are_the_default():
+    p = MeasureParams()
+    assert (p.k, p.n_per_task, len(p.tasks)) == (30, 200, 6)
+    assert result_path("EleutherAI/pythia-70m", "r").as_posix() == "r/EleutherAI_pythia-70m.json"
+
+
+def test_command_line_writes_one_file(tmp_path, capsys):
+    out = tmp_path / "tiny.json"
+    assert main(["measure", "coupling", "--model", "tiny-llama", "--out", str(out), "--k", "4",
+                 "--n-per-task", "1", "--tasks", "mmlu", "--max-chars", "40"]) == 0
+    assert "tiny-llama: m̃ = " in capsys.readouterr().out
+    r = read_result(out)
+    assert r.params["tasks"] == ["mmlu"] and len(r.prompt_ids) == 1
