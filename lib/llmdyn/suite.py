@@ -117,6 +117,15 @@ SUITES: dict[str, Suite] = {
               Run(SIZES["m"], 0, lr=1e-3), Run(SIZES["s"], 1, lr=1.5e-3)),
         note="three sizes and a second seed, 512 updates of 1,024 tokens; about 8 minutes on 2 "
              "CPU cores"),
+    "generalization": Suite(
+        "generalization",
+        runs=(Run(SIZES["xs"], 0, lr=2e-3), Run(SIZES["s"], 0, lr=1.5e-3),
+              Run(SIZES["m"], 0, lr=1e-3), Run(SIZES["s"], 1, lr=1.5e-3),
+              Run(SIZES["xs"], 0, lr=2e-3, weight_decay=0.0),
+              Run(SIZES["xs"], 0, lr=2e-3, weight_decay=0.1),
+              Run(SIZES["xs"], 0, lr=2e-3, dropout=0.1)),
+        note="the default suite plus three runs of the smallest size that vary one "
+             "regulariser (weight decay 0 and 0.1, dropout 0.1); the default runs are shared"),
     "paper": Suite(
         "paper",
         runs=(Run(SIZES["70m"], 0, lr=1e-3), Run(SIZES["160m"], 0, lr=6e-4),
