@@ -63,3 +63,141 @@ def test_smollm2_predicts_paris(smollm2):
         top = smollm2.hf(ids).logits[0, -1].argmax()
     assert smollm2.tokenizer.decode(top) == " Paris"
     assert smollm2.identity["sha256"].startswith("b179c952")
+
+
+# --- identity of local checkpoints (issue 18 item 1) and clear errors (issue 15 item 6) ---
+
+@pytest.fixture
+def checkpoint(tmp_path, monkeypatch):
+    """A local checkpoint shaped like the training suite's: results/suite/<run>/step<N>/."""
+    monkeypatch.setenv("LLMDYN_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "suite" / "run1" / "step100"
+    m = load_model("tiny-neox")
+    m.hf.save_pretrained(path)
+    m.tokenizer.save_pretrained(path)
+    (path / "metrics.json").write_text('{"loss": 3.0}')
+    return path
+
+
+def _overwrite_weights(path, seed):
+    load_model("tiny-neox", seed=seed).hf.save_pretrained(path)
+
+
+def test_local_model_is_keyed_by_content_of_its_weights(checkpoint):
+    import json
+
+    first = load_model(str(checkpoint))
+    assert first.model_id.startswith("run1--step100-") and len(first.model_id) == 22
+    assert first.model_id == load_model(str(checkpoint)).model_id  # stable
+    json.dumps(first.identity)  # provenance stays JSON-serialisable
+    (checkpoint / "metrics.json").write_text('{"loss": 2.0}')  # logs do not change the key
+    assert load_model(str(checkpoint)).model_id == first.model_id
+    _overwrite_weights(checkpoint, seed=1)
+    second = load_model(str(checkpoint))
+    assert second.model_id != first.model_id
+    assert second.identity["sha256"] != first.identity["sha256"]
+
+
+def test_overwritten_checkpoint_recomputes_not_reads_stale(checkpoint):
+    from llmdyn.store import ResultStore
+
+    def norm(m):
+        ids = m.tokenizer("hello", return_tensors="pt").input_ids
+        with torch.no_grad():
+            return {"norm": m.hf(ids).logits.norm().reshape(1)}
+
+    m = load_model(str(checkpoint))
+    old = ResultStore(m.model_id, provenance=m.identity).cached("n", {}, "a", lambda: norm(m))
+    _overwrite_weights(checkpoint, seed=1)
+    m2 = load_model(str(checkpoint))
+    new = ResultStore(m2.model_id, provenance=m2.identity).cached("n", {}, "a", lambda: norm(m2))
+    assert new["norm"][0] == pytest.approx(float(norm(m2)["norm"][0]))
+    assert new["norm"][0] != old["norm"][0]
+
+
+def test_untrained_twin_of_checkpoints_shares_a_key_across_steps(checkpoint, tmp_path):
+    other = tmp_path / "suite" / "run1" / "step200"
+    load_model("tiny-neox", seed=1).hf.save_pretrained(other)
+    load_model("tiny-neox").tokenizer.save_pretrained(other)
+    a = load_model(str(checkpoint), untrained=True)
+    b = load_model(str(other), untrained=True)
+    assert a.identity["config_sha256"] == b.identity["config_sha256"]
+    assert a.model_id.endswith("-untrained-s0")
+    assert a.model_id != load_model(str(checkpoint)).model_id
+
+
+def test_file_hash_is_remembered_until_the_file_changes(checkpoint, monkeypatch):
+    from llmdyn import modelfiles
+
+    load_model(str(checkpoint))
+    calls = []
+    real = modelfiles.sha256_of
+    monkeypatch.setattr(modelfiles, "sha256_of", lambda p: calls.append(p) or real(p))
+    load_model(str(checkpoint))
+    assert calls == []  # every file remembered by its stat stamp
+    _overwrite_weights(checkpoint, seed=2)
+    load_model(str(checkpoint))
+    assert sorted(p.name for p in calls) == ["config.json", "model.safetensors"]  # rewritten
+
+
+def test_hub_model_is_keyed_by_resolved_commit(monkeypatch):
+    from llmdyn import models
+
+    tiny = load_model("tiny-gpt2")
+    tiny.hf.config._commit_hash = "0123456789abcdef"
+    asked = []
+
+    def fake_load(path, spec, revision=None):
+        asked.append((path, revision))
+        return tiny.hf, tiny.tokenizer
+
+    monkeypatch.setattr(models, "_load_pretrained", fake_load)
+    m = load_model("someone/model")
+    assert m.model_id == "someone--model-01234567"
+    assert m.identity["revision"] == "0123456789abcdef"
+    load_model("EleutherAI/pythia-70m@step1000")  # a revision (Pythia's checkpoint branches)
+    assert asked[-1] == ("EleutherAI/pythia-70m", "step1000")
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda d: d, "has no config.json.*config.json and model.safetensors"),
+    (lambda d: d / "nope", "does not exist"),
+])
+def test_not_a_model_directory(tmp_path, make, match):
+    with pytest.raises(LlmdynError, match=match):
+        load_model(str(make(tmp_path)))
+
+
+def test_system_directory_is_not_a_model():
+    with pytest.raises(LlmdynError, match="has no config.json"):
+        load_model("../../../../../../etc")
+
+
+def test_mistyped_local_path_shaped_like_hub_id_is_not_sent_to_the_hub(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "results").mkdir()
+    with pytest.raises(LlmdynError, match="does not exist"):
+        load_model("results/typo")
+
+
+def test_pickled_checkpoint_is_refused_with_how_to_convert(tmp_path):
+    m = load_model("tiny-gpt2")
+    m.hf.config.save_pretrained(tmp_path)
+    (tmp_path / "pytorch_model.bin").write_bytes(b"pickle bytes are never read")
+    with pytest.raises(LlmdynError, match="never unpickles.*save_pretrained"):
+        load_model(str(tmp_path))
+
+
+def test_corrupt_safetensors_names_the_file(checkpoint):
+    path = checkpoint / "model.safetensors"
+    path.write_bytes(b"\xff" * 8 + path.read_bytes()[8:])
+    with pytest.raises(LlmdynError, match="model.safetensors.*corrupt"):
+        load_model(str(checkpoint))
+
+
+def test_cuda_without_gpu_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(LlmdynError, match="device='cuda'.*no CUDA"):
+        load_model("tiny-gpt2", device="cuda")
+    with pytest.raises(LlmdynError, match="device must be a torch device"):
+        load_model("tiny-gpt2", device="gpu")

@@ -186,7 +186,7 @@ def test_token_coupling_rejects_bad_arguments(tiny):
         token_coupling(tiny, [PROMPT], layer=0, ref_layer=1, k=3, kinds=["diag"])
     with pytest.raises(LlmdynError, match="list of texts"):
         token_coupling(tiny, PROMPT, layer=0, ref_layer=1, k=3)
-    with pytest.raises(LlmdynError, match="layers"):
+    with pytest.raises(LlmdynError, match=r"ref_layer \[7\] out of range"):
         token_coupling(tiny, [PROMPT], layer=0, ref_layer=7, k=3)
 
 

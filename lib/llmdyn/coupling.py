@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from llmdyn import metrics
+from llmdyn import LlmdynError, checks, metrics
 from llmdyn.jacobians import block_jacobians
 from llmdyn.models import LoadedModel
 from llmdyn.step_jacobians import last_token_jacobians
@@ -57,6 +57,7 @@ def coupling_from_jacobians(jacobians: torch.Tensor, k: int) -> DepthCoupling:
     Returns:
         The coupling matrices and their scores.
     """
+    checks.k_value(k, jacobians.shape[-1], minimum=2, why="r(A) divides by k - 1")
     svd = metrics.svd_sorted(jacobians)
     A = metrics.coupling_matrices(jacobians, k, svd=svd)  # (layer, layer, k, k)
     n = A.shape[0]
@@ -93,8 +94,11 @@ def depth_coupling(
     Returns:
         One :class:`DepthCoupling` per prompt.
     """
-    layers = list(range(model.n_layers)) if layers is None else [int(b) for b in layers]
-    metrics._check_k(k, model.d_model)
+    prompts = checks.prompt_texts(prompts)
+    layers = checks.layer_indices(layers, model.n_layers)  # negatives resolved once, here
+    checks.k_value(k, model.d_model, minimum=2, why="r(A) divides by k - 1")
+    if isinstance(token, bool) or not isinstance(token, int):
+        raise LlmdynError(f"token must be an int index such as -1, got {token!r}")
 
     def compute(prompt: str) -> dict[str, np.ndarray]:
         if token == -1:  # the same J_nn from one decoding step: cost independent of length
@@ -108,7 +112,7 @@ def depth_coupling(
         results = [compute(p) for p in prompts]
     else:
         params = {"k": k, "layers": layers, "token": token, "dtype": "float32"}
-        results = store.map("depth_coupling", params, list(prompts), compute)
+        results = store.map("depth_coupling", params, prompts, compute)
     return [DepthCoupling(**r) for r in results]
 
 

@@ -9,17 +9,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from llmdyn import LlmdynError, metrics
+from llmdyn import LlmdynError, checks, metrics
 from llmdyn.models import LoadedModel
 from llmdyn.store import ResultStore
 from llmdyn.trace import trajectory
 
 
 def _prompts(prompts: Sequence[str]) -> list[str]:
-    if isinstance(prompts, str) or not prompts or not all(
-            isinstance(p, str) and p for p in prompts):
-        raise LlmdynError(f"prompts must be a non-empty list of non-empty str, got {prompts!r:.80}")
-    return list(prompts)
+    return checks.prompt_texts(prompts)
 
 
 def token_states(

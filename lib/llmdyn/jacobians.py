@@ -257,8 +257,12 @@ def block_jacobians(
 
     Raises:
         LlmdynError: a layer or token index out of range, an empty or too long prompt,
-            or non-finite values in a Jacobian.
+            an unknown method, or non-finite values in a Jacobian.
     """
+    from llmdyn import checks  # input checks first: a bad value never starts the work
+
+    layers = checks.layer_indices(layers, model.n_layers)
+    method = checks.choice(method, ("auto", "exact", "own_position"), "method")
     ids = encode(model, prompt)
     blocks = _resolve_layers(model, layers)
     token_pairs = _resolve_pairs(pairs, ids.shape[1])

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from llmdyn import LlmdynError, metrics
+from llmdyn import LlmdynError, checks, metrics
 from llmdyn.data import Prompt
 from llmdyn.geometry import token_states
 from llmdyn.models import LoadedModel
@@ -67,9 +67,7 @@ def _text(prompt: PromptLike) -> str:
 
 
 def _texts(prompts: Sequence[PromptLike]) -> list[str]:
-    if isinstance(prompts, (str, Prompt)) or len(prompts) == 0:
-        raise LlmdynError(f"prompts must be a non-empty list of prompts, got {prompts!r:.60}")
-    return [_text(p) for p in prompts]
+    return checks.prompt_texts(prompts)
 
 
 def _check_k(top_k: int) -> None:

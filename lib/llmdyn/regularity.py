@@ -9,7 +9,7 @@ from typing import Literal
 import numpy as np
 import torch
 
-from llmdyn import LlmdynError, metrics
+from llmdyn import LlmdynError, checks, metrics
 from llmdyn.models import LoadedModel
 from llmdyn.store import ResultStore
 from llmdyn.trace import trajectory
@@ -106,8 +106,7 @@ def regularity(
     Returns:
         One :class:`Regularity` per prompt.
     """
-    if isinstance(prompts, str):
-        raise LlmdynError("prompts must be a list of texts, got one str; wrap it in a list")
+    prompts = checks.prompt_texts(prompts)
     if last_point not in ("block_output", "final_norm"):
         raise LlmdynError(f"last_point: got {last_point!r}; expected 'block_output' or "
                           "'final_norm'")
@@ -124,7 +123,7 @@ def regularity(
         results = [compute(p) for p in prompts]
     else:
         results = store.map("regularity", {"dtype": "float32", "arrays": list(_STORED)},
-                            list(prompts), compute, progress=progress)
+                            prompts, compute, progress=progress)
     return [Regularity(**{key: r[f"{last_point}_{key}"] for key in _STORED}) for r in results]
 
 

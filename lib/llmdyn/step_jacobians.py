@@ -120,6 +120,9 @@ def last_token_jacobians(
     Returns:
         ``[layer, d_model, d_model]`` (rows = output coordinates), detached.
     """
+    from llmdyn import checks  # input checks first: a bad value never starts the work
+
+    layers = checks.layer_indices(layers, model.n_layers)
     ids = encode(model, prompt)
     blocks = _resolve_layers(model, layers)
     calls = capture_last_step(model, ids)

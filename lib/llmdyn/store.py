@@ -9,7 +9,7 @@ import os
 import platform
 import re
 import tempfile
-import zipfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,13 +20,49 @@ from tqdm.auto import tqdm
 
 from llmdyn import LlmdynError
 
-__all__ = ["ResultStore", "canonical_params", "params_hash", "safe_name"]
+__all__ = ["ResultStore", "canonical_params", "code_hash", "content_hash", "params_hash",
+           "safe_name"]
 
 Arrays = dict[str, np.ndarray]
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _MEASUREMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _VERSIONED = ("numpy", "torch", "transformers", "nnsight", "llmdyn")
-_FORMAT = 1  # bump when the on-disk layout or sidecar schema changes
+_FORMAT = 2  # bump when the on-disk layout or sidecar schema changes
+_STALE_TMP_S = 15 * 60  # temp files are written in one go: one untouched this long is dead
+# Modules that cannot change a stored array (presentation, CLI, notebook parameters): edits
+# to them keep the cache. Every other module of the library is part of the code hash.
+_PRESENTATION = ("book.py", "params.py", "plots.py")
+_CODE_HASH: str | None = None
+
+
+def code_hash() -> str:
+    """First 12 hex digits of sha256 over the library's computing source files.
+
+    Stored in every sidecar and compared on load, so a result computed by other code (a
+    changed metric, a fixed bug) is recomputed, never read back. The presentation modules in
+    ``_PRESENTATION`` are left out.
+    """
+    global _CODE_HASH
+    if _CODE_HASH is None:
+        digest = hashlib.sha256()
+        package = Path(__file__).resolve().parent
+        for path in sorted(package.rglob("*.py")):
+            if path.name in _PRESENTATION:
+                continue
+            digest.update(path.relative_to(package).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes() + b"\0")
+        _CODE_HASH = digest.hexdigest()[:12]
+    return _CODE_HASH
+
+
+def content_hash(arrays: Mapping[str, np.ndarray]) -> str:
+    """Sha256 over the names, dtypes, shapes and bytes of `arrays` (sorted by name)."""
+    digest = hashlib.sha256()
+    for key in sorted(arrays):
+        a = np.ascontiguousarray(arrays[key])
+        digest.update(f"{key}\0{a.dtype.str}\0{a.shape}\0".encode())
+        digest.update(a.tobytes())
+    return digest.hexdigest()
 
 
 def safe_name(name: str) -> str:
@@ -142,6 +178,20 @@ class ResultStore:
         self.model_id = safe_name(model_id)
         self.provenance = canonical_params(provenance or {}, arg="provenance")
         self._versions: dict[str, str | None] | None = None
+        self._sweep_stale_temp_files()
+
+    def _sweep_stale_temp_files(self) -> None:
+        """Remove ``.*.tmp`` files a killed writer left under this model (older than 15 min)."""
+        base = self.root / self.model_id
+        if not base.is_dir():
+            return
+        now = time.time()
+        for tmp in base.glob("*/.*.tmp"):
+            try:
+                if now - tmp.stat().st_mtime > _STALE_TMP_S:
+                    tmp.unlink()
+            except OSError:  # another process swept it first
+                pass
 
     def __repr__(self) -> str:
         return f"ResultStore(model_id={self.model_id!r}, root={str(self.root)!r})"
@@ -158,22 +208,25 @@ class ResultStore:
         return self.directory(measurement, params) / f"{_item_key(item)}.npz"
 
     def load(self, measurement: str, params: Mapping[str, Any], item: str) -> Arrays | None:
-        """Stored arrays for `item`, or None if absent, partial, corrupt or for other params."""
+        """Stored arrays for `item`, or None if it must be (re)computed.
+
+        None when absent, partial or corrupt (any error reading it), when its arrays no longer
+        match the content hash in the sidecar (a rewritten ``.npz``), or when it was computed
+        for other parameters, another model identity or by other library code.
+        """
         npz = self.path(measurement, params, item)
+        params = canonical_params(params)  # bad params raise; only reading is guarded below
         try:
             meta = json.loads(npz.with_suffix(".json").read_text())
             if (meta.get("format") != _FORMAT or meta.get("item") != item
-                    or meta.get("params") != canonical_params(params)):
+                    or meta.get("params") != params or meta.get("model") != self.provenance
+                    or meta.get("code") != code_hash()):
                 return None
             with np.load(npz, allow_pickle=False) as f:
                 arrays = {k: f[k] for k in f.files}
-            expected = meta["arrays"]
-            if set(arrays) != set(expected) or any(
-                    str(a.dtype) != expected[k]["dtype"] or list(a.shape) != expected[k]["shape"]
-                    for k, a in arrays.items()):
+            if content_hash(arrays) != meta["content_sha256"]:
                 return None
-        except (OSError, ValueError, KeyError, TypeError, EOFError, AttributeError,
-                zipfile.BadZipFile):  # absent, partial or corrupt
+        except Exception:  # noqa: BLE001 -- any corruption means recompute, never crash
             return None
         return arrays
 
@@ -200,6 +253,8 @@ class ResultStore:
             "model": self.provenance,
             "arrays": {k: {"dtype": str(a.dtype), "shape": list(a.shape)}
                        for k, a in checked.items()},
+            "content_sha256": content_hash(checked),
+            "code": code_hash(),
             "versions": self._versions,
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }

@@ -8,10 +8,9 @@ from typing import Literal
 
 import numpy as np
 
-from llmdyn import LlmdynError, phases
+from llmdyn import LlmdynError, checks, phases
 from llmdyn.coupling import DepthCoupling, coupling_from_jacobians
 from llmdyn.data import Prompt
-from llmdyn.metrics import _check_k
 from llmdyn.models import LoadedModel
 from llmdyn.step_jacobians import last_token_jacobians
 from llmdyn.store import ResultStore
@@ -172,10 +171,8 @@ def last_token_alignment(
     Returns:
         One :class:`~llmdyn.coupling.DepthCoupling` per prompt, over all blocks.
     """
-    _check_k(k, model.d_model)
-    texts = [p.text if isinstance(p, Prompt) else p for p in prompts]
-    if not texts or not all(isinstance(t, str) and t.strip() for t in texts):
-        raise LlmdynError(f"prompts must be a non-empty list of texts, got {prompts!r:.80}")
+    checks.k_value(k, model.d_model, minimum=2, why="r(A) divides by k - 1")
+    texts = checks.prompt_texts(prompts)
 
     def compute(text: str) -> dict[str, np.ndarray]:
         return coupling_from_jacobians(last_token_jacobians(model, text), k).as_arrays()

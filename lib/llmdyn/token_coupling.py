@@ -9,7 +9,7 @@ from typing import Literal
 import numpy as np
 import torch
 
-from llmdyn import LlmdynError, metrics
+from llmdyn import LlmdynError, checks, metrics
 from llmdyn.jacobians import block_jacobians
 from llmdyn.models import LoadedModel
 from llmdyn.store import ResultStore
@@ -181,8 +181,9 @@ def token_coupling(
     Returns:
         One dict per prompt, kind -> :class:`TokenCoupling`.
     """
-    if isinstance(prompts, str):
-        raise LlmdynError("prompts must be a list of texts, got one str; wrap it in a list")
+    prompts = checks.prompt_texts(prompts)
+    layer, = checks.layer_indices([layer], model.n_layers, "layer")
+    ref_layer, = checks.layer_indices([ref_layer], model.n_layers, "ref_layer")
     kinds = list(dict.fromkeys(kinds))
     bad = [kind for kind in kinds if kind not in KINDS]
     if bad or not kinds:
@@ -199,7 +200,7 @@ def token_coupling(
         params = {"layer": int(layer), "ref_layer": int(ref_layer), "k": k, "kinds": kinds,
                   "input_token": int(input_token), "output_token": int(output_token),
                   "dtype": "float32"}
-        results = store.map("token_coupling", params, list(prompts), compute)
+        results = store.map("token_coupling", params, prompts, compute)
     return [{kind: TokenCoupling(kind, r[f"{kind}_pairs"], r[f"{kind}_A"]) for kind in kinds}
             for r in results]
 

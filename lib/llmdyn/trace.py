@@ -72,6 +72,9 @@ def trajectory(model: LoadedModel, prompt: str) -> Trajectory:
 
     Returns:
         The trajectory, with ``states`` of shape ``[layer+1, tok, d_model]``.
+
+    Raises:
+        LlmdynError: an empty or too long prompt, or a NaN or inf hidden state.
     """
     ids = encode(model, prompt)
     blocks = _nn_blocks(model)
@@ -84,6 +87,7 @@ def trajectory(model: LoadedModel, prompt: str) -> Trajectory:
     x0 = first_args[0] if first_args else first_kwargs["hidden_states"]
     outs = [out[0] if isinstance(out, tuple) else out for out in saved[1:]]
     states = torch.stack([x0[0]] + [out[0] for out in outs])  # (layer+1, tok, d_model)
+    _check_finite(states, f"hidden states of {model.name} for prompt {prompt[:40]!r}")
     tokens = tuple(model.tokenizer.convert_ids_to_tokens(ids[0].tolist()))
     return Trajectory(prompt=prompt, tokens=tokens, input_ids=ids[0].cpu(),
                       states=states.detach().cpu())
@@ -101,6 +105,9 @@ def logit_lens(model: LoadedModel, states: torch.Tensor) -> torch.Tensor:
 
     Returns:
         Logits ``[..., vocab]``.
+
+    Raises:
+        LlmdynError: `states` of the wrong width, or NaN or inf logits.
     """
     if states.shape[-1] != model.d_model:
         raise LlmdynError(f"states must end in d_model={model.d_model}, "
@@ -111,4 +118,14 @@ def logit_lens(model: LoadedModel, states: torch.Tensor) -> torch.Tensor:
         cap = getattr(model.hf.config, "final_logit_softcapping", None)
         if cap:
             logits = torch.tanh(logits / cap) * cap
+    _check_finite(logits, f"logit-lens logits of {model.name}")
     return logits.cpu()
+
+
+def _check_finite(x: torch.Tensor, what: str) -> None:
+    """Raise LlmdynError if `x` holds NaN or inf (an overflowing or corrupt model)."""
+    if not torch.isfinite(x).all():
+        bad = int(x.numel() - torch.isfinite(x).sum())
+        raise LlmdynError(f"non-finite values in the {what} ({bad} of {x.numel()} entries are "
+                          "NaN or inf): a weight is non-finite or the forward pass overflowed; "
+                          "check the model's weights, or try dtype=torch.float64")

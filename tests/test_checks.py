@@ -1,0 +1,142 @@
+"""Input checks: every bad input of the reliability probes is a clear LlmdynError, early."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from llmdyn import LlmdynError, coupling, lens, regularity, thought_fixation, token_coupling, trace
+from llmdyn.checks import choice, k_value, layer_indices, prompt_texts
+from llmdyn.data import Prompt
+from llmdyn.geometry import token_states
+from llmdyn.jacobians import block_jacobians
+from llmdyn.models import load_model
+from llmdyn.step_jacobians import last_token_jacobians
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return load_model("tiny-llama")
+
+
+def test_layer_indices_resolve_negatives_once():
+    assert layer_indices([-1, 0], 3) == [2, 0]
+    assert layer_indices(None, 3) == [0, 1, 2]
+    assert layer_indices(np.array([1, 2]), 3) == [1, 2]
+
+
+@pytest.mark.parametrize("layers, match", [
+    ([1.7], "integer block indices, got 1.7"),
+    (["1"], "integer block indices, got '1'"),
+    ([True], "integer block indices"),
+    ("12", "list of block indices"),
+    ([], r"\[\] out of range"),
+    ([3], r"\[3\] out of range.*0..2"),
+    ([-4], r"\[-4\] out of range"),
+    ([2, -1], "name a block twice"),
+])
+def test_layer_indices_refuse_what_int_would_silently_accept(layers, match):
+    with pytest.raises(LlmdynError, match=match):
+        layer_indices(layers, 3)
+
+
+def test_prompt_texts():
+    assert prompt_texts(["a", Prompt("id", "b", "named")]) == ["a", "b"]
+    for bad, match in [("hello", "got one str"), ([], "non-empty list"), ([""], r"prompts\[0\]"),
+                       (["ok", "  "], r"prompts\[1\]"), ([3], r"prompts\[0\].*int"),
+                       (Prompt("id", "x", "named"), "got one Prompt"), (None, "non-empty list")]:
+        with pytest.raises(LlmdynError, match=match):
+            prompt_texts(bad)
+
+
+def test_k_and_choice():
+    assert k_value(2, 8, minimum=2) == 2
+    for bad in (1, 9, 2.0, True, "3"):
+        with pytest.raises(LlmdynError, match="k: got"):
+            k_value(bad, 8, minimum=2)
+    with pytest.raises(LlmdynError, match="method: got 'exactt'.*'exact'"):
+        choice("exactt", ("auto", "exact"), "method")
+
+
+# The probes of issue 18 item 7: each was a silently wrong result or a late failure.
+
+def test_string_prompts_are_not_split_into_characters(tiny):
+    for call in (lambda: coupling.depth_coupling(tiny, "hello", k=2),
+                 lambda: thought_fixation.last_token_alignment(tiny, "hello", k=2),
+                 lambda: token_coupling.token_coupling(tiny, "hello", layer=0, ref_layer=1, k=2),
+                 lambda: regularity.regularity(tiny, "hello"),
+                 lambda: token_states(tiny, "hello"),
+                 lambda: lens.lens_readouts(tiny, "hello")):
+        with pytest.raises(LlmdynError, match="got one str"):
+            call()
+
+
+@pytest.mark.parametrize("layers", [[1.7], ["1"]])
+def test_non_integer_layers_are_refused_not_truncated(tiny, layers):
+    with pytest.raises(LlmdynError, match="integer block indices"):
+        coupling.depth_coupling(tiny, ["hello"], k=2, layers=layers)
+    with pytest.raises(LlmdynError, match="integer block indices"):
+        block_jacobians(tiny, "hello", layers)
+    with pytest.raises(LlmdynError, match="integer block indices"):
+        last_token_jacobians(tiny, "hello", layers)
+
+
+def test_unknown_method_is_refused(tiny):
+    with pytest.raises(LlmdynError, match="method: got 'exactt'"):
+        block_jacobians(tiny, "hello", [0], method="exactt")
+
+
+def test_k_one_is_refused_before_any_jacobian(tiny, monkeypatch):
+    from llmdyn import step_jacobians
+
+    monkeypatch.setattr(step_jacobians, "capture_last_step",
+                        lambda *a: pytest.fail("Jacobians computed before the k check"))
+    for call in (lambda: coupling.depth_coupling(tiny, ["hello"], k=1),
+                 lambda: thought_fixation.last_token_alignment(tiny, ["hello"], k=1)):
+        with pytest.raises(LlmdynError, match="k: got 1.*2 <= k"):
+            call()
+
+
+def test_negative_layers_give_the_same_result_and_cache_entry(tiny):
+    from llmdyn.store import ResultStore
+
+    store = ResultStore(tiny.model_id, provenance=tiny.identity)
+    neg = coupling.depth_coupling(tiny, ["hello there"], k=2, layers=[-1, -2], store=store)
+    assert store.missing("depth_coupling", {"k": 2, "layers": [2, 1], "token": -1,
+                                            "dtype": "float32"}, ["hello there"]) == []
+    pos = coupling.depth_coupling(tiny, ["hello there"], k=2, layers=[2, 1])
+    np.testing.assert_array_equal(neg[0].A, pos[0].A)
+
+
+# issue 18 item 9: a non-finite weight gives an error, not inf values.
+
+def test_inf_weight_raises_in_trajectory_and_logit_lens():
+    m = load_model("tiny-llama")
+    with torch.no_grad():
+        m.final_norm.weight[0] = float("inf")
+        m.blocks[1].mlp.down_proj.weight[0, 0] = float("inf")
+    with pytest.raises(LlmdynError, match="non-finite values in the hidden states"):
+        trace.trajectory(m, "hello")
+    with pytest.raises(LlmdynError, match="non-finite values in the logit-lens logits"):
+        trace.logit_lens(m, torch.ones(2, m.d_model))
+
+
+# issue 15 item 6: the bad inputs that already answered clearly stay clear.
+
+@pytest.mark.parametrize("call, match", [
+    (lambda m: load_model("no-such-model"), "Known names: .*tiny-llama"),
+    (lambda m: block_jacobians(m, "hello", [5]), r"layers \[5\] out of range"),
+    (lambda m: trace.trajectory(m, ""), "non-empty string"),
+    (lambda m: trace.trajectory(m, "   "), "non-empty string"),
+    (lambda m: trace.trajectory(m, "x" * 200), "accepts at most 64"),
+    (lambda m: coupling.depth_coupling(m, ["hi"], k=100), "k: got 100"),
+    (lambda m: coupling.depth_coupling(m, ["hi"], k=0), "k: got 0"),
+    (lambda m: coupling.coupling_from_jacobians(torch.full((2, 32, 32), float("nan")), 3),
+     "NaN"),
+    (lambda m: regularity.trajectory_regularity(np.zeros((2, 2, 4))), "zero-length step"),
+    (lambda m: load_model(""), "non-empty string"),
+])
+def test_clear_errors_stay_clear(tiny, call, match):
+    with pytest.raises(LlmdynError, match=match):
+        call(tiny)

