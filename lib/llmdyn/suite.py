@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -335,6 +336,8 @@ def train_suite(suite: Suite | str, root: str | Path = "results/suite", *,
     suite = get_suite(suite) if isinstance(suite, str) else suite
     if device is not None:
         suite = dataclasses.replace(suite, device=device)
+    if suite.device.startswith("cuda"):  # cuBLAS is deterministic only with a fixed workspace
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     chosen = [r for r in suite.runs if runs is None or r.name in runs]
     unknown = set(runs or ()) - {r.name for r in suite.runs}
     if unknown:

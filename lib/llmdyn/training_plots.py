@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import matplotlib as mpl
+import matplotlib.ticker  # noqa: F401  (mpl.ticker)
 import numpy as np
 from matplotlib.axes import Axes
 
@@ -12,8 +13,16 @@ from llmdyn.plots import band
 
 
 def step_axis(ax: Axes, *, label: str = "training step") -> Axes:
-    """A symmetric-log step axis, so that step 0 (initialisation) and 1, 2, 4, … all show."""
+    """A symmetric-log step axis, so that step 0 (initialisation) and 1, 2, 4, … all show.
+
+    Ticks sit at 0 and the powers of two up to the last step drawn (Pythia's checkpoints).
+    """
     ax.set_xscale("symlog", linthresh=1, linscale=0.4)
+    last = max(1.0, ax.dataLim.x1)
+    ticks = [0] + [2**i for i in range(int(np.log2(last)) + 1)]
+    ticks = ticks[:: max(1, len(ticks) // 10)]
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax.xaxis.set_minor_locator(mpl.ticker.NullLocator())
     ax.set_xlabel(f"{label} (log scale; 0 = initialisation)")
     return ax
 
@@ -83,6 +92,7 @@ def against_depth(curves: Mapping[int, np.ndarray], depths: Sequence[int], ax: A
         ax.plot(depths, np.nanmedian(curves[step], 0), "o-", color=color, markersize=3,
                 label=f"step {step}")
     ax.set_xlabel("depth l (block boundary)")
+    ax.xaxis.set_major_locator(mpl.ticker.MaxNLocator(integer=True))
     ax.set_ylabel(ylabel)
     if log_y:
         ax.set_yscale("log")
