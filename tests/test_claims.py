@@ -130,6 +130,13 @@ def test_measure_constructors():
     assert Measure.r2([0.0, 1, 2], [1.0, 3, 5], "r").estimate.value == pytest.approx(1.0)
 
 
+def test_empty_sample_is_not_run_and_any_statistic_works():
+    empty = _claim(Measure.ratio([], [1.0], "share ratio", unit="×"), at_least(2))
+    assert empty.verdict.text() == "not run (no values to measure)"
+    spread = Measure.of(lambda a: a.max(-1) - a.min(-1), [1.0, 4.0, 2.0], quantity="range")
+    assert spread.estimate.value == 3.0 and spread.estimate.lo <= spread.estimate.hi <= 3.0
+
+
 def test_rule_sentences():
     m = Measure.ratio([4.0, 5], [1.0, 1], "trained/untrained ratio", fmt=".0f", unit="×")
     assert at_least(2).sentence(m) == ("holds when the 95 % interval of the trained/untrained "

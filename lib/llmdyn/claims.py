@@ -64,45 +64,54 @@ class Measure:
     reason: str = ""
 
     @classmethod
-    def mean(cls, values, quantity: str, *, seed: int = 0, **kw) -> Measure:
-        """Mean over items (prompts, seeds), ``values: [item]``."""
-        return cls(quantity, bootstrap.bootstrap(bootstrap.mean, values, seed=seed), **kw)
+    def of(cls, statistic: bootstrap.Statistic, *samples, quantity: str, paired: bool = True,
+           seed: int = 0, **kw) -> Measure:
+        """Any vectorised statistic of one or more ``[item]`` samples, with its interval.
 
-    @classmethod
-    def median(cls, values, quantity: str, *, seed: int = 0, **kw) -> Measure:
-        """Median over items, ``values: [item]``."""
-        return cls(quantity, bootstrap.bootstrap(bootstrap.median, values, seed=seed), **kw)
-
-    @classmethod
-    def ratio(cls, a, b, quantity: str, *, paired: bool = True, seed: int = 0,
-              **kw) -> Measure:
-        """mean(a) / mean(b), e.g. trained over untrained on the same prompts (paired)."""
-        est = bootstrap.bootstrap(bootstrap.ratio_of_means, a, b, paired=paired, seed=seed)
-        return cls(quantity, est, **kw)
-
-    @classmethod
-    def difference(cls, a, b, quantity: str, *, paired: bool = True, seed: int = 0,
-                   **kw) -> Measure:
-        """mean(a) − mean(b), paired by item unless ``paired=False``."""
-        est = bootstrap.bootstrap(bootstrap.difference_of_means, a, b, paired=paired, seed=seed)
-        return cls(quantity, est, **kw)
-
-    @classmethod
-    def fraction(cls, passed, quantity: str, *, seed: int = 0, **kw) -> Measure:
-        """Fraction of items that pass, ``passed: [item]`` booleans."""
-        values = np.asarray(passed, dtype=np.float64)
-        return cls(quantity, bootstrap.bootstrap(bootstrap.fraction_true, values, seed=seed),
+        An empty sample (e.g. a one-token grid has no off-diagonal tiles) gives a "not run"
+        measure rather than an error: the chapter still shows the claim and why it is empty.
+        """
+        if any(np.size(s) == 0 for s in samples):
+            return cls(quantity, None, missing="not run", reason="no values to measure",
+                       **{k: v for k, v in kw.items() if k in ("fmt", "unit", "detail")})
+        return cls(quantity, bootstrap.bootstrap(statistic, *samples, paired=paired, seed=seed),
                    **kw)
 
     @classmethod
-    def slope(cls, x, y, quantity: str, *, seed: int = 0, **kw) -> Measure:
-        """OLS slope of y on x, resampling (x, y) pairs."""
-        return cls(quantity, bootstrap.bootstrap(bootstrap.slope, x, y, seed=seed), **kw)
+    def mean(cls, values, quantity: str, **kw) -> Measure:
+        """Mean over items (prompts, seeds), ``values: [item]``."""
+        return cls.of(bootstrap.mean, values, quantity=quantity, **kw)
 
     @classmethod
-    def r2(cls, x, y, quantity: str, *, seed: int = 0, **kw) -> Measure:
+    def median(cls, values, quantity: str, **kw) -> Measure:
+        """Median over items, ``values: [item]``."""
+        return cls.of(bootstrap.median, values, quantity=quantity, **kw)
+
+    @classmethod
+    def ratio(cls, a, b, quantity: str, **kw) -> Measure:
+        """mean(a) / mean(b), e.g. trained over untrained on the same prompts (paired)."""
+        return cls.of(bootstrap.ratio_of_means, a, b, quantity=quantity, **kw)
+
+    @classmethod
+    def difference(cls, a, b, quantity: str, **kw) -> Measure:
+        """mean(a) − mean(b), paired by item unless ``paired=False``."""
+        return cls.of(bootstrap.difference_of_means, a, b, quantity=quantity, **kw)
+
+    @classmethod
+    def fraction(cls, passed, quantity: str, **kw) -> Measure:
+        """Fraction of items that pass, ``passed: [item]`` booleans."""
+        values = np.asarray(passed, dtype=np.float64)
+        return cls.of(bootstrap.fraction_true, values, quantity=quantity, **kw)
+
+    @classmethod
+    def slope(cls, x, y, quantity: str, **kw) -> Measure:
+        """OLS slope of y on x, resampling (x, y) pairs."""
+        return cls.of(bootstrap.slope, x, y, quantity=quantity, **kw)
+
+    @classmethod
+    def r2(cls, x, y, quantity: str, **kw) -> Measure:
         """R² of the OLS line of y on x, resampling (x, y) pairs."""
-        return cls(quantity, bootstrap.bootstrap(bootstrap.r2, x, y, seed=seed), **kw)
+        return cls.of(bootstrap.r2, x, y, quantity=quantity, **kw)
 
     @classmethod
     def exact(cls, value: float | bool, quantity: str, **kw) -> Measure:
@@ -221,6 +230,11 @@ class Verdict:
 
 
 _ID = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def slug(name: str) -> str:
+    """A model name as a claim-id part: "gemma3-270m" -> "gemma3_270m"."""
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") or "x"
 
 
 @dataclass(frozen=True)
