@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from llmdyn import LlmdynError, bootstrap
-from llmdyn.claims import Claim, Measure, Rule, at_least, at_most, within
+from llmdyn.claims import Claim, Measure, Rule, above, at_least, at_most, below, within
 from llmdyn.claims_render import glue_values, html_table, markdown_table, part_source, publish
 
 # --- bootstrap: known answers ---------------------------------------------------------------
@@ -63,6 +63,12 @@ def test_slope_and_r2_on_an_exact_line():
     assert (r.value, r.lo, r.hi) == pytest.approx((1.0, 1.0, 1.0))
 
 
+def test_medians_and_relative_iqr():
+    a, b = np.array([[1.0, 2, 3, 4, 5]]), np.array([[0.0, 0, 1, 9, 9]])
+    assert bootstrap.difference_of_medians(a, b)[0] == 2.0
+    assert bootstrap.relative_iqr(a)[0] == pytest.approx((4 - 2) / 3)
+
+
 def test_one_item_gives_no_interval():
     est = bootstrap.bootstrap(bootstrap.mean, [4.0])
     assert est.value == 4.0 and not est.has_interval and est.n == 1
@@ -91,6 +97,12 @@ def _claim(measure, rule=None, id="c"):
     (within(0.25, 0.1), [0.24, 0.26, 0.25], "holds"),
     (within(0.25, 0.1), [0.05, 0.3, 0.5], "partly"),
     (within(0.25, 0.1), [0.6, 0.7, 0.65], "does not hold"),
+    (above(0), [0.5, 0.6, 0.7], "holds"),
+    (above(0), [-0.5, 0.2, 0.9], "partly"),
+    (above(0), [0.0, 0.0, 0.0], "does not hold"),  # strict: equal is not above
+    (below(0), [-0.5, -0.6, -0.7], "holds"),
+    (below(0), [0.5, -0.2, -0.9], "partly"),
+    (below(0), [0.0, 0.0, 0.0], "does not hold"),
 ])
 def test_every_rule_grades_three_ways(rule, values, grade):
     assert _claim(Measure.mean(values, "x"), rule).verdict.grade == grade
@@ -99,6 +111,8 @@ def test_every_rule_grades_three_ways(rule, values, grade):
 def test_threshold_is_inclusive_and_nan_never_clears():
     assert at_least(2).clears(2.0) and at_most(2).clears(2.0) and within(1, 0.5).clears(1.5)
     assert not at_least(2).clears(float("nan"))
+    assert not above(2).clears(2.0) and not below(2).clears(2.0) and below(2).clears(1.9)
+    assert "lies < 0.000" in below(0).sentence(Measure.mean([1.0, 2], "d"))
 
 
 def test_exact_facts_are_judged_on_the_value():

@@ -142,6 +142,17 @@ def r2(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return (dx * dy).sum(-1) ** 2 / ((dx * dx).sum(-1) * (dy * dy).sum(-1))
 
 
+def difference_of_medians(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """median(a) − median(b)."""
+    return np.median(a, -1) - np.median(b, -1)
+
+
+def relative_iqr(a: np.ndarray) -> np.ndarray:
+    """Inter-quartile range over median: the spread of a sample relative to its size."""
+    q75, q50, q25 = np.percentile(a, [75, 50, 25], axis=-1)
+    return (q75 - q25) / q50
+
+
 def fraction_true(a: np.ndarray) -> np.ndarray:
     """Fraction of items that pass (1.0 = pass, 0.0 = fail)."""
     return a.mean(-1)

@@ -137,7 +137,7 @@ class Measure:
         return f"{x:{self.fmt}}{self.unit}"
 
 
-Op = Literal[">=", "<=", "within"]
+Op = Literal[">=", ">", "<=", "<", "within"]
 
 
 @dataclass(frozen=True)
@@ -145,7 +145,8 @@ class Rule:
     """A named comparison of a measure with a threshold, judged on the interval.
 
     Attributes:
-        op: ">=" (at least), "<=" (at most) or "within" (|x − threshold| ≤ tolerance).
+        op: ">=" (at least), ">" (above), "<=" (at most), "<" (below) or "within"
+            (|x − threshold| ≤ tolerance).
         threshold: the bound, or the centre for "within".
         tolerance: half-width of the band for "within"; 0 otherwise.
     """
@@ -155,8 +156,9 @@ class Rule:
     tolerance: float = 0.0
 
     def __post_init__(self):
-        if self.op not in (">=", "<=", "within"):
-            raise LlmdynError(f"Rule op must be '>=', '<=' or 'within', got {self.op!r}")
+        if self.op not in (">=", ">", "<=", "<", "within"):
+            raise LlmdynError(f"Rule op must be '>=', '>', '<=', '<' or 'within', "
+                              f"got {self.op!r}")
         if not math.isfinite(self.threshold):
             raise LlmdynError(f"Rule threshold must be finite, got {self.threshold}")
         if self.op == "within" and not self.tolerance > 0:
@@ -166,10 +168,10 @@ class Rule:
         """Whether one value satisfies the comparison (NaN never does)."""
         if not math.isfinite(x):
             return False
-        if self.op == ">=":
-            return x >= self.threshold
-        if self.op == "<=":
-            return x <= self.threshold
+        compare = {">=": x >= self.threshold, ">": x > self.threshold,
+                   "<=": x <= self.threshold, "<": x < self.threshold}
+        if self.op in compare:
+            return bool(compare[self.op])
         return abs(x - self.threshold) <= self.tolerance
 
     def judge(self, est: Estimate) -> tuple[Grade, str]:
@@ -190,7 +192,7 @@ class Rule:
         """The comparison as text, e.g. "≥ 2×" or "within 0.100 of 0.250"."""
         if self.op == "within":
             return f"within {measure.number(self.tolerance)} of {measure.number(self.threshold)}"
-        sign = "≥" if self.op == ">=" else "≤"
+        sign = {">=": "≥", ">": ">", "<=": "≤", "<": "<"}[self.op]
         return f"{sign} {measure.number(self.threshold)}"
 
     def sentence(self, measure: Measure) -> str:
@@ -205,6 +207,16 @@ class Rule:
 def at_least(threshold: float) -> Rule:
     """The measure must be ≥ ``threshold``."""
     return Rule(">=", threshold)
+
+
+def above(threshold: float) -> Rule:
+    """The measure must be > ``threshold`` (e.g. a difference that must be positive)."""
+    return Rule(">", threshold)
+
+
+def below(threshold: float) -> Rule:
+    """The measure must be < ``threshold`` (e.g. a difference that must be negative)."""
+    return Rule("<", threshold)
 
 
 def at_most(threshold: float) -> Rule:
