@@ -69,6 +69,16 @@ def test_medians_and_relative_iqr():
     assert bootstrap.relative_iqr(a)[0] == pytest.approx((4 - 2) / 3)
 
 
+def test_row_bootstrap_matches_the_vectorised_one():
+    x = np.random.default_rng(3).normal(size=40)
+    fast = bootstrap.bootstrap(bootstrap.mean, x, n_resamples=500, seed=4)
+    rows = bootstrap.bootstrap_rows(np.mean, x, n_resamples=500, seed=4)
+    assert (rows.value, rows.lo, rows.hi) == pytest.approx((fast.value, fast.lo, fast.hi))
+    M = np.ones((6, 3)) * np.arange(6)[:, None]  # [prompt, layer]: row means 0..5
+    est = bootstrap.bootstrap_rows(lambda a: a.std(0).mean(), M)
+    assert est.value == pytest.approx(np.arange(6).std()) and est.lo <= est.hi
+
+
 def test_one_item_gives_no_interval():
     est = bootstrap.bootstrap(bootstrap.mean, [4.0])
     assert est.value == 4.0 and not est.has_interval and est.n == 1

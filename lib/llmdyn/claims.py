@@ -78,6 +78,16 @@ class Measure:
                    **kw)
 
     @classmethod
+    def of_rows(cls, statistic, *samples, quantity: str, paired: bool = True, seed: int = 0,
+                **kw) -> Measure:
+        """A statistic of whole ``[item, ...]`` arrays, resampling rows (e.g. prompts)."""
+        if any(np.size(s) == 0 for s in samples):
+            return cls(quantity, None, missing="not run", reason="no values to measure",
+                       **{k: v for k, v in kw.items() if k in ("fmt", "unit", "detail")})
+        est = bootstrap.bootstrap_rows(statistic, *samples, paired=paired, seed=seed)
+        return cls(quantity, est, **kw)
+
+    @classmethod
     def mean(cls, values, quantity: str, **kw) -> Measure:
         """Mean over items (prompts, seeds), ``values: [item]``."""
         return cls.of(bootstrap.mean, values, quantity=quantity, **kw)

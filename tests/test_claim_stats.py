@@ -1,0 +1,39 @@
+"""Per-phase statistics of [prompt, layer+1] curves, with known answers."""
+
+import numpy as np
+import pytest
+
+from llmdyn import LlmdynError
+from llmdyn.claim_stats import (
+    fraction_in_band,
+    peak_position,
+    phase_means_per_prompt,
+    spread_ratio,
+)
+
+
+def test_phase_means_per_prompt_ignore_nan():
+    v = np.array([[1.0, 3.0, 10.0, np.nan], [2.0, 2.0, 4.0, 6.0]])  # [prompt, layer+1], L = 3
+    thought, fixation = phase_means_per_prompt(v, 2)
+    assert thought.tolist() == [2.0, 2.0] and fixation.tolist() == [10.0, 5.0]
+
+
+def test_spread_ratio_absolute_and_relative():
+    v = np.array([[1.0, 1.0, 0.0, 10.0], [1.0, 1.0, 2.0, 30.0]])
+    assert spread_ratio(v, 2) == 0.0  # no spread in Thought
+    v = np.array([[1.0, 2.0, 2.0], [3.0, 6.0, 6.0]])  # std per layer 1, 2, 2; mean 2, 4, 4
+    assert spread_ratio(v, 1) == pytest.approx(0.5)
+    assert spread_ratio(v, 1, relative=True) == pytest.approx(1.0)
+
+
+def test_peak_position_and_band():
+    v = np.array([[0.0, 1.0, 5.0, 2.0, 1.0], [0.0, 1.0, 3.0, 2.0, np.nan]])
+    assert peak_position(v) == 0.5
+    assert fraction_in_band(v, 2, 1.5, 4.5) == pytest.approx(2 / 3)  # 4, 2 in; 1 out
+
+
+def test_bad_shapes_and_boundaries():
+    with pytest.raises(LlmdynError, match="boundary"):
+        phase_means_per_prompt(np.ones((2, 4)), 4)
+    with pytest.raises(LlmdynError, match="prompt, layer"):
+        spread_ratio(np.ones(4), 1)
