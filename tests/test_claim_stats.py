@@ -37,3 +37,11 @@ def test_bad_shapes_and_boundaries():
         phase_means_per_prompt(np.ones((2, 4)), 4)
     with pytest.raises(LlmdynError, match="prompt, layer"):
         spread_ratio(np.ones(4), 1)
+
+
+def test_rising_fraction_and_velocity_change():
+    from llmdyn.claim_stats import rising_fraction, velocity_change
+
+    assert rising_fraction(np.array([[0.0, 1.0, 0.5, 2.0, 3.0]])) == 0.75
+    hinge = np.concatenate([np.arange(6.0), 5 + 3 * np.arange(1, 7.0)])[None]  # slope 1 then 3
+    assert velocity_change(hinge) == pytest.approx(2.0)

@@ -78,3 +78,23 @@ def fraction_in_band(values, boundary: int, low: float, high: float) -> float:
     if curve.size == 0:
         return float("nan")
     return float(np.mean((curve >= low) & (curve <= high)))
+
+
+def rising_fraction(values) -> float:
+    """Share of layer steps l-1 → l at which the prompt-mean curve rises."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.ndim != 2 or v.shape[1] < 2:
+        raise LlmdynError(f"values must be [prompt, layer+1], got shape {v.shape}")
+    return float(np.mean(np.diff(v.mean(0)) > 0))
+
+
+def velocity_change(norms, *, min_size: int = 3) -> float:
+    """After − before slope of the hinge fit to the mean norm curve (`phases.norm_velocity_fit`).
+
+    Positive: the norm grows faster after the knot. A hinge on any convex curve gives a
+    positive change, so a claim on it is compared with the untrained twin's in the chapter.
+    """
+    from llmdyn.phases import norm_velocity_fit
+
+    fit = norm_velocity_fit(np.asarray(norms, dtype=np.float64), min_size=min_size)
+    return float(fit.after - fit.before)

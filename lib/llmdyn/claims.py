@@ -187,7 +187,7 @@ class Rule:
     def judge(self, est: Estimate) -> tuple[Grade, str]:
         """The grade of an estimate and a short reason where it is not the plain reading."""
         if not math.isfinite(est.value):
-            return "not run", "the measure gave no value"
+            return "not run", "the measure is undefined here (NaN)"
         if est.exact:
             return ("holds" if self.clears(est.value) else "does not hold"), ""
         if not self.clears(est.value):
