@@ -45,3 +45,13 @@ def test_rising_fraction_and_velocity_change():
     assert rising_fraction(np.array([[0.0, 1.0, 0.5, 2.0, 3.0]])) == 0.75
     hinge = np.concatenate([np.arange(6.0), 5 + 3 * np.arange(1, 7.0)])[None]  # slope 1 then 3
     assert velocity_change(hinge) == pytest.approx(2.0)
+
+
+def test_most_aligned_position():
+    from llmdyn.claim_stats import most_aligned_position
+
+    r = np.ones((2, 4, 4))
+    r[:, 2, :] = 0.1  # block 3 of 4 is the most aligned with the others
+    assert most_aligned_position(r) == 0.75
+    with pytest.raises(LlmdynError, match="prompt, layer, layer"):
+        most_aligned_position(np.ones((4, 4)))

@@ -98,3 +98,17 @@ def velocity_change(norms, *, min_size: int = 3) -> float:
 
     fit = norm_velocity_fit(np.asarray(norms, dtype=np.float64), min_size=min_size)
     return float(fit.after - fit.before)
+
+
+def most_aligned_position(ratios) -> float:
+    """Depth l / L of the block most aligned with the others, from ``[prompt, layer, layer]`` r(A).
+
+    The block (1-based, so the last block gives 1) where the prompt-mean r(A_{i,j,K}),
+    averaged over j ≠ i (`thought_fixation.alignment_profile`), is lowest.
+    """
+    from llmdyn.thought_fixation import alignment_profile
+
+    r = np.asarray(ratios, dtype=np.float64)
+    if r.ndim != 3:
+        raise LlmdynError(f"ratios must be [prompt, layer, layer], got shape {r.shape}")
+    return float((np.argmin(alignment_profile(r.mean(0))) + 1) / r.shape[1])

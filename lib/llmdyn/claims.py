@@ -187,7 +187,7 @@ class Rule:
     def judge(self, est: Estimate) -> tuple[Grade, str]:
         """The grade of an estimate and a short reason where it is not the plain reading."""
         if not math.isfinite(est.value):
-            return "not run", "the measure is undefined here (NaN)"
+            return "not run", "undefined here: no values for this part of the run"
         if est.exact:
             return ("holds" if self.clears(est.value) else "does not hold"), ""
         if not self.clears(est.value):
@@ -309,8 +309,8 @@ class Claim:
     def result_text(self) -> str:
         """Our number: estimate, interval and item count, then the detail."""
         m, est = self.measure, self.measure.estimate
-        if est is None:
-            text = "—"
+        if est is None or not math.isfinite(est.value):
+            text = "n/a"
         elif est.exact:
             text = m.number(est.value)
         elif est.has_interval:
