@@ -55,3 +55,15 @@ def test_most_aligned_position():
     assert most_aligned_position(r) == 0.75
     with pytest.raises(LlmdynError, match="prompt, layer, layer"):
         most_aligned_position(np.ones((4, 4)))
+
+
+def test_inverse_depth_r2_gain_matches_the_ols_fit():
+    from llmdyn.claim_stats import inverse_depth_r2_gain, profile_correlation
+    from llmdyn.spectra import inverse_top_fit
+
+    rng = np.random.default_rng(0)
+    exact = 1.0 / (1.0 + 0.5 * np.arange(1, 7.0))[None, :, None].repeat(2, 0)  # 1/σ₁ linear in l
+    noisy = rng.uniform(0.5, 2.0, (2, 6, 1))
+    assert inverse_depth_r2_gain(exact, noisy) == pytest.approx(1 - inverse_top_fit(noisy).r2)
+    a = np.array([[0.0, 1, 2], [0.0, 1, 2]])
+    assert profile_correlation(a, 2 * a + 1) == pytest.approx(1.0)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
 
 from llmdyn import LlmdynError, bootstrap
+from llmdyn.book import REPO
 from llmdyn.claims import Claim, Measure, Rule, above, at_least, at_most, below, within
 from llmdyn.claims_render import glue_values, html_table, markdown_table, part_source, publish
 
@@ -277,3 +279,44 @@ def test_each_staged_book_pastes_its_own_results(tmp_path):
     assert "share ratio: 5.000× [4.000×, 6.000×] (n = 3)" in first
     assert "<strong>holds</strong>" in first and "5.000×" not in second
     assert "<strong>does not hold</strong>" in second
+
+
+# --- the scorecard: every verdict comes from a Claim -------------------------------------------
+
+PARTS = REPO / "book" / "scorecard_parts"
+VERDICT_WORDS = ("holds", "partly", "does not hold", "not testable", "not run", "agrees")
+
+
+def _outside_glue_blocks(text: str) -> str:
+    """The part's text without its ```{glue} ...``` pastes (the generated blocks)."""
+    return re.sub(r"```\{glue\}.*?```", "", text, flags=re.S)
+
+
+@pytest.mark.parametrize("part", sorted(PARTS.glob("*.md")), ids=lambda p: p.stem)
+def test_scorecard_parts_state_no_verdict_or_result(part):
+    text = part.read_text()
+    prose = _outside_glue_blocks(text).lower()
+    assert not [w for w in VERDICT_WORDS if re.search(rf"\b{w}\b", prose)], part.name
+    assert "{glue:text}" not in text  # numbers come only inside the pasted claim tables
+    assert re.search(r"```\{glue\} \w+\n:doc: executed/\d\d_\w+\.ipynb\n```", text), part.name
+
+
+def test_every_part_pastes_a_table_its_chapter_publishes():
+    import nbformat
+
+    for part in PARTS.glob("*.md"):
+        key, doc = re.search(r"```\{glue\} (\w+)\n:doc: executed/(\w+)\.ipynb", part.read_text()
+                             ).groups()
+        source = "\n".join(c.source for c in nbformat.read(REPO / "notebooks" / f"{doc}.ipynb",
+                                                           as_version=4).cells)
+        published = re.findall(r"publish\((\w+)(?:, key=\"(\w+)\")?\)", source)
+        assert key in {k or "scorecard" for _, k in published}, (part.name, published)
+
+
+def test_notebooks_define_no_verdicts():
+    import nbformat
+
+    for path in (REPO / "notebooks").glob("*.ipynb"):
+        source = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells
+                           if c.cell_type == "code")
+        assert "def verdict" not in source and "myst_nb import glue" not in source, path.name

@@ -112,3 +112,32 @@ def most_aligned_position(ratios) -> float:
     if r.ndim != 3:
         raise LlmdynError(f"ratios must be [prompt, layer, layer], got shape {r.shape}")
     return float((np.argmin(alignment_profile(r.mean(0))) + 1) / r.shape[1])
+
+
+def inverse_depth_r2_gain(S_untrained, S_trained) -> float:
+    """R²(untrained) − R²(trained) of the line 1/σ₁ = a + b·l (`spectra.inverse_top_fit`).
+
+    Args:
+        S_untrained: singular values ``[prompt, layer, k]`` of the untrained twin.
+        S_trained: the same for the trained model (any number of prompts).
+
+    Returns:
+        Positive when the inverse depth scaling fits the untrained twin better.
+    """
+    from llmdyn.bootstrap import r2
+    from llmdyn.spectra import depth_axis
+
+    gains = []
+    for S in (S_untrained, S_trained):
+        S = np.asarray(S, dtype=np.float64)
+        if S.ndim != 3:
+            raise LlmdynError(f"S must be [prompt, layer, k], got shape {S.shape}")
+        depth = np.broadcast_to(depth_axis(S.shape[1]), S.shape[:2])  # (prompt, layer)
+        gains.append(r2(depth.reshape(1, -1), 1.0 / S[..., 0].reshape(1, -1))[0])
+    return float(gains[0] - gains[1])
+
+
+def profile_correlation(a, b) -> float:
+    """Pearson r between the prompt-median profiles of two ``[prompt, layer]`` arrays."""
+    a, b = np.median(np.asarray(a, dtype=np.float64), 0), np.median(np.asarray(b, np.float64), 0)
+    return float(np.corrcoef(a, b)[0, 1])

@@ -129,14 +129,14 @@ class Measure:
         return cls(quantity, bootstrap.exact(float(value)), **kw)
 
     @classmethod
-    def not_testable(cls, quantity: str, reason: str) -> Measure:
+    def not_testable(cls, quantity: str, reason: str, *, detail: str = "") -> Measure:
         """A claim that needs what is not available offline (checkpoints, datasets)."""
-        return cls(quantity, None, missing="not testable offline", reason=reason)
+        return cls(quantity, None, detail=detail, missing="not testable offline", reason=reason)
 
     @classmethod
-    def not_run(cls, quantity: str, reason: str) -> Measure:
+    def not_run(cls, quantity: str, reason: str, *, detail: str = "") -> Measure:
         """A claim this run's parameters left out (e.g. no compare model given)."""
-        return cls(quantity, None, missing="not run", reason=reason)
+        return cls(quantity, None, detail=detail, missing="not run", reason=reason)
 
     def number(self, x: float) -> str:
         """One value in this measure's format and unit."""
@@ -300,11 +300,9 @@ class Claim:
     @property
     def rule_text(self) -> str:
         """The rule's sentence, or why there is none."""
-        if self.measure.missing:
-            return self.measure.reason
-        if self.rule is None:
-            return "no rule: shown beside the paper's measure"
-        return self.rule.sentence(self.measure)
+        if self.rule is not None:
+            return self.rule.sentence(self.measure)
+        return "—" if self.measure.missing else "no rule: shown beside the paper's measure"
 
     def result_text(self) -> str:
         """Our number: estimate, interval and item count, then the detail."""
