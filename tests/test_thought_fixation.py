@@ -5,7 +5,6 @@ from llmdyn import LlmdynError
 from llmdyn.thought_fixation import (
     PAPER_TABLE1,
     alignment_profile,
-    fit_window,
     pair_phase_means,
     phase_means,
 )
@@ -55,12 +54,6 @@ def test_table1_claims_agree_on_a_paper_like_model():
     blocks_fix = depth[1:] >= 5
     ratio = np.where(blocks_fix[:, None] & blocks_fix[None], 0.9, 0.4)  # aligned in Thought
     assert pair_phase_means(ratio, 5) == pytest.approx((0.4, 0.9))
-
-
-@pytest.mark.parametrize("window, n_layers, expected", [
-    (11, 30, 11), (11, 18, 11), (11, 3, 3), (11, 4, 5), (11, 9, 9), (5, 18, 5)])
-def test_fit_window(window, n_layers, expected):
-    assert fit_window(window, n_layers) == expected
 
 
 def test_alignment_profile_is_the_offdiagonal_row_mean():

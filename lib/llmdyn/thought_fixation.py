@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
 
-from llmdyn import LlmdynError, phases
-from llmdyn.data import Prompt
-from llmdyn.models import LoadedModel
-from llmdyn.store import ResultStore
+from llmdyn import LlmdynError
 
-__all__ = ["CRITERIA", "PAPER_TABLE1", "alignment_profile", "fit_window", "pair_phase_means",
-           "phase_boundary", "phase_means"]
+__all__ = ["PAPER_TABLE1", "alignment_profile", "pair_phase_means", "phase_means"]
 
 Phase = Literal["Thought", "Fixation"]
-CRITERIA = ("consensus", "lss_peak", "entropy_spread", "norm_velocity")  # see llmdyn.phases
 
 # Paper B Table 1: the phase in which each property is stronger ("MORE"), and what we measure.
 PAPER_TABLE1: dict[str, tuple[Phase, str]] = {
@@ -87,48 +81,6 @@ def pair_phase_means(M: np.ndarray, boundary: int) -> tuple[float, float]:
 def _nanmean(x: np.ndarray) -> float:
     x = np.asarray(x, dtype=float)
     return float(np.mean(x[np.isfinite(x)])) if np.isfinite(x).any() else float("nan")
-
-
-def fit_window(window: int, n_layers: int) -> int:
-    """The LSS/equidistance window for a model of ``n_layers`` blocks: `window`, if it fits.
-
-    Paper B uses 11 layers; a model with fewer than 11 points ``x^0 … x^L`` gets the largest
-    odd window that fits (at least 3).
-    """
-    if window < 3 or window % 2 == 0 or n_layers < 2:
-        raise LlmdynError(f"window must be odd >= 3 and n_layers >= 2, got {window}, {n_layers}")
-    points = n_layers + 1
-    return min(window, points if points % 2 else points - 1)
-
-
-def phase_boundary(
-    model: LoadedModel,
-    prompts: Sequence[str | Prompt],
-    store: ResultStore | None = None,
-    *,
-    window: int = 11,
-    criterion: str = "consensus",
-) -> tuple[int, phases.PhaseBoundary]:
-    """The first Fixation layer of a model, estimated on `prompts` by :mod:`llmdyn.phases`.
-
-    Args:
-        model: a loaded model.
-        prompts: texts or prompts (paper B: 100 SQuAD questions with context).
-        store: results cache of the hidden states (shared with the lens and the geometry).
-        window: LSS window (paper B: 11), shrunk by :func:`fit_window` for shallow models.
-        criterion: ``"consensus"`` (the median of the three estimates) or one criterion name.
-
-    Returns:
-        (first Fixation layer, clipped to 1 … L so that both phases are non-empty; all the
-        estimates).
-    """
-    if criterion not in CRITERIA:
-        raise LlmdynError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
-    texts = [p.text if isinstance(p, Prompt) else p for p in prompts]
-    estimates = phases.measure_boundary(model, texts, store,
-                                        window=fit_window(window, model.n_layers))
-    layer = estimates.consensus if criterion == "consensus" else estimates.layers[criterion]
-    return int(np.clip(layer, 1, model.n_layers)), estimates
 
 
 def alignment_profile(ratio: np.ndarray) -> np.ndarray:
