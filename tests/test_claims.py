@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
 
 from llmdyn import LlmdynError, bootstrap
-from llmdyn.claims import Claim, Measure, Rule, at_least, at_most, within
+from llmdyn.book import REPO
+from llmdyn.claims import Claim, Measure, Rule, above, at_least, at_most, below, within
 from llmdyn.claims_render import glue_values, html_table, markdown_table, part_source, publish
 
 # --- bootstrap: known answers ---------------------------------------------------------------
@@ -63,6 +65,22 @@ def test_slope_and_r2_on_an_exact_line():
     assert (r.value, r.lo, r.hi) == pytest.approx((1.0, 1.0, 1.0))
 
 
+def test_medians_and_relative_iqr():
+    a, b = np.array([[1.0, 2, 3, 4, 5]]), np.array([[0.0, 0, 1, 9, 9]])
+    assert bootstrap.difference_of_medians(a, b)[0] == 2.0
+    assert bootstrap.relative_iqr(a)[0] == pytest.approx((4 - 2) / 3)
+
+
+def test_row_bootstrap_matches_the_vectorised_one():
+    x = np.random.default_rng(3).normal(size=40)
+    fast = bootstrap.bootstrap(bootstrap.mean, x, n_resamples=500, seed=4)
+    rows = bootstrap.bootstrap_rows(np.mean, x, n_resamples=500, seed=4)
+    assert (rows.value, rows.lo, rows.hi) == pytest.approx((fast.value, fast.lo, fast.hi))
+    M = np.ones((6, 3)) * np.arange(6)[:, None]  # [prompt, layer]: row means 0..5
+    est = bootstrap.bootstrap_rows(lambda a: a.std(0).mean(), M)
+    assert est.value == pytest.approx(np.arange(6).std()) and est.lo <= est.hi
+
+
 def test_one_item_gives_no_interval():
     est = bootstrap.bootstrap(bootstrap.mean, [4.0])
     assert est.value == 4.0 and not est.has_interval and est.n == 1
@@ -91,6 +109,12 @@ def _claim(measure, rule=None, id="c"):
     (within(0.25, 0.1), [0.24, 0.26, 0.25], "holds"),
     (within(0.25, 0.1), [0.05, 0.3, 0.5], "partly"),
     (within(0.25, 0.1), [0.6, 0.7, 0.65], "does not hold"),
+    (above(0), [0.5, 0.6, 0.7], "holds"),
+    (above(0), [-0.5, 0.2, 0.9], "partly"),
+    (above(0), [0.0, 0.0, 0.0], "does not hold"),  # strict: equal is not above
+    (below(0), [-0.5, -0.6, -0.7], "holds"),
+    (below(0), [0.5, -0.2, -0.9], "partly"),
+    (below(0), [0.0, 0.0, 0.0], "does not hold"),
 ])
 def test_every_rule_grades_three_ways(rule, values, grade):
     assert _claim(Measure.mean(values, "x"), rule).verdict.grade == grade
@@ -99,6 +123,8 @@ def test_every_rule_grades_three_ways(rule, values, grade):
 def test_threshold_is_inclusive_and_nan_never_clears():
     assert at_least(2).clears(2.0) and at_most(2).clears(2.0) and within(1, 0.5).clears(1.5)
     assert not at_least(2).clears(float("nan"))
+    assert not above(2).clears(2.0) and not below(2).clears(2.0) and below(2).clears(1.9)
+    assert "lies < 0.000" in below(0).sentence(Measure.mean([1.0, 2], "d"))
 
 
 def test_exact_facts_are_judged_on_the_value():
@@ -128,6 +154,13 @@ def test_measure_constructors():
     assert Measure.ratio([3.0, 3], [1.0, 1.0, 1.0], "r", paired=False).estimate.value == 3.0
     assert Measure.slope([0.0, 1, 2], [1.0, 3, 5], "s").estimate.value == pytest.approx(2.0)
     assert Measure.r2([0.0, 1, 2], [1.0, 3, 5], "r").estimate.value == pytest.approx(1.0)
+
+
+def test_empty_sample_is_not_run_and_any_statistic_works():
+    empty = _claim(Measure.ratio([], [1.0], "share ratio", unit="×"), at_least(2))
+    assert empty.verdict.text() == "not run (no values to measure)"
+    spread = Measure.of(lambda a: a.max(-1) - a.min(-1), [1.0, 4.0, 2.0], quantity="range")
+    assert spread.estimate.value == 3.0 and spread.estimate.lo <= spread.estimate.hi <= 3.0
 
 
 def test_rule_sentences():
@@ -246,3 +279,44 @@ def test_each_staged_book_pastes_its_own_results(tmp_path):
     assert "share ratio: 5.000× [4.000×, 6.000×] (n = 3)" in first
     assert "<strong>holds</strong>" in first and "5.000×" not in second
     assert "<strong>does not hold</strong>" in second
+
+
+# --- the scorecard: every verdict comes from a Claim -------------------------------------------
+
+PARTS = REPO / "book" / "scorecard_parts"
+VERDICT_WORDS = ("holds", "partly", "does not hold", "not testable", "not run", "agrees")
+
+
+def _outside_glue_blocks(text: str) -> str:
+    """The part's text without its ```{glue} ...``` pastes (the generated blocks)."""
+    return re.sub(r"```\{glue\}.*?```", "", text, flags=re.S)
+
+
+@pytest.mark.parametrize("part", sorted(PARTS.glob("*.md")), ids=lambda p: p.stem)
+def test_scorecard_parts_state_no_verdict_or_result(part):
+    text = part.read_text()
+    prose = _outside_glue_blocks(text).lower()
+    assert not [w for w in VERDICT_WORDS if re.search(rf"\b{w}\b", prose)], part.name
+    assert "{glue:text}" not in text  # numbers come only inside the pasted claim tables
+    assert re.search(r"```\{glue\} \w+\n:doc: executed/\d\d_\w+\.ipynb\n```", text), part.name
+
+
+def test_every_part_pastes_a_table_its_chapter_publishes():
+    import nbformat
+
+    for part in PARTS.glob("*.md"):
+        key, doc = re.search(r"```\{glue\} (\w+)\n:doc: executed/(\w+)\.ipynb", part.read_text()
+                             ).groups()
+        source = "\n".join(c.source for c in nbformat.read(REPO / "notebooks" / f"{doc}.ipynb",
+                                                           as_version=4).cells)
+        published = re.findall(r"publish\((\w+)(?:, key=\"(\w+)\")?\)", source)
+        assert key in {k or "scorecard" for _, k in published}, (part.name, published)
+
+
+def test_notebooks_define_no_verdicts():
+    import nbformat
+
+    for path in (REPO / "notebooks").glob("*.ipynb"):
+        source = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells
+                           if c.cell_type == "code")
+        assert "def verdict" not in source and "myst_nb import glue" not in source, path.name

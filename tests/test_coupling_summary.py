@@ -11,6 +11,7 @@ from llmdyn.coupling_summary import (
     coupling_strength,
     layer_coupling,
     mean_coupling,
+    prompt_scores,
     summarize_depth,
 )
 
@@ -82,3 +83,6 @@ def test_summarize_depth_averages_pairs():
     s = summarize_depth(results)
     assert s.mis == pytest.approx(0.6) and s.authors == pytest.approx(1.2)
     assert s.share == pytest.approx(1 - (0.25 + 0.49) / 2)
+    per = prompt_scores(results)
+    assert per.mis == pytest.approx([0.5, 0.7]) and per.share == pytest.approx([0.75, 0.51])
+    assert per.share.mean() == pytest.approx(s.share)

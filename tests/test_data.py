@@ -198,3 +198,18 @@ def test_hub_without_datasets(monkeypatch):
 def test_bad_input(call, match):
     with pytest.raises(LlmdynError, match=match):
         call()
+
+
+def test_shorten_prompt_keeps_the_end_from_a_sentence_start():
+    from llmdyn.data import Prompt, shorten_prompt
+
+    text = "First sentence here. Second one is kept. The answer is:"
+    assert shorten_prompt(text, None) == text and shorten_prompt(text, 100) == text
+    assert shorten_prompt(text, 40) == "Second one is kept. The answer is:"
+    q = shorten_prompt(Prompt("q1", text, "squad"), 40)
+    assert q.id == "q1+tail40" and q.text == "Second one is kept. The answer is:"
+    assert ("shortened_from", len(text)) in q.meta
+    with pytest.raises(LlmdynError, match="max_chars"):
+        shorten_prompt(text, 5)
+    with pytest.raises(LlmdynError, match="prompt"):
+        shorten_prompt("", 20)

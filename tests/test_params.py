@@ -49,3 +49,54 @@ def test_spectra_prompts_params(field, value, match):
     assert SpectraPromptsParams().compared() == ["gemma3-270m"]
     with pytest.raises(LlmdynError, match=match):
         SpectraPromptsParams(**{field: value})
+
+
+def test_from_cell_reads_fields_and_rejects_unknown_names():
+    import math
+
+    cell = {"model": "tiny-llama", "k": 4, "layers": [0, 1], "math": math, "KINDS": ("a",),
+            "In": [""], "_": "", "get_ipython": print}
+    p = DepthCouplingParams.from_cell(cell)
+    assert (p.model, p.k, p.layers, p.n_prompts) == ("tiny-llama", 4, [0, 1], 3)
+    with pytest.raises(LlmdynError, match=r"unknown notebook parameter 'kk' \(did you mean 'k'"):
+        DepthCouplingParams.from_cell({**cell, "kk": 3})
+
+
+@pytest.mark.parametrize("field, value, match", [
+    ("example_prompt", "", "'example_prompt' must be non-empty text"),
+    ("layers", [], "'layers' must be a non-empty list"),
+    ("compare_models", ["gemma3-270m", " "], "'compare_models' must be non-empty"),
+    ("k", 1, "'k' must be >= 2"),
+])
+def test_empty_and_too_small_values_name_the_parameter(field, value, match):
+    with pytest.raises(LlmdynError, match=match):
+        DepthCouplingParams(**{field: value})
+
+
+def test_blocks_resolve_negatives_once_and_check_the_depth():
+    p = DepthCouplingParams(layers=[-1, 0, 2])
+    assert p.blocks("layers", 4) == [3, 0, 2]
+    with pytest.raises(LlmdynError, match=r"'layers' must be blocks of smollm2-135m \(4 blocks"):
+        DepthCouplingParams().blocks("layers", 4)  # default 8-15 on a 4-block model
+    assert DepthCouplingParams().blocks("layers", 12, drop_missing=True) == [8, 9, 10, 11]
+    with pytest.raises(LlmdynError, match="distinct"):
+        DepthCouplingParams(layers=[3, -1]).blocks("layers", 4)
+    from llmdyn.params import TokenCouplingParams
+
+    assert TokenCouplingParams(layer=-2).block("layer", 30) == 28
+    with pytest.raises(LlmdynError, match="'ref_layer' must be a block"):
+        TokenCouplingParams().block("ref_layer", 6)
+
+
+def test_shared_bases_give_models_and_checks_once():
+    from llmdyn.params import JacobianAlignmentParams, UncertaintyParams
+
+    assert UncertaintyParams(compare_models=["smollm2-135m", "x", "x"]).models() == \
+        ["smollm2-135m", "x"]
+    assert JacobianAlignmentParams().compared() == ["gemma3-270m"]
+    assert JacobianAlignmentParams().n_questions == 2 and UncertaintyParams().n_questions == 20
+    for cls in (UncertaintyParams, JacobianAlignmentParams):
+        with pytest.raises(LlmdynError, match="phase_criterion"):
+            cls(phase_criterion="median")
+        with pytest.raises(LlmdynError, match="window"):
+            cls(window=4)

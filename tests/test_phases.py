@@ -10,6 +10,7 @@ from llmdyn.phases import (
     agree,
     entropy_spread_layer,
     estimate_boundary,
+    fit_window,
     hinge_changepoint,
     lss_peak_layer,
     measure_boundary,
@@ -130,3 +131,17 @@ def test_measure_boundary_runs_on_a_tiny_model(tmp_path):
     assert got.model == "tiny-llama" and got.n_layers == model.n_layers
     assert all(0 <= v <= model.n_layers for v in got.layers.values())
     assert store.missing("token_states", {"token": -1, "dtype": "float32"}, prompts) == []
+
+
+@pytest.mark.parametrize("window, n_layers, expected", [
+    (11, 30, 11), (11, 18, 11), (11, 3, 3), (11, 4, 5), (11, 9, 9), (5, 18, 5)])
+def test_fit_window(window, n_layers, expected):
+    assert fit_window(window, n_layers) == expected
+
+
+def test_first_fixation_by_criterion_is_clipped():
+    b = PhaseBoundary("m", 30, lss_peak=0, entropy_spread=26, norm_velocity=22)
+    assert b.first_fixation() == 22 and b.first_fixation("lss_peak") == 1
+    assert b.first_fixation("entropy_spread") == 26
+    with pytest.raises(LlmdynError, match="criterion"):
+        b.first_fixation("median")

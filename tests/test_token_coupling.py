@@ -16,6 +16,7 @@ from llmdyn.token_coupling import (
     cross_coupling,
     kind_pairs,
     summarize,
+    tile_shares,
     token_coupling,
 )
 
@@ -128,11 +129,13 @@ def test_summarize_pools_offdiagonal_tiles_of_all_prompts():
     assert isinstance(s, CouplingSummary) and s.n_tiles == 4
     assert s.share == pytest.approx(0.75) and s.normalized == pytest.approx(np.sqrt(0.5) / 2)
     assert s.share_cv == pytest.approx(0.25 / 0.75)
+    assert sorted(tile_shares([a, b])) == pytest.approx([0.5, 0.5, 1.0, 1.0])
 
 
 def test_summarize_edge_cases():
     one = TokenCoupling("fixed_input", np.array([(3, 3)]), np.ones((1, 1, 2, 2)))
     assert summarize([one]).n_tiles == 0 and np.isnan(summarize([one]).share)
+    assert tile_shares([one]).size == 0
     with pytest.raises(LlmdynError, match="mix kinds"):
         summarize([one, _grid([[np.eye(2)]])])
     with pytest.raises(LlmdynError, match="empty"):

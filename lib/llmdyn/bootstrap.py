@@ -106,6 +106,51 @@ def bootstrap(statistic: Statistic, *samples, paired: bool = True, seed: int = 0
     return Estimate(value, float(lo), float(hi), n, level)
 
 
+def bootstrap_rows(statistic: Callable[..., float], *samples, paired: bool = True,
+                   seed: int = 0, n_resamples: int = N_RESAMPLES,
+                   level: float = LEVEL) -> Estimate:
+    """Like :func:`bootstrap` for statistics of whole ``[item, ...]`` arrays (not vectorised).
+
+    Resamples rows (the first axis, e.g. prompts of a ``[prompt, layer+1]`` array) and calls
+    ``statistic(*arrays)`` once per draw: for statistics such as the spread over prompts of a
+    per-layer curve, averaged over a phase.
+
+    Args:
+        statistic: ``([item, ...], ...) -> float``.
+        *samples: arrays with items on the first axis.
+        paired: the same row draws for every sample (equal first dimensions required).
+        seed: seed of the draws.
+        n_resamples: number of bootstrap draws.
+        level: two-sided coverage, in (0, 1).
+    """
+    if not 0 < level < 1:
+        raise LlmdynError(f"level must be in (0, 1), got {level}")
+    arrays = [np.asarray(s, dtype=np.float64) for s in samples]
+    if not arrays or any(a.ndim == 0 or len(a) == 0 for a in arrays):
+        raise LlmdynError("every sample needs at least one row")
+    if paired and len({len(a) for a in arrays}) > 1:
+        raise LlmdynError(f"paired samples must have equal first dimensions, got "
+                          f"{[len(a) for a in arrays]}")
+    value = float(statistic(*arrays))
+    n = min(len(a) for a in arrays)
+    if n < MIN_ITEMS:
+        return Estimate(value, float("nan"), float("nan"), n, level)
+    rng = np.random.default_rng(seed)
+    stats = np.empty(n_resamples)  # (resample,)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for r in range(n_resamples):
+            if paired:
+                idx = rng.integers(0, n, n)
+                stats[r] = statistic(*[a[idx] for a in arrays])
+            else:
+                stats[r] = statistic(*[a[rng.integers(0, len(a), len(a))] for a in arrays])
+    stats = stats[np.isfinite(stats)]
+    if stats.size < n_resamples // 2:
+        return Estimate(value, float("nan"), float("nan"), n, level)
+    lo, hi = np.quantile(stats, [(1 - level) / 2, (1 + level) / 2])
+    return Estimate(value, float(lo), float(hi), n, level)
+
+
 # Vectorised statistics: each takes [resample, item] arrays and returns [resample].
 
 def mean(a: np.ndarray) -> np.ndarray:
@@ -140,6 +185,17 @@ def r2(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     dx = x - x.mean(-1, keepdims=True)
     dy = y - y.mean(-1, keepdims=True)
     return (dx * dy).sum(-1) ** 2 / ((dx * dx).sum(-1) * (dy * dy).sum(-1))
+
+
+def difference_of_medians(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """median(a) − median(b)."""
+    return np.median(a, -1) - np.median(b, -1)
+
+
+def relative_iqr(a: np.ndarray) -> np.ndarray:
+    """Inter-quartile range over median: the spread of a sample relative to its size."""
+    q75, q50, q25 = np.percentile(a, [75, 50, 25], axis=-1)
+    return (q75 - q25) / q50
 
 
 def fraction_true(a: np.ndarray) -> np.ndarray:

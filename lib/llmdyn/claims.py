@@ -64,45 +64,64 @@ class Measure:
     reason: str = ""
 
     @classmethod
-    def mean(cls, values, quantity: str, *, seed: int = 0, **kw) -> Measure:
-        """Mean over items (prompts, seeds), ``values: [item]``."""
-        return cls(quantity, bootstrap.bootstrap(bootstrap.mean, values, seed=seed), **kw)
+    def of(cls, statistic: bootstrap.Statistic, *samples, quantity: str, paired: bool = True,
+           seed: int = 0, **kw) -> Measure:
+        """Any vectorised statistic of one or more ``[item]`` samples, with its interval.
 
-    @classmethod
-    def median(cls, values, quantity: str, *, seed: int = 0, **kw) -> Measure:
-        """Median over items, ``values: [item]``."""
-        return cls(quantity, bootstrap.bootstrap(bootstrap.median, values, seed=seed), **kw)
-
-    @classmethod
-    def ratio(cls, a, b, quantity: str, *, paired: bool = True, seed: int = 0,
-              **kw) -> Measure:
-        """mean(a) / mean(b), e.g. trained over untrained on the same prompts (paired)."""
-        est = bootstrap.bootstrap(bootstrap.ratio_of_means, a, b, paired=paired, seed=seed)
-        return cls(quantity, est, **kw)
-
-    @classmethod
-    def difference(cls, a, b, quantity: str, *, paired: bool = True, seed: int = 0,
-                   **kw) -> Measure:
-        """mean(a) − mean(b), paired by item unless ``paired=False``."""
-        est = bootstrap.bootstrap(bootstrap.difference_of_means, a, b, paired=paired, seed=seed)
-        return cls(quantity, est, **kw)
-
-    @classmethod
-    def fraction(cls, passed, quantity: str, *, seed: int = 0, **kw) -> Measure:
-        """Fraction of items that pass, ``passed: [item]`` booleans."""
-        values = np.asarray(passed, dtype=np.float64)
-        return cls(quantity, bootstrap.bootstrap(bootstrap.fraction_true, values, seed=seed),
+        An empty sample (e.g. a one-token grid has no off-diagonal tiles) gives a "not run"
+        measure rather than an error: the chapter still shows the claim and why it is empty.
+        """
+        if any(np.size(s) == 0 for s in samples):
+            return cls(quantity, None, missing="not run", reason="no values to measure",
+                       **{k: v for k, v in kw.items() if k in ("fmt", "unit", "detail")})
+        return cls(quantity, bootstrap.bootstrap(statistic, *samples, paired=paired, seed=seed),
                    **kw)
 
     @classmethod
-    def slope(cls, x, y, quantity: str, *, seed: int = 0, **kw) -> Measure:
-        """OLS slope of y on x, resampling (x, y) pairs."""
-        return cls(quantity, bootstrap.bootstrap(bootstrap.slope, x, y, seed=seed), **kw)
+    def of_rows(cls, statistic, *samples, quantity: str, paired: bool = True, seed: int = 0,
+                **kw) -> Measure:
+        """A statistic of whole ``[item, ...]`` arrays, resampling rows (e.g. prompts)."""
+        if any(np.size(s) == 0 for s in samples):
+            return cls(quantity, None, missing="not run", reason="no values to measure",
+                       **{k: v for k, v in kw.items() if k in ("fmt", "unit", "detail")})
+        est = bootstrap.bootstrap_rows(statistic, *samples, paired=paired, seed=seed)
+        return cls(quantity, est, **kw)
 
     @classmethod
-    def r2(cls, x, y, quantity: str, *, seed: int = 0, **kw) -> Measure:
+    def mean(cls, values, quantity: str, **kw) -> Measure:
+        """Mean over items (prompts, seeds), ``values: [item]``."""
+        return cls.of(bootstrap.mean, values, quantity=quantity, **kw)
+
+    @classmethod
+    def median(cls, values, quantity: str, **kw) -> Measure:
+        """Median over items, ``values: [item]``."""
+        return cls.of(bootstrap.median, values, quantity=quantity, **kw)
+
+    @classmethod
+    def ratio(cls, a, b, quantity: str, **kw) -> Measure:
+        """mean(a) / mean(b), e.g. trained over untrained on the same prompts (paired)."""
+        return cls.of(bootstrap.ratio_of_means, a, b, quantity=quantity, **kw)
+
+    @classmethod
+    def difference(cls, a, b, quantity: str, **kw) -> Measure:
+        """mean(a) − mean(b), paired by item unless ``paired=False``."""
+        return cls.of(bootstrap.difference_of_means, a, b, quantity=quantity, **kw)
+
+    @classmethod
+    def fraction(cls, passed, quantity: str, **kw) -> Measure:
+        """Fraction of items that pass, ``passed: [item]`` booleans."""
+        values = np.asarray(passed, dtype=np.float64)
+        return cls.of(bootstrap.fraction_true, values, quantity=quantity, **kw)
+
+    @classmethod
+    def slope(cls, x, y, quantity: str, **kw) -> Measure:
+        """OLS slope of y on x, resampling (x, y) pairs."""
+        return cls.of(bootstrap.slope, x, y, quantity=quantity, **kw)
+
+    @classmethod
+    def r2(cls, x, y, quantity: str, **kw) -> Measure:
         """R² of the OLS line of y on x, resampling (x, y) pairs."""
-        return cls(quantity, bootstrap.bootstrap(bootstrap.r2, x, y, seed=seed), **kw)
+        return cls.of(bootstrap.r2, x, y, quantity=quantity, **kw)
 
     @classmethod
     def exact(cls, value: float | bool, quantity: str, **kw) -> Measure:
@@ -110,14 +129,14 @@ class Measure:
         return cls(quantity, bootstrap.exact(float(value)), **kw)
 
     @classmethod
-    def not_testable(cls, quantity: str, reason: str) -> Measure:
+    def not_testable(cls, quantity: str, reason: str, *, detail: str = "") -> Measure:
         """A claim that needs what is not available offline (checkpoints, datasets)."""
-        return cls(quantity, None, missing="not testable offline", reason=reason)
+        return cls(quantity, None, detail=detail, missing="not testable offline", reason=reason)
 
     @classmethod
-    def not_run(cls, quantity: str, reason: str) -> Measure:
+    def not_run(cls, quantity: str, reason: str, *, detail: str = "") -> Measure:
         """A claim this run's parameters left out (e.g. no compare model given)."""
-        return cls(quantity, None, missing="not run", reason=reason)
+        return cls(quantity, None, detail=detail, missing="not run", reason=reason)
 
     def number(self, x: float) -> str:
         """One value in this measure's format and unit."""
@@ -128,7 +147,7 @@ class Measure:
         return f"{x:{self.fmt}}{self.unit}"
 
 
-Op = Literal[">=", "<=", "within"]
+Op = Literal[">=", ">", "<=", "<", "within"]
 
 
 @dataclass(frozen=True)
@@ -136,7 +155,8 @@ class Rule:
     """A named comparison of a measure with a threshold, judged on the interval.
 
     Attributes:
-        op: ">=" (at least), "<=" (at most) or "within" (|x − threshold| ≤ tolerance).
+        op: ">=" (at least), ">" (above), "<=" (at most), "<" (below) or "within"
+            (|x − threshold| ≤ tolerance).
         threshold: the bound, or the centre for "within".
         tolerance: half-width of the band for "within"; 0 otherwise.
     """
@@ -146,8 +166,9 @@ class Rule:
     tolerance: float = 0.0
 
     def __post_init__(self):
-        if self.op not in (">=", "<=", "within"):
-            raise LlmdynError(f"Rule op must be '>=', '<=' or 'within', got {self.op!r}")
+        if self.op not in (">=", ">", "<=", "<", "within"):
+            raise LlmdynError(f"Rule op must be '>=', '>', '<=', '<' or 'within', "
+                              f"got {self.op!r}")
         if not math.isfinite(self.threshold):
             raise LlmdynError(f"Rule threshold must be finite, got {self.threshold}")
         if self.op == "within" and not self.tolerance > 0:
@@ -157,16 +178,16 @@ class Rule:
         """Whether one value satisfies the comparison (NaN never does)."""
         if not math.isfinite(x):
             return False
-        if self.op == ">=":
-            return x >= self.threshold
-        if self.op == "<=":
-            return x <= self.threshold
+        compare = {">=": x >= self.threshold, ">": x > self.threshold,
+                   "<=": x <= self.threshold, "<": x < self.threshold}
+        if self.op in compare:
+            return bool(compare[self.op])
         return abs(x - self.threshold) <= self.tolerance
 
     def judge(self, est: Estimate) -> tuple[Grade, str]:
         """The grade of an estimate and a short reason where it is not the plain reading."""
         if not math.isfinite(est.value):
-            return "not run", "the measure gave no value"
+            return "not run", "undefined here: no values for this part of the run"
         if est.exact:
             return ("holds" if self.clears(est.value) else "does not hold"), ""
         if not self.clears(est.value):
@@ -181,7 +202,7 @@ class Rule:
         """The comparison as text, e.g. "≥ 2×" or "within 0.100 of 0.250"."""
         if self.op == "within":
             return f"within {measure.number(self.tolerance)} of {measure.number(self.threshold)}"
-        sign = "≥" if self.op == ">=" else "≤"
+        sign = {">=": "≥", ">": ">", "<=": "≤", "<": "<"}[self.op]
         return f"{sign} {measure.number(self.threshold)}"
 
     def sentence(self, measure: Measure) -> str:
@@ -196,6 +217,16 @@ class Rule:
 def at_least(threshold: float) -> Rule:
     """The measure must be ≥ ``threshold``."""
     return Rule(">=", threshold)
+
+
+def above(threshold: float) -> Rule:
+    """The measure must be > ``threshold`` (e.g. a difference that must be positive)."""
+    return Rule(">", threshold)
+
+
+def below(threshold: float) -> Rule:
+    """The measure must be < ``threshold`` (e.g. a difference that must be negative)."""
+    return Rule("<", threshold)
 
 
 def at_most(threshold: float) -> Rule:
@@ -221,6 +252,11 @@ class Verdict:
 
 
 _ID = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def slug(name: str) -> str:
+    """A model name as a claim-id part: "gemma3-270m" -> "gemma3_270m"."""
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") or "x"
 
 
 @dataclass(frozen=True)
@@ -264,17 +300,15 @@ class Claim:
     @property
     def rule_text(self) -> str:
         """The rule's sentence, or why there is none."""
-        if self.measure.missing:
-            return self.measure.reason
-        if self.rule is None:
-            return "no rule: shown beside the paper's measure"
-        return self.rule.sentence(self.measure)
+        if self.rule is not None:
+            return self.rule.sentence(self.measure)
+        return "—" if self.measure.missing else "no rule: shown beside the paper's measure"
 
     def result_text(self) -> str:
         """Our number: estimate, interval and item count, then the detail."""
         m, est = self.measure, self.measure.estimate
-        if est is None:
-            text = "—"
+        if est is None or not math.isfinite(est.value):
+            text = "n/a"
         elif est.exact:
             text = m.number(est.value)
         elif est.has_interval:

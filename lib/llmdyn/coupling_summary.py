@@ -154,3 +154,19 @@ def summarize_depth(couplings: Sequence[DepthCoupling]) -> DepthSummary:
     authors = np.mean([c.authors for c in couplings], 0)
     return DepthSummary(offdiagonal_mean(normalized), offdiagonal_mean(share),
                         offdiagonal_mean(authors))
+
+
+class PromptScores(NamedTuple):
+    """Per-prompt depth-coupling scores over pairs l ≠ l′ (the samples a claim's interval uses)."""
+
+    mis: np.ndarray  # [prompt] mean m̃(A)
+    share: np.ndarray  # [prompt] mean diagonal share 1 − m̃²
+
+
+def prompt_scores(couplings: Sequence[DepthCoupling]) -> PromptScores:
+    """One value per prompt; their means over prompts equal :func:`summarize_depth`'s."""
+    if not len(couplings):
+        raise LlmdynError("couplings is empty; pass one DepthCoupling per prompt")
+    return PromptScores(np.array([offdiagonal_mean(c.normalized) for c in couplings]),
+                        np.array([offdiagonal_mean(diagonal_share(c.normalized))
+                                  for c in couplings]))

@@ -363,6 +363,43 @@ def squad_prompts(
     return [_squad_prompt("squad", r, r["answer"]) for r in random.Random(seed).sample(pool, n)]
 
 
+def shorten_prompt(prompt: str | Prompt, max_chars: int | None) -> str | Prompt:
+    """Keep the end of a long prompt: at most `max_chars` characters, from a sentence start.
+
+    Question prompts end with the question and "The answer is:", so the tail keeps them whole
+    and drops the beginning of the context. The cut moves forward to the first sentence start
+    (after ". ", "! " or "? ") in the first half of the kept window if there is one, else to
+    the next word. Used to fit long prompts into small test models or a compute budget.
+
+    Args:
+        prompt: a text or :class:`~llmdyn.data.Prompt`.
+        max_chars: the longest text kept; None keeps the prompt unchanged.
+
+    Returns:
+        The same kind as `prompt`; a shortened Prompt gets the id suffix ``"+tail<max_chars>"``
+        and meta ``("shortened_from", <original length>)``.
+    """
+    text = prompt.text if isinstance(prompt, Prompt) else prompt
+    if not isinstance(text, str) or not text.strip():
+        raise LlmdynError(f"prompt must be a non-empty str or llmdyn.data.Prompt, got "
+                          f"{type(prompt).__name__} {prompt!r:.60}")
+    if max_chars is None or len(text) <= max_chars:
+        return prompt
+    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 10:
+        raise LlmdynError(f"max_chars must be None or an int >= 10, got {max_chars!r}")
+    window = text[len(text) - max_chars:]
+    starts = [i + 2 for i in range(len(window) // 2) if window[i:i + 2] in (". ", "! ", "? ")]
+    if starts:
+        tail = window[starts[0]:]
+    else:
+        tail = window.split(" ", 1)[-1] if " " in window[1:] else window
+    tail = tail.strip()
+    if not isinstance(prompt, Prompt):
+        return tail
+    meta = (*prompt.meta, ("shortened_from", len(text)))
+    return Prompt(f"{prompt.id}+tail{max_chars}", tail, prompt.task, prompt.answer, meta)
+
+
 def zero_shot_cot(prompts: Iterable[Prompt]) -> list[Prompt]:
     """Append " Let's think step by step." to each prompt (zero-shot CoT, paper A Fig. 15).
 

@@ -9,14 +9,14 @@ import numpy as np
 import torch
 
 from llmdyn import LlmdynError, checks, metrics
-from llmdyn.data import Prompt
+from llmdyn.data import Prompt, shorten_prompt  # noqa: F401  (re-exported, older imports)
 from llmdyn.geometry import token_states
 from llmdyn.models import LoadedModel
 from llmdyn.store import ResultStore
 from llmdyn.trace import logit_lens
 
 __all__ = ["LensReadout", "decode_top", "entropy_spread", "lens_entropy", "lens_readouts",
-           "readout_from_logits", "shorten_prompt"]
+           "readout_from_logits"]
 
 PromptLike = str | Prompt
 
@@ -171,37 +171,3 @@ def entropy_spread(entropy: np.ndarray) -> np.ndarray:
     if entropy.ndim != 2 or entropy.shape[0] < 2 or entropy.shape[1] < 2:
         raise LlmdynError(f"entropy must be [prompt >= 2, layer+1 >= 2], got {entropy.shape}")
     return entropy.std(axis=0)
-
-
-def shorten_prompt(prompt: PromptLike, max_chars: int | None) -> PromptLike:
-    """Keep the end of a long prompt: at most `max_chars` characters, from a sentence start.
-
-    Question prompts end with the question and "The answer is:", so the tail keeps them whole
-    and drops the beginning of the context. The cut moves forward to the first sentence start
-    (after ". ", "! " or "? ") in the first half of the kept window if there is one, else to
-    the next word. Used to fit long prompts into small test models or a compute budget.
-
-    Args:
-        prompt: a text or :class:`~llmdyn.data.Prompt`.
-        max_chars: the longest text kept; None keeps the prompt unchanged.
-
-    Returns:
-        The same kind as `prompt`; a shortened Prompt gets the id suffix ``"+tail<max_chars>"``
-        and meta ``("shortened_from", <original length>)``.
-    """
-    text = _text(prompt)
-    if max_chars is None or len(text) <= max_chars:
-        return prompt
-    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 10:
-        raise LlmdynError(f"max_chars must be None or an int >= 10, got {max_chars!r}")
-    window = text[len(text) - max_chars:]
-    starts = [i + 2 for i in range(len(window) // 2) if window[i:i + 2] in (". ", "! ", "? ")]
-    if starts:
-        tail = window[starts[0]:]
-    else:
-        tail = window.split(" ", 1)[-1] if " " in window[1:] else window
-    tail = tail.strip()
-    if not isinstance(prompt, Prompt):
-        return tail
-    meta = (*prompt.meta, ("shortened_from", len(text)))
-    return Prompt(f"{prompt.id}+tail{max_chars}", tail, prompt.task, prompt.answer, meta)

@@ -1,14 +1,24 @@
-"""Typed notebook parameters: papermill injects values, these dataclasses check them."""
+"""Typed notebook parameters: papermill injects values, these dataclasses check them.
+
+A chapter's setup cell reads its parameters cell with ``XParams.from_cell(globals())``: every
+field is taken from the cell, each value is checked against its type hint and its bounds, and a
+name the chapter does not take (``papermill -p kk 3``) is an error rather than a warning.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from llmdyn import LlmdynError
+from llmdyn.phases import CRITERIA
+
+_PLAIN = (bool, int, float, str, list, tuple, dict, type(None))  # what a parameter cell holds
 
 
 def _matches(value: Any, hint: Any) -> bool:
@@ -29,28 +39,120 @@ def _matches(value: Any, hint: Any) -> bool:
     return isinstance(value, hint)
 
 
+def _fail(name: str, value: Any, expected: str) -> None:
+    raise LlmdynError(f"notebook parameter {name!r} must be {expected}, got {value!r}; fix it in "
+                      f"the parameters cell or the papermill -p/-y arguments")
+
+
 @dataclass(frozen=True)
 class ChapterParams:
-    """Parameters every chapter shares; subclasses add their own fields."""
+    """Parameters every chapter shares; subclasses add their own fields and bounds."""
 
     model: str = "smollm2-135m"  # a name from `llmdyn models`, a local path or a hub id
     seed: int = 0  # seed of the untrained twin and of any prompt sampling
     device: str = "cpu"  # "cuda" where a GPU exists
 
+    at_least: ClassVar[dict[str, int]] = {}  # field -> smallest allowed value
+
     def __post_init__(self) -> None:
-        """Check every field against its type hint; say which parameter and what to pass."""
+        """Check every field against its type hint and bounds; name the parameter on failure."""
         hints = typing.get_type_hints(type(self))
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if not _matches(value, hints[f.name]):
-                raise LlmdynError(
-                    f"notebook parameter {f.name!r} must be {hints[f.name]}, got "
-                    f"{type(value).__name__} {value!r}; fix it in the parameters cell or the "
-                    f"papermill -p/-y arguments")
+                _fail(f.name, value, f"{hints[f.name]} (got type {type(value).__name__})")
+            texts = [value] if isinstance(value, str) else \
+                [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+            if any(not t.strip() for t in texts):
+                _fail(f.name, value, "non-empty text")
+        for name, low in self.at_least.items():
+            if getattr(self, name) < low:
+                _fail(name, getattr(self, name), f">= {low}")
+        chars = getattr(self, "max_prompt_chars", None)
+        if chars is not None and chars < 10:
+            _fail("max_prompt_chars", chars, "None (full prompts) or >= 10")
+        window = getattr(self, "window", 3)
+        if window < 3 or window % 2 == 0:
+            _fail("window", window, "odd and >= 3")
+        if getattr(self, "phase_criterion", "consensus") not in CRITERIA:
+            _fail("phase_criterion", self.phase_criterion, f"one of {CRITERIA} (llmdyn.phases)")
+
+    @classmethod
+    def from_cell(cls, namespace: Mapping[str, Any]):
+        """Build from a notebook's globals (the parameters cell plus papermill's injection).
+
+        Every field is read from ``namespace`` (missing ones keep their defaults). A lowercase
+        name holding plain data (a number, text, list, dict or None) that is not a field is an
+        unknown parameter and raises, naming the closest field: papermill only warns.
+        """
+        names = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(k for k, v in namespace.items()
+                         if k not in names and not k.startswith("_") and k == k.lower()
+                         and type(v) in _PLAIN)
+        if unknown:
+            hints = {k: difflib.get_close_matches(k, names, n=1) for k in unknown}
+            said = ", ".join(f"{k!r}" + (f" (did you mean {h[0]!r}?)" if h else "")
+                             for k, h in hints.items())
+            raise LlmdynError(f"unknown notebook parameter {said} for {cls.__name__}; this "
+                              f"chapter takes: {', '.join(names)}")
+        return cls(**{k: namespace[k] for k in names if k in namespace})
+
+    def block(self, name: str, n_layers: int) -> int:
+        """The 0-based block that parameter ``name`` names, negatives counted from the end."""
+        b = getattr(self, name)
+        if not -n_layers <= b < n_layers:
+            _fail(name, b, f"a block of {self.model} ({n_layers} blocks: 0 … {n_layers - 1}, "
+                           f"or −{n_layers} … −1 from the end)")
+        return b % n_layers
+
+    def blocks(self, name: str, n_layers: int, *, drop_missing: bool = False) -> list[int]:
+        """The 0-based blocks that list parameter ``name`` names, negatives resolved once.
+
+        Args:
+            name: the parameter, e.g. "layers".
+            n_layers: the model's depth L.
+            drop_missing: leave out blocks the model does not have (a shallower compare
+                model) instead of raising.
+        """
+        values = getattr(self, name)
+        kept = [b for b in values if -n_layers <= b < n_layers]
+        if not drop_missing and len(kept) < len(values):
+            _fail(name, values, f"blocks of {self.model} ({n_layers} blocks: 0 … "
+                                f"{n_layers - 1}, or −{n_layers} … −1 from the end)")
+        resolved = [b % n_layers for b in kept]
+        if len(set(resolved)) < len(resolved):
+            _fail(name, values, "distinct blocks (after counting negatives from the end)")
+        return resolved
 
 
 @dataclass(frozen=True)
-class DepthCouplingParams(ChapterParams):
+class CompareParams(ChapterParams):
+    """A chapter that also runs other models beside the primary one."""
+
+    compare_models: list[str] = field(default_factory=lambda: ["gemma3-270m"])  # also run these
+
+    def models(self) -> list[str]:
+        """The primary model, then the compare models, each once, in order."""
+        return list(dict.fromkeys([self.model, *self.compare_models]))
+
+    def compared(self) -> list[str]:
+        """The compare models other than the primary one, each once, in order."""
+        return self.models()[1:]
+
+
+@dataclass(frozen=True)
+class QuestionParams(CompareParams):
+    """Paper B's chapters on SQuAD questions, split into Thought and Fixation (03, 04)."""
+
+    n_questions: int = 20  # SQuAD question prompts (paper: 100 on SQuAD v2 "Dog")
+    squad_articles: list[str] | None = None  # None: llmdyn.data.squad_prompts' default articles
+    max_prompt_chars: int | None = None  # None: full prompts; else keep each prompt's last chars
+    window: int = 11  # LSS window of the phase-boundary estimate (paper: 11), if it fits
+    phase_criterion: str = "consensus"  # llmdyn.phases criterion splitting Thought/Fixation
+
+
+@dataclass(frozen=True)
+class DepthCouplingParams(CompareParams):
     """Chapter 05: coupling across depth (paper A §3.1, §5.1, Fig 3)."""
 
     example_prompt: str = "What is the capital of France? The capital is"
@@ -58,110 +160,51 @@ class DepthCouplingParams(ChapterParams):
     k: int = 30  # top singular vectors kept in A
     layers: list[int] = field(default_factory=lambda: list(range(8, 16)))  # blocks in the grid
     n_prompts: int = 3  # prompts averaged in the heatmap
-    compare_models: list[str] = field(default_factory=lambda: ["gemma3-270m"])  # also shown
     n_compare_prompts: int = 1  # prompts for each compare model (1: the example, as Fig 20)
 
+    at_least: ClassVar[dict[str, int]] = {"k": 2, "n_prompts": 1, "n_compare_prompts": 1}
+
     def __post_init__(self) -> None:
         """Check types, then values."""
         super().__post_init__()
-        if self.k < 1:
-            raise LlmdynError(f"k must be >= 1, got {self.k}")
-        if self.n_prompts < 1 or self.n_compare_prompts < 1:
-            raise LlmdynError(f"n_prompts and n_compare_prompts must be >= 1, got "
-                              f"{self.n_prompts} and {self.n_compare_prompts}")
-        if any(not m.strip() for m in self.compare_models):
-            raise LlmdynError(f"compare_models must hold model names, got {self.compare_models!r}")
-
-    def compared(self) -> list[str]:
-        """The compare models other than the primary one, each once, in order."""
-        return [m for m in dict.fromkeys(self.compare_models) if m != self.model]
-
-
-def _check_compare(p: Any) -> None:
-    """Shared checks of paper B's chapters 03–04 (compare models, question prompts)."""
-    if any(not m.strip() for m in p.compare_models):
-        raise LlmdynError(f"compare_models must hold model names, got {p.compare_models!r}")
-    if p.n_questions < 1:
-        raise LlmdynError(f"n_questions must be >= 1, got {p.n_questions}")
-    if p.max_prompt_chars is not None and p.max_prompt_chars < 10:
-        raise LlmdynError(f"max_prompt_chars must be None (full prompts) or >= 10, "
-                          f"got {p.max_prompt_chars}")
-    criteria = ("consensus", "lss_peak", "entropy_spread", "norm_velocity")
-    if p.phase_criterion not in criteria:
-        raise LlmdynError(f"phase_criterion must be one of {criteria} (llmdyn.phases), "
-                          f"got {p.phase_criterion!r}")
-    if p.window < 3 or p.window % 2 == 0:
-        raise LlmdynError(f"window must be odd and >= 3, got {p.window}")
-
-
-def _model_list(p: Any) -> list[str]:
-    """The primary model, then the compare models, each once, in order."""
-    return list(dict.fromkeys([p.model, *p.compare_models]))
+        if not self.layers:
+            _fail("layers", self.layers, "a non-empty list of blocks, e.g. [8, 9, 10]")
 
 
 @dataclass(frozen=True)
-class UncertaintyParams(ChapterParams):
+class UncertaintyParams(QuestionParams):
     """Chapter 03: logit-lens uncertainty per layer (paper B §4.4, App. A.1, B.2; Figs 5, 8–11)."""
 
-    compare_models: list[str] = field(default_factory=lambda: ["gemma3-270m"])  # also run these
-    n_questions: int = 20  # SQuAD question prompts (paper: 100 on SQuAD v2 "Dog")
-    squad_articles: list[str] | None = None  # None: llmdyn.data.squad_prompts' default articles
-    max_prompt_chars: int | None = None  # None: full prompts; else keep each prompt's last chars
     top_k: int = 5  # tokens per layer in the top-k tables (paper: 5)
     n_table_layers: int = 8  # evenly spaced layers shown in the top-k tables (paper: 5–8)
-    window: int = 11  # LSS window of the phase-boundary estimate (paper: 11), if it fits
-    phase_criterion: str = "consensus"  # llmdyn.phases estimate drawn as the boundary
     untrained: bool = True  # also read the untrained twin's entropy
 
-    def __post_init__(self) -> None:
-        """Check types, then values."""
-        super().__post_init__()
-        _check_compare(self)
-        if self.top_k < 1 or self.n_table_layers < 2:
-            raise LlmdynError(f"top_k must be >= 1 and n_table_layers >= 2, got {self.top_k} "
-                              f"and {self.n_table_layers}")
-
-    def models(self) -> list[str]:
-        """The primary model, then the compare models, each once."""
-        return _model_list(self)
+    at_least: ClassVar[dict[str, int]] = {"n_questions": 1, "top_k": 1, "n_table_layers": 2}
 
 
 @dataclass(frozen=True)
-class JacobianAlignmentParams(ChapterParams):
+class JacobianAlignmentParams(QuestionParams):
     """Chapter 04: residual Jacobian alignment r(A) and Table 1 (paper B §3.6, §4.5; Figs 6, 7)."""
 
-    compare_models: list[str] = field(default_factory=lambda: ["gemma3-270m"])  # also run these
     example_prompt: str = "What is the capital of France? The capital is"  # the |A| grids
     k: int = 30  # top singular vectors in A_{i,j,K} (paper: 30)
     grid_layers: list[int] = field(default_factory=lambda: list(range(8, 16)))  # 0-based blocks
     n_questions: int = 2  # SQuAD prompts averaged in the r(A) heatmap (paper: 100)
     n_lens_questions: int = 20  # SQuAD prompts for the cheap per-layer quantities of Table 1
-    squad_articles: list[str] | None = None  # None: llmdyn.data.squad_prompts' default articles
-    max_prompt_chars: int | None = None  # None: full prompts; else keep each prompt's last chars
-    window: int = 11  # LSS/equidistance window (paper: 11), if it fits the model's depth
-    phase_criterion: str = "consensus"  # llmdyn.phases estimate splitting Thought/Fixation
+
+    at_least: ClassVar[dict[str, int]] = {"k": 2, "n_questions": 1, "n_lens_questions": 2}
 
     def __post_init__(self) -> None:
         """Check types, then values."""
         super().__post_init__()
-        _check_compare(self)
-        if self.k < 2:
-            raise LlmdynError(f"k must be >= 2 (r(A) divides by k - 1), got {self.k}")
-        if self.n_lens_questions < 2:
-            raise LlmdynError(f"n_lens_questions must be >= 2, got {self.n_lens_questions}")
         if not self.grid_layers:
-            raise LlmdynError("grid_layers must name at least one block")
-
-    def models(self) -> list[str]:
-        """The primary model, then the compare models, each once."""
-        return _model_list(self)
+            _fail("grid_layers", self.grid_layers, "a non-empty list of blocks")
 
 
 @dataclass(frozen=True)
-class SpectraPromptsParams(ChapterParams):
+class SpectraPromptsParams(CompareParams):
     """Chapter 11: spectra, linearisation, CoT, prompt length (paper A Figs 9, 15, 32–34)."""
 
-    compare_models: list[str] = field(default_factory=lambda: ["gemma3-270m"])  # spectra too
     example_prompt: str = "What is the capital of France? The capital is"
     n_spectra_prompts: int = 3  # named prompts (the example first) for the spectra
     n_compare_prompts: int = 1  # of those, for each compare model
@@ -174,71 +217,45 @@ class SpectraPromptsParams(ChapterParams):
     n_per_task: int = 1  # leaderboard prompts per task added to the length plot (Fig 9)
     max_prompt_chars: int | None = None  # None: full prompts; else keep each prompt's last chars
 
+    at_least: ClassVar[dict[str, int]] = {"k": 2, "n_spectra_prompts": 1, "n_compare_prompts": 1,
+                                          "n_top": 1, "n_draws": 1, "n_per_task": 1,
+                                          "n_gsm8k": 3}  # a regression needs 3 points
+
     def __post_init__(self) -> None:
         """Check types, then values."""
         super().__post_init__()
-        if self.k < 2:
-            raise LlmdynError(f"k must be >= 2, got {self.k}")
-        for name in ("n_spectra_prompts", "n_compare_prompts", "n_top", "n_draws",
-                     "n_per_task"):
-            if getattr(self, name) < 1:
-                raise LlmdynError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.n_gsm8k < 3:
-            raise LlmdynError(f"n_gsm8k must be >= 3 (a regression needs 3 points), "
-                              f"got {self.n_gsm8k}")
         if not self.noise_levels or min(self.noise_levels) <= 0:
-            raise LlmdynError(f"noise_levels must be positive, got {self.noise_levels}")
+            _fail("noise_levels", self.noise_levels, "a non-empty list of positive levels")
         if self.noise_tokens not in ("all", "last"):
-            raise LlmdynError(f"noise_tokens must be 'all' or 'last', got {self.noise_tokens!r}")
-        if self.max_prompt_chars is not None and self.max_prompt_chars < 10:
-            raise LlmdynError(f"max_prompt_chars must be None (full prompts) or >= 10, "
-                              f"got {self.max_prompt_chars}")
-        if any(not m.strip() for m in self.compare_models):
-            raise LlmdynError(f"compare_models must hold model names, got {self.compare_models!r}")
-
-    def compared(self) -> list[str]:
-        """The compare models other than the primary one, each once, in order."""
-        return [m for m in dict.fromkeys(self.compare_models) if m != self.model]
-
-
-def _check_fractions(name: str, value: list[float]) -> None:
-    if len(value) != 2 or not 0 <= value[0] < value[1] <= 1:
-        raise LlmdynError(f"{name} must be [start, end] fractions of depth with "
-                          f"0 <= start < end <= 1, got {value!r}")
+            _fail("noise_tokens", self.noise_tokens, "'all' or 'last'")
 
 
 @dataclass(frozen=True)
-class TrajectoriesParams(ChapterParams):
+class TrajectoriesParams(CompareParams):
     """Chapter 01: token trajectories in the PC plane of X^L (paper B Fig 1, paper A Fig 12)."""
 
     prompt: str = "What is the capital of France? The capital is"  # paper B's example
-    compare_models: list[str] = field(default_factory=lambda: ["gemma3-270m"])  # drawn beside
     untrained: bool = True  # also draw each model's untrained twin
     shallow: list[float] = field(default_factory=lambda: [0.0, 0.5])  # fractions of depth L
     deep: list[float] = field(default_factory=lambda: [0.5, 1.0])  # fractions of depth L
     windows_skip_last: bool = True  # shallow/deep panels stop at X^{L-1} (the last jump is big)
     drop_first: int = 1  # leading tokens left out (the first is an attention sink, huge norm)
 
+    at_least: ClassVar[dict[str, int]] = {"drop_first": 0}
+
     def __post_init__(self) -> None:
         """Check types, then values."""
         super().__post_init__()
-        _check_fractions("shallow", self.shallow)
-        _check_fractions("deep", self.deep)
-        if self.drop_first < 0:
-            raise LlmdynError(f"drop_first must be >= 0, got {self.drop_first}")
-        if any(not m.strip() for m in self.compare_models):
-            raise LlmdynError(f"compare_models must hold model names, got {self.compare_models!r}")
-
-    def models(self) -> list[str]:
-        """The primary model, then the compare models, each once."""
-        return _model_list(self)
+        for name in ("shallow", "deep"):
+            value = getattr(self, name)
+            if len(value) != 2 or not 0 <= value[0] < value[1] <= 1:
+                _fail(name, value, "[start, end] fractions of depth with 0 <= start < end <= 1")
 
 
 @dataclass(frozen=True)
-class GeometryAlongDepthParams(ChapterParams):
+class GeometryAlongDepthParams(CompareParams):
     """Chapter 02: norm, windowed LSS and equidistance along depth (paper B Figs 2-4, 12, 13)."""
 
-    compare_models: list[str] = field(default_factory=lambda: ["gemma3-270m"])  # drawn beside
     prompts: list[str] | None = None  # None: SQuAD questions with context (paper B §3.2)
     n_prompts: int = 20  # question prompts (paper: 100)
     squad_articles: list[str] | None = None  # None: llmdyn.data.squad_prompts' default articles
@@ -247,28 +264,15 @@ class GeometryAlongDepthParams(ChapterParams):
     min_size: int = 3  # fewest layers on each side of a change-point (llmdyn.phases)
     agree_within: float = 0.1  # criteria agree if their estimates span <= this fraction of L
 
+    at_least: ClassVar[dict[str, int]] = {"n_prompts": 2, "n_untrained": 0, "min_size": 1}
+
     def __post_init__(self) -> None:
         """Check types, then values."""
         super().__post_init__()
-        if any(not m.strip() for m in self.compare_models):
-            raise LlmdynError(f"compare_models must hold model names, got {self.compare_models!r}")
-        if self.n_prompts < 2:
-            raise LlmdynError(f"n_prompts must be >= 2 (bands and spreads need two), "
-                              f"got {self.n_prompts}")
         if self.prompts is not None and len(self.prompts) < 2:
-            raise LlmdynError(f"prompts must hold at least 2 texts, got {self.prompts!r}")
-        if self.window < 3 or self.window % 2 == 0:
-            raise LlmdynError(f"window must be odd and >= 3, got {self.window}")
-        if self.n_untrained < 0 or self.min_size < 1:
-            raise LlmdynError(f"n_untrained must be >= 0 and min_size >= 1, got "
-                              f"{self.n_untrained} and {self.min_size}")
+            _fail("prompts", self.prompts, "None or at least 2 texts")
         if not 0 <= self.agree_within <= 1:
-            raise LlmdynError(f"agree_within must be a fraction of depth in [0, 1], "
-                              f"got {self.agree_within}")
-
-    def models(self) -> list[str]:
-        """The primary model, then the compare models, each once."""
-        return _model_list(self)
+            _fail("agree_within", self.agree_within, "a fraction of depth in [0, 1]")
 
 
 @dataclass(frozen=True)
@@ -285,45 +289,29 @@ class TokenCouplingParams(ChapterParams):
     output_token: int = -1  # t2 of fixed-output coupling (negative counts from the end)
     same_layer_control: bool = True  # also compute l′ = l (costs one more block per model)
 
-    def __post_init__(self) -> None:
-        """Check types, then values."""
-        super().__post_init__()
-        if self.k < 1:
-            raise LlmdynError(f"k must be >= 1, got {self.k}")
-        if self.n_prompts < 1:
-            raise LlmdynError(f"n_prompts must be >= 1, got {self.n_prompts}")
+    at_least: ClassVar[dict[str, int]] = {"k": 2, "n_prompts": 1}
 
 
 @dataclass(frozen=True)
-class RegularityParams(ChapterParams):
+class RegularityParams(CompareParams):
     """Chapter 07: LSS and expodistance of every token's trajectory (paper A §3.2–3.3, §5.5)."""
 
-    compare_models: list[str] = field(default_factory=lambda: ["gemma3-270m"])  # also run these
     tasks: list[str] = field(default_factory=lambda: ["arc_challenge", "gsm8k", "hellaswag",
                                                       "mmlu", "winogrande", "truthfulqa"])
     n_per_task: int = 20  # prompts drawn per task (paper: 200 per task, 1,200 in all)
     max_prompt_chars: int | None = None  # None: full prompts; else keep each prompt's last chars
+
+    at_least: ClassVar[dict[str, int]] = {"n_per_task": 1}
 
     def __post_init__(self) -> None:
         """Check types, then values."""
         super().__post_init__()
         from llmdyn.data import ALL_TASKS
 
-        if any(not m.strip() for m in self.compare_models):
-            raise LlmdynError(f"compare_models must hold model names, got {self.compare_models!r}")
         bad = [t for t in self.tasks if t not in ALL_TASKS]
         if bad or not self.tasks:
-            raise LlmdynError(f"tasks must be a non-empty list from {ALL_TASKS}, got "
-                              f"{self.tasks!r}")
-        if self.n_per_task < 1:
-            raise LlmdynError(f"n_per_task must be >= 1, got {self.n_per_task}")
-        if self.max_prompt_chars is not None and self.max_prompt_chars < 10:
-            raise LlmdynError(f"max_prompt_chars must be None (full prompts) or >= 10, "
-                              f"got {self.max_prompt_chars}")
+            _fail("tasks", self.tasks, f"a non-empty list from {ALL_TASKS}")
 
-    def models(self) -> list[str]:
-        """The primary model, then the compare models, each once."""
-        return _model_list(self)
 
 
 @dataclass(frozen=True)

@@ -225,6 +225,21 @@ def norm_velocity_fit(norms: np.ndarray, *, min_size: int = 3,
     return hinge_changepoint(curve, min_size=min_size)
 
 
+CRITERIA = ("consensus", "lss_peak", "entropy_spread", "norm_velocity")  # first_fixation()
+
+
+def fit_window(window: int, n_layers: int) -> int:
+    """The LSS/equidistance window for a model of ``n_layers`` blocks: `window`, if it fits.
+
+    Paper B uses 11 layers; a model with fewer than 11 points ``x^0 … x^L`` gets the largest
+    odd window that fits (at least 3).
+    """
+    if window < 3 or window % 2 == 0 or n_layers < 2:
+        raise LlmdynError(f"window must be odd >= 3 and n_layers >= 2, got {window}, {n_layers}")
+    points = n_layers + 1
+    return min(window, points if points % 2 else points - 1)
+
+
 @dataclass(frozen=True)
 class PhaseBoundary:
     """One model's Thought -> Fixation boundary by each criterion (layer indices 0..L).
@@ -262,6 +277,16 @@ class PhaseBoundary:
     def consensus(self) -> int:
         """The median of the three estimates: the first Fixation layer we use downstream."""
         return int(np.median(list(self.layers.values())))
+
+    def first_fixation(self, criterion: str = "consensus") -> int:
+        """The first Fixation layer by ``criterion`` (one of CRITERIA), clipped to 1 … L.
+
+        The clip keeps both phases non-empty: layer 0 (the embedding) is always Thought.
+        """
+        if criterion not in CRITERIA:
+            raise LlmdynError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
+        layer = self.consensus if criterion == "consensus" else self.layers[criterion]
+        return int(np.clip(layer, 1, self.n_layers))
 
     @property
     def spread(self) -> int:
@@ -339,15 +364,20 @@ def measure_boundary(model, prompts: Sequence[str], store=None, *, window: int =
         model: a :class:`llmdyn.models.LoadedModel`.
         prompts: texts (paper B: 100 SQuAD questions with context).
         store: a :class:`llmdyn.store.ResultStore` for ``model`` (None: no caching).
-        window: LSS window length (paper B: 11; at most L + 1).
+        window: LSS window length (paper B: 11), shrunk by :func:`fit_window` for shallow
+            models.
         min_size: minimum points per segment for every fit.
 
     Returns:
-        The boundary estimates, named after ``model.name``.
+        The boundary estimates, named after ``model.name``; ``.first_fixation(criterion)``
+        gives the layer the chapters split at.
     """
+    from llmdyn.data import Prompt
     from llmdyn.geometry import depth_profile, token_states
     from llmdyn.lens import lens_entropy
 
-    profile = depth_profile(token_states(model, prompts, store), window)
+    prompts = [p.text if isinstance(p, Prompt) else p for p in prompts]
+    profile = depth_profile(token_states(model, prompts, store),
+                            fit_window(window, model.n_layers))
     return estimate_boundary(model.name, norms=profile.norms, windowed_lss=profile.lss,
                              entropy=lens_entropy(model, prompts, store), min_size=min_size)

@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
-from llmdyn import LlmdynError, checks, phases
-from llmdyn.coupling import DepthCoupling, coupling_from_jacobians
-from llmdyn.data import Prompt
-from llmdyn.models import LoadedModel
-from llmdyn.step_jacobians import last_token_jacobians
-from llmdyn.store import ResultStore
+from llmdyn import LlmdynError
 
-__all__ = ["CRITERIA", "PAPER_TABLE1", "PhaseRow", "alignment_profile", "fit_window",
-           "last_token_alignment", "pair_phase_means", "phase_boundary", "phase_means",
-           "phase_table"]
+__all__ = ["PAPER_TABLE1", "alignment_profile", "pair_phase_means", "phase_means"]
 
 Phase = Literal["Thought", "Fixation"]
-CRITERIA = ("consensus", "lss_peak", "entropy_spread", "norm_velocity")  # see llmdyn.phases
 
 # Paper B Table 1: the phase in which each property is stronger ("MORE"), and what we measure.
 PAPER_TABLE1: dict[str, tuple[Phase, str]] = {
@@ -91,141 +81,6 @@ def pair_phase_means(M: np.ndarray, boundary: int) -> tuple[float, float]:
 def _nanmean(x: np.ndarray) -> float:
     x = np.asarray(x, dtype=float)
     return float(np.mean(x[np.isfinite(x)])) if np.isfinite(x).any() else float("nan")
-
-
-@dataclass(frozen=True)
-class PhaseRow:
-    """One row of paper B's Table 1 as measured: where a property is stronger.
-
-    Attributes:
-        property: "LINEAR", "EQUISPACED", "ALIGNED" or "CONFIDENT".
-        measure: what was averaged (every measure here is lower where the property is stronger).
-        thought: its mean over the Thought layers (or pairs).
-        fixation: its mean over the Fixation layers (or pairs).
-        paper: the phase the paper finds the property stronger in.
-    """
-
-    property: str
-    measure: str
-    thought: float
-    fixation: float
-    paper: Phase
-
-    @property
-    def ours(self) -> str:
-        """The phase where our measure is lower (stronger), or "n/a" if a phase is empty."""
-        if not (np.isfinite(self.thought) and np.isfinite(self.fixation)):
-            return "n/a"
-        return "Thought" if self.thought < self.fixation else "Fixation"
-
-    @property
-    def agrees(self) -> str:
-        """Whether ours matches the paper: "yes", "no", or "n/a" if a phase is empty."""
-        return "n/a" if self.ours == "n/a" else ("yes" if self.ours == self.paper else "no")
-
-
-def phase_table(*, entropy: np.ndarray, lss: np.ndarray, equidistance: np.ndarray,
-                ratio: np.ndarray, boundary: int) -> list[PhaseRow]:
-    """Paper B's Table 1 computed: each property's mean in Thought and in Fixation.
-
-    Args:
-        entropy: ``[prompt, layer+1]`` logit-lens entropy of the last token.
-        lss: ``[prompt, layer+1]`` windowed line-shape score of the last token (NaN-padded).
-        equidistance: ``[prompt, layer+1]`` windowed equidistance of the last token.
-        ratio: ``[layer, layer]`` r(A_{i,j,K}), averaged over prompts.
-        boundary: the first Fixation layer, in 1 … L.
-
-    Returns:
-        Rows LINEAR, EQUISPACED, ALIGNED, CONFIDENT.
-    """
-    split = {
-        "LINEAR": phase_means(lss, boundary),
-        "EQUISPACED": phase_means(equidistance, boundary),
-        "ALIGNED": pair_phase_means(ratio, boundary),
-        "CONFIDENT": phase_means(entropy, boundary),
-    }
-    return [PhaseRow(name, PAPER_TABLE1[name][1], t, f, PAPER_TABLE1[name][0])
-            for name, (t, f) in split.items()]
-
-
-def last_token_alignment(
-    model: LoadedModel,
-    prompts: Sequence[str | Prompt],
-    *,
-    k: int,
-    store: ResultStore | None = None,
-) -> list[DepthCoupling]:
-    """Depth coupling of the last token's block Jacobians over every pair of blocks, per prompt.
-
-    Like :func:`llmdyn.coupling.depth_coupling` at the last token over all blocks, with the
-    Jacobians from :func:`llmdyn.step_jacobians.last_token_jacobians` (the same J^l_{nn}, at a
-    cost independent of prompt length), so that long question prompts stay affordable.
-    ``.ratio`` is paper B's r(A_{i,j,K}) (§3.6, Fig. 6).
-
-    Args:
-        model: a loaded model.
-        prompts: texts or prompts; each text is one cached item.
-        k: number of top singular vectors (paper B: 30).
-        store: results cache (None: compute without caching).
-
-    Returns:
-        One :class:`~llmdyn.coupling.DepthCoupling` per prompt, over all blocks.
-    """
-    checks.k_value(k, model.d_model, minimum=2, why="r(A) divides by k - 1")
-    texts = checks.prompt_texts(prompts)
-
-    def compute(text: str) -> dict[str, np.ndarray]:
-        return coupling_from_jacobians(last_token_jacobians(model, text), k).as_arrays()
-
-    if store is None:
-        results = [compute(t) for t in texts]
-    else:
-        params = {"k": k, "layers": "all", "token": -1, "dtype": "float32",
-                  "jacobians": "last_token_step"}
-        results = store.map("last_token_coupling", params, texts, compute)
-    return [DepthCoupling(**r) for r in results]
-
-
-def fit_window(window: int, n_layers: int) -> int:
-    """The LSS/equidistance window for a model of ``n_layers`` blocks: `window`, if it fits.
-
-    Paper B uses 11 layers; a model with fewer than 11 points ``x^0 … x^L`` gets the largest
-    odd window that fits (at least 3).
-    """
-    if window < 3 or window % 2 == 0 or n_layers < 2:
-        raise LlmdynError(f"window must be odd >= 3 and n_layers >= 2, got {window}, {n_layers}")
-    points = n_layers + 1
-    return min(window, points if points % 2 else points - 1)
-
-
-def phase_boundary(
-    model: LoadedModel,
-    prompts: Sequence[str | Prompt],
-    store: ResultStore | None = None,
-    *,
-    window: int = 11,
-    criterion: str = "consensus",
-) -> tuple[int, phases.PhaseBoundary]:
-    """The first Fixation layer of a model, estimated on `prompts` by :mod:`llmdyn.phases`.
-
-    Args:
-        model: a loaded model.
-        prompts: texts or prompts (paper B: 100 SQuAD questions with context).
-        store: results cache of the hidden states (shared with the lens and the geometry).
-        window: LSS window (paper B: 11), shrunk by :func:`fit_window` for shallow models.
-        criterion: ``"consensus"`` (the median of the three estimates) or one criterion name.
-
-    Returns:
-        (first Fixation layer, clipped to 1 … L so that both phases are non-empty; all the
-        estimates).
-    """
-    if criterion not in CRITERIA:
-        raise LlmdynError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
-    texts = [p.text if isinstance(p, Prompt) else p for p in prompts]
-    estimates = phases.measure_boundary(model, texts, store,
-                                        window=fit_window(window, model.n_layers))
-    layer = estimates.consensus if criterion == "consensus" else estimates.layers[criterion]
-    return int(np.clip(layer, 1, model.n_layers)), estimates
 
 
 def alignment_profile(ratio: np.ndarray) -> np.ndarray:

@@ -223,6 +223,30 @@ class CouplingSummary:
     n_tiles: int
 
 
+def _tile_normalized(couplings: Sequence[TokenCoupling]) -> np.ndarray:
+    """``[tile]`` m̃ of every finite off-diagonal tile of grids of one kind."""
+    if not couplings:
+        raise LlmdynError("couplings is empty; pass at least one TokenCoupling")
+    kinds = {c.kind for c in couplings}
+    if len(kinds) != 1:
+        raise LlmdynError(f"couplings mix kinds {sorted(kinds)}; summarise one kind at a time")
+    m = np.concatenate([c.offdiagonal("normalized") for c in couplings])
+    return m[np.isfinite(m)]
+
+
+def tile_shares(couplings: Sequence[TokenCoupling]) -> np.ndarray:
+    """``[tile]`` diagonal shares 1 − m̃² of every finite off-diagonal tile of several grids.
+
+    Args:
+        couplings: grids of one kind (e.g. one per prompt).
+
+    Returns:
+        The pooled per-tile shares (empty when no grid has an off-diagonal tile): the samples
+        a claim's bootstrap interval resamples.
+    """
+    return 1.0 - _tile_normalized(couplings) ** 2
+
+
 def summarize(couplings: Sequence[TokenCoupling]) -> CouplingSummary:
     """Pool the off-diagonal tiles of several prompts' grids of one kind into one summary.
 
@@ -232,13 +256,7 @@ def summarize(couplings: Sequence[TokenCoupling]) -> CouplingSummary:
     Returns:
         The summary; NaN scores when no grid has an off-diagonal tile (one-token grids).
     """
-    if not couplings:
-        raise LlmdynError("couplings is empty; pass at least one TokenCoupling")
-    kinds = {c.kind for c in couplings}
-    if len(kinds) != 1:
-        raise LlmdynError(f"couplings mix kinds {sorted(kinds)}; summarise one kind at a time")
-    m = np.concatenate([c.offdiagonal("normalized") for c in couplings])
-    m = m[np.isfinite(m)]  # [tile]
+    m = _tile_normalized(couplings)  # [tile]
     if m.size == 0:
         return CouplingSummary(np.nan, np.nan, np.nan, 0)
     share = 1.0 - m**2

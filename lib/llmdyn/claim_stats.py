@@ -1,0 +1,143 @@
+"""Statistics of ``[prompt, layer+1]`` curves that the chapters' claims resample over prompts.
+
+Each function takes whole arrays (prompts on the first axis) and the first Fixation layer, and
+returns per-prompt values or one number, so `llmdyn.claims.Measure.of_rows` can bootstrap it.
+Thought is layers ``0 … boundary-1`` and Fixation ``boundary … L``, as in
+`llmdyn.thought_fixation.phase_means`; NaN entries (windows that do not fit) are ignored.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from llmdyn import LlmdynError
+
+
+def _curves(values, boundary: int) -> np.ndarray:
+    """``[prompt, layer+1]`` float64, with the boundary inside 1 … L."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 2 or values.shape[1] < 2:
+        raise LlmdynError(f"values must be [prompt, layer+1], got shape {values.shape}")
+    n_layers = values.shape[1] - 1
+    if not 1 <= boundary <= n_layers:
+        raise LlmdynError(f"boundary must be a layer in 1 … {n_layers}, got {boundary}")
+    return values
+
+
+def _nanmean(x: np.ndarray, axis=None) -> np.ndarray:
+    """Mean ignoring NaN, without the "Mean of empty slice" warning (all-NaN gives NaN)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(x, axis=axis)
+
+
+def phase_means_per_prompt(values, boundary: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each prompt's mean over the Thought layers and over the Fixation layers.
+
+    Args:
+        values: ``[prompt, layer+1]``.
+        boundary: the first Fixation layer.
+
+    Returns:
+        (Thought ``[prompt]``, Fixation ``[prompt]``).
+    """
+    v = _curves(values, boundary)
+    return _nanmean(v[:, :boundary], 1), _nanmean(v[:, boundary:], 1)
+
+
+def spread_ratio(values, boundary: int, *, relative: bool = False) -> float:
+    """Thought / Fixation ratio of the spread over prompts, averaged over each phase's layers.
+
+    The spread at a layer is the std over prompts (divided by the mean with ``relative``, the
+    coefficient of variation). Below 1: prompts agree more in Thought than in Fixation.
+    """
+    v = _curves(values, boundary)
+    sd = v.std(0)  # (layer+1,)
+    if relative:
+        sd = sd / v.mean(0)
+    return float(_nanmean(sd[:boundary]) / _nanmean(sd[boundary:]))
+
+
+def peak_position(values) -> float:
+    """Layer of the maximum of the prompt-mean curve, as a fraction l / L of the depth."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.ndim != 2 or v.shape[1] < 2:
+        raise LlmdynError(f"values must be [prompt, layer+1], got shape {v.shape}")
+    curve = _nanmean(v, 0)  # (layer+1,)
+    if not np.isfinite(curve).any():
+        return float("nan")
+    return float(np.nanargmax(curve) / (v.shape[1] - 1))
+
+
+def fraction_in_band(values, boundary: int, low: float, high: float) -> float:
+    """Share of the Fixation layers whose prompt-mean value lies in [low, high]."""
+    curve = _nanmean(_curves(values, boundary), 0)[boundary:]  # (fixation layers,)
+    curve = curve[np.isfinite(curve)]
+    if curve.size == 0:
+        return float("nan")
+    return float(np.mean((curve >= low) & (curve <= high)))
+
+
+def rising_fraction(values) -> float:
+    """Share of layer steps l-1 → l at which the prompt-mean curve rises."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.ndim != 2 or v.shape[1] < 2:
+        raise LlmdynError(f"values must be [prompt, layer+1], got shape {v.shape}")
+    return float(np.mean(np.diff(v.mean(0)) > 0))
+
+
+def velocity_change(norms, *, min_size: int = 3) -> float:
+    """After − before slope of the hinge fit to the mean norm curve (`phases.norm_velocity_fit`).
+
+    Positive: the norm grows faster after the knot. A hinge on any convex curve gives a
+    positive change, so a claim on it is compared with the untrained twin's in the chapter.
+    """
+    from llmdyn.phases import norm_velocity_fit
+
+    fit = norm_velocity_fit(np.asarray(norms, dtype=np.float64), min_size=min_size)
+    return float(fit.after - fit.before)
+
+
+def most_aligned_position(ratios) -> float:
+    """Depth l / L of the block most aligned with the others, from ``[prompt, layer, layer]`` r(A).
+
+    The block (1-based, so the last block gives 1) where the prompt-mean r(A_{i,j,K}),
+    averaged over j ≠ i (`thought_fixation.alignment_profile`), is lowest.
+    """
+    from llmdyn.thought_fixation import alignment_profile
+
+    r = np.asarray(ratios, dtype=np.float64)
+    if r.ndim != 3:
+        raise LlmdynError(f"ratios must be [prompt, layer, layer], got shape {r.shape}")
+    return float((np.argmin(alignment_profile(r.mean(0))) + 1) / r.shape[1])
+
+
+def inverse_depth_r2_gain(S_untrained, S_trained) -> float:
+    """R²(untrained) − R²(trained) of the line 1/σ₁ = a + b·l (`spectra.inverse_top_fit`).
+
+    Args:
+        S_untrained: singular values ``[prompt, layer, k]`` of the untrained twin.
+        S_trained: the same for the trained model (any number of prompts).
+
+    Returns:
+        Positive when the inverse depth scaling fits the untrained twin better.
+    """
+    from llmdyn.bootstrap import r2
+    from llmdyn.spectra import depth_axis
+
+    gains = []
+    for S in (S_untrained, S_trained):
+        S = np.asarray(S, dtype=np.float64)
+        if S.ndim != 3:
+            raise LlmdynError(f"S must be [prompt, layer, k], got shape {S.shape}")
+        depth = np.broadcast_to(depth_axis(S.shape[1]), S.shape[:2])  # (prompt, layer)
+        gains.append(r2(depth.reshape(1, -1), 1.0 / S[..., 0].reshape(1, -1))[0])
+    return float(gains[0] - gains[1])
+
+
+def profile_correlation(a, b) -> float:
+    """Pearson r between the prompt-median profiles of two ``[prompt, layer]`` arrays."""
+    a, b = np.median(np.asarray(a, dtype=np.float64), 0), np.median(np.asarray(b, np.float64), 0)
+    return float(np.corrcoef(a, b)[0, 1])

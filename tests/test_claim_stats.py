@@ -1,0 +1,69 @@
+"""Per-phase statistics of [prompt, layer+1] curves, with known answers."""
+
+import numpy as np
+import pytest
+
+from llmdyn import LlmdynError
+from llmdyn.claim_stats import (
+    fraction_in_band,
+    peak_position,
+    phase_means_per_prompt,
+    spread_ratio,
+)
+
+
+def test_phase_means_per_prompt_ignore_nan():
+    v = np.array([[1.0, 3.0, 10.0, np.nan], [2.0, 2.0, 4.0, 6.0]])  # [prompt, layer+1], L = 3
+    thought, fixation = phase_means_per_prompt(v, 2)
+    assert thought.tolist() == [2.0, 2.0] and fixation.tolist() == [10.0, 5.0]
+
+
+def test_spread_ratio_absolute_and_relative():
+    v = np.array([[1.0, 1.0, 0.0, 10.0], [1.0, 1.0, 2.0, 30.0]])
+    assert spread_ratio(v, 2) == 0.0  # no spread in Thought
+    v = np.array([[1.0, 2.0, 2.0], [3.0, 6.0, 6.0]])  # std per layer 1, 2, 2; mean 2, 4, 4
+    assert spread_ratio(v, 1) == pytest.approx(0.5)
+    assert spread_ratio(v, 1, relative=True) == pytest.approx(1.0)
+
+
+def test_peak_position_and_band():
+    v = np.array([[0.0, 1.0, 5.0, 2.0, 1.0], [0.0, 1.0, 3.0, 2.0, np.nan]])
+    assert peak_position(v) == 0.5
+    assert fraction_in_band(v, 2, 1.5, 4.5) == pytest.approx(2 / 3)  # 4, 2 in; 1 out
+
+
+def test_bad_shapes_and_boundaries():
+    with pytest.raises(LlmdynError, match="boundary"):
+        phase_means_per_prompt(np.ones((2, 4)), 4)
+    with pytest.raises(LlmdynError, match="prompt, layer"):
+        spread_ratio(np.ones(4), 1)
+
+
+def test_rising_fraction_and_velocity_change():
+    from llmdyn.claim_stats import rising_fraction, velocity_change
+
+    assert rising_fraction(np.array([[0.0, 1.0, 0.5, 2.0, 3.0]])) == 0.75
+    hinge = np.concatenate([np.arange(6.0), 5 + 3 * np.arange(1, 7.0)])[None]  # slope 1 then 3
+    assert velocity_change(hinge) == pytest.approx(2.0)
+
+
+def test_most_aligned_position():
+    from llmdyn.claim_stats import most_aligned_position
+
+    r = np.ones((2, 4, 4))
+    r[:, 2, :] = 0.1  # block 3 of 4 is the most aligned with the others
+    assert most_aligned_position(r) == 0.75
+    with pytest.raises(LlmdynError, match="prompt, layer, layer"):
+        most_aligned_position(np.ones((4, 4)))
+
+
+def test_inverse_depth_r2_gain_matches_the_ols_fit():
+    from llmdyn.claim_stats import inverse_depth_r2_gain, profile_correlation
+    from llmdyn.spectra import inverse_top_fit
+
+    rng = np.random.default_rng(0)
+    exact = 1.0 / (1.0 + 0.5 * np.arange(1, 7.0))[None, :, None].repeat(2, 0)  # 1/σ₁ linear in l
+    noisy = rng.uniform(0.5, 2.0, (2, 6, 1))
+    assert inverse_depth_r2_gain(exact, noisy) == pytest.approx(1 - inverse_top_fit(noisy).r2)
+    a = np.array([[0.0, 1, 2], [0.0, 1, 2]])
+    assert profile_correlation(a, 2 * a + 1) == pytest.approx(1.0)
