@@ -37,6 +37,7 @@ test-fast: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/jacobians.py --models smollm2-135m gemma3-270m --out bench/results.json
+	$(BIN)/python bench/training.py --suite default --out bench/training.json
 
 lint: $(STAMP)
 	$(BIN)/ruff check lib tests bench tools
