@@ -1,0 +1,31 @@
+"""bench/training.py: the MFU arithmetic and its report (no timing in tests)."""
+
+import importlib.util
+
+import pytest
+
+from llmdyn.book import REPO
+from llmdyn.suite import SUITES
+
+spec = importlib.util.spec_from_file_location("bench_training", REPO / "bench" / "training.py")
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+
+
+def test_mfu_is_model_flops_over_peak():
+    suite = SUITES["default"]
+    rows = [{"size": s, "layers": 2, "d_model": 128, "s_per_update": t,
+             "tokens_per_s": suite.tokens_per_step / t, "flops_per_token_6n": 6e6,
+             "flops_per_token_palm": 7e6} for s, t in (("xs", 0.1), ("s", 0.2), ("m", 0.4))]
+    out = bench.report(rows, gflops=100.0, suite=suite)
+    xs = out[0]
+    assert xs["mfu_6n"] == pytest.approx(6e6 * 1024 / 0.1 / 100e9)
+    assert xs["mfu_palm"] == pytest.approx(7e6 * 1024 / 0.1 / 100e9)
+    whole = out[-1]
+    # runs xs, s, m, s: 512 updates each, weighted by time
+    seconds = 512 * (0.1 + 0.2 + 0.4 + 0.2)
+    assert whole["predicted_train_s"] == pytest.approx(seconds)
+    assert whole["mfu_6n"] == pytest.approx(4 * 512 * 1024 * 6e6 / seconds / 100e9)
+    text = bench.markdown({"machine": "x", "threads": 2, "gemm_gflops": 100.0,
+                           "suite": "default", "batch_size": 8, "seq_len": 128, "rows": out})
+    assert "| xs | 2 × 128 | 0.100 |" in text and "whole suite" in text
