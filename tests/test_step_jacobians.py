@@ -50,3 +50,39 @@ def test_depth_coupling_last_token_matches_exact_jacobians(tiny64):
     exact = coupling_from_jacobians(J[:, 0], 4)
     assert abs(fast.S - exact.S).max() < 1e-9 * abs(exact.S).max()
     assert abs(fast.normalized - exact.normalized).max() < 1e-7
+
+
+# Different lengths (1, 13 and 45 tokens on the tiny models), one twice: padding, masks and
+# rows that coincide all occur in one batch.
+BATCH = ["Hi, you there", "x", FRANCE, "Hi, you there"]
+
+
+@pytest.mark.parametrize("per", [1, 3, 4])
+def test_batched_equals_one_prompt_at_a_time(tiny64, per):
+    from llmdyn.step_jacobians import last_token_jacobians_batched
+
+    one = torch.stack([last_token_jacobians(tiny64, p) for p in BATCH])
+    many = last_token_jacobians_batched(tiny64, BATCH, prompts_per_batch=per)
+    assert many.shape == (len(BATCH), tiny64.n_layers, tiny64.d_model, tiny64.d_model)
+    scale = one.abs().amax(dim=(1, 2, 3), keepdim=True)  # per prompt
+    assert ((many - one).abs() <= 1e-6 * scale).all()
+
+
+def test_batched_float32_within_1e6():
+    from llmdyn.models import load_model
+    from llmdyn.step_jacobians import last_token_jacobians_batched
+
+    model = load_model("tiny-llama", seed=0)
+    assert model.hf.dtype == torch.float32
+    one = torch.stack([last_token_jacobians(model, p) for p in BATCH])
+    many = last_token_jacobians_batched(model, BATCH, layers=[0, -1], prompts_per_batch=4)
+    assert torch.allclose(many, one[:, [0, -1]], rtol=0, atol=1e-6 * float(one.abs().max()))
+
+
+def test_batched_bad_arguments_raise(tiny64):
+    from llmdyn.step_jacobians import last_token_jacobians_batched
+
+    with pytest.raises(LlmdynError, match="prompts must be"):
+        last_token_jacobians_batched(tiny64, FRANCE)
+    with pytest.raises(LlmdynError, match="prompts_per_batch"):
+        last_token_jacobians_batched(tiny64, [FRANCE], prompts_per_batch=0)
