@@ -86,3 +86,23 @@ def test_batched_bad_arguments_raise(tiny64):
         last_token_jacobians_batched(tiny64, FRANCE)
     with pytest.raises(LlmdynError, match="prompts_per_batch"):
         last_token_jacobians_batched(tiny64, [FRANCE], prompts_per_batch=0)
+
+
+def test_depth_coupling_batches_prompts_and_caches_each(tiny64, tmp_path, monkeypatch):
+    from llmdyn import coupling
+    from llmdyn.coupling import coupling_from_jacobians
+    from llmdyn.store import ResultStore
+
+    monkeypatch.setattr(coupling, "PROMPTS_PER_BATCH", 2)
+    prompts = ["x", FRANCE, "Hi, you there", FRANCE]  # two batches and a repeated prompt
+    store = ResultStore(tiny64.model_id, root=tmp_path)
+    got = depth_coupling(tiny64, prompts, k=4, store=store)
+    for prompt, res in zip(prompts, got, strict=True):
+        ref = coupling_from_jacobians(last_token_jacobians(tiny64, prompt), 4)
+        assert abs(res.S - ref.S).max() <= 1e-6 * abs(ref.S).max()
+        assert abs(res.A - ref.A).max() <= 1e-6 * abs(ref.A).max()
+    params = {"k": 4, "layers": list(range(tiny64.n_layers)), "token": -1, "dtype": "float32"}
+    assert store.missing("depth_coupling", params, prompts) == []
+    again = depth_coupling(tiny64, prompts, k=4, store=store)  # all from the cache
+    assert all(abs(a.A - b.A).max() <= 1e-6 * abs(b.A).max()
+               for a, b in zip(again, got, strict=True))
