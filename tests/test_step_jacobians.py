@@ -106,3 +106,31 @@ def test_depth_coupling_batches_prompts_and_caches_each(tiny64, tmp_path, monkey
     again = depth_coupling(tiny64, prompts, k=4, store=store)  # all from the cache
     assert all(abs(a.A - b.A).max() <= 1e-6 * abs(b.A).max()
                for a, b in zip(again, got, strict=True))
+
+
+def test_constant_matmul_batches_into_rows_and_differentiates():
+    from torch.func import vjp, vmap
+
+    from llmdyn.step_attention import _ConstantMatmul
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 3, 1, 5, dtype=torch.float64, generator=g)  # (P, h, 1, tok)
+    w = torch.randn(2, 3, 5, 4, dtype=torch.float64, generator=g)  # constant (P, h, tok, hd)
+    xs = torch.randn(7, *x.shape, dtype=torch.float64, generator=g)
+    assert torch.allclose(vmap(lambda a: _ConstantMatmul.apply(a, w))(xs), xs @ w)
+    cot = torch.randn(7, 2, 3, 1, 4, dtype=torch.float64, generator=g)
+    (rows,) = vmap(vjp(lambda a: _ConstantMatmul.apply(a, w), x)[1])(cot)
+    assert torch.allclose(rows, cot @ w.transpose(-1, -2))
+    ws = torch.randn(7, *w.shape, dtype=torch.float64, generator=g)  # batched weight
+    assert torch.allclose(vmap(lambda b: _ConstantMatmul.apply(x, b))(ws), x @ ws)
+
+
+def test_frozen_prefix_attention_equals_the_concatenated_cache(tiny64, monkeypatch):
+    from llmdyn import step_jacobians
+
+    if not step_jacobians.supports_frozen_prefix(tiny64):
+        pytest.skip("this architecture keeps the concatenated cache")
+    fast = step_jacobians.last_token_jacobians_batched(tiny64, BATCH, prompts_per_batch=4)
+    monkeypatch.setattr(step_jacobians, "supports_frozen_prefix", lambda model: False)
+    slow = step_jacobians.last_token_jacobians_batched(tiny64, BATCH, prompts_per_batch=4)
+    assert torch.allclose(fast, slow, rtol=0, atol=1e-12 * float(slow.abs().max()))

@@ -12,6 +12,7 @@ from transformers import Cache, DynamicCache
 from llmdyn import LlmdynError
 from llmdyn.jacobians import BlockCall, _progress, _resolve_layers
 from llmdyn.models import LoadedModel
+from llmdyn.step_attention import frozen_prefix, supports_frozen_prefix
 from llmdyn.trace import encode
 
 
@@ -29,10 +30,13 @@ class FrozenPrefix:
 
     def __init__(self, prefix: dict[int, tuple[torch.Tensor, torch.Tensor]]) -> None:
         self.prefix = prefix
+        self.lazy = False  # True: return the new key and value; attention adds the prefix
 
     def update(self, key: torch.Tensor, value: torch.Tensor, layer_idx: int, *args: Any,
                **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
-        """``cat(prefix, new)`` along the token axis, for keys and values."""
+        """``cat(prefix, new)`` along the token axis, for keys and values (lazy: ``new``)."""
+        if self.lazy:  # llmdyn.step_attention reads the prefix itself
+            return key, value
         k0, v0 = self.prefix[layer_idx]
         return torch.cat([k0, key], dim=-2), torch.cat([v0, value], dim=-2)  # (1, h, tok, hd)
 
@@ -181,7 +185,16 @@ def _batch_jacobian(model: LoadedModel, b: int, call: BlockCall, eye: torch.Tens
         return y[:, 0] - x  # f^b(x_n) of each prompt: the block's residual at its last token
 
     x = call.args[0][:, 0].detach()  # (prompt, d_model)
-    _, pullback = vjp(f, x)
+    frozen = next(v for v in (*call.args, *call.kwargs.values()) if isinstance(v, FrozenPrefix))
+    if supports_frozen_prefix(model):  # the prefix stays out of the vmapped batch
+        frozen.lazy = True
+        try:
+            with frozen_prefix(model, frozen.prefix):
+                _, pullback = vjp(f, x)
+        finally:
+            frozen.lazy = False
+    else:
+        _, pullback = vjp(f, x)
     # Prompts are independent rows of the batch: the cotangent e_k at every prompt at once.
     basis = eye[:, None, :].expand(eye.shape[0], x.shape[0], eye.shape[1])  # (d, prompt, d)
     (rows,) = vmap(pullback, chunk_size=chunk_size)(basis)  # (d_out, prompt, d_in)
