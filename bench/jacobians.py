@@ -445,6 +445,50 @@ def _profile_table(results: dict, rows: int = 6) -> list[str]:
     return [*lines, ""]
 
 
+def _last_token_lines(name: str, row: dict) -> list[str]:
+    """The last-token table of one model: library vs authors' route, each against its floor."""
+    lib, auth = row["library"], row["authors"]
+
+    def chunk(r):
+        return "all" if r["chunk_size"] is None else str(r["chunk_size"])
+
+    cpu = row.get("speedup_cpu")
+    return [
+        f"### {name}: last-token J_nn, all {row['n_layers']} blocks, {row['tok']} tokens", "",
+        "| route | chunk size | s, all blocks | CPU s | × FLOP floor | × faster than authors' |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        f"| authors' route (`output_hidden_states` + vmapped VJP) | {chunk(auth)} | "
+        f"{auth['all_blocks_s']:.1f} * | {auth.get('all_blocks_cpu_s', float('nan')):.1f} * | "
+        f"{auth['all_blocks_s'] / auth['flop_floor_s']:.1f} | 1.0 |",
+        f"| library (`last_token_jacobians`) | {chunk(lib)} | {lib['all_blocks_s']:.1f} | "
+        f"{lib.get('all_blocks_cpu_s', float('nan')):.1f} | "
+        f"{lib['all_blocks_s'] / lib['flop_floor_s']:.1f} | {row['speedup']:.1f}"
+        + (f" (CPU time: {cpu:.1f})" if cpu else "") + " |", "",
+        rf"\* authors' route measured on blocks {row['blocks_measured']} and extrapolated. "
+        f"FLOP floors: {lib['products']} products of one token ({lib['flop_floor_s']:.2f} s) "
+        f"for the library, of all {row['tok']} tokens ({auth['flop_floor_s']:.1f} s) for the "
+        f"authors' route. Relative Frobenius difference between the two: "
+        f"{row['rel_fro_library_vs_authors']:.1e}.", "",
+        "| target | measured | met |", "| --- | ---: | --- |",
+        f"| library within 1.5× its FLOP floor | {lib['all_blocks_s'] / lib['flop_floor_s']:.2f}"
+        f" | {'yes' if lib['all_blocks_s'] <= 1.5 * lib['flop_floor_s'] else 'no'} |",
+        f"| library ≥ 25× the authors' route | {row['speedup']:.1f} | "
+        f"{'yes' if row['speedup'] >= 25 else 'no'} |", ""]
+
+
+def _batched_lines(name: str, row: dict) -> list[str]:
+    """Prompts per second of chapter 05/09's unit, one by one against batches."""
+    lines = [f"### {name}: the sweep unit (all blocks, K = {row['k']}, coupling scores), "
+             f"{row['n_prompts']} prompts", "",
+             "| prompts per batch | s | prompts/s | × the loop | Jacobians alone, × the loop "
+             "(CPU time) |", "| --- | ---: | ---: | ---: | ---: |"]
+    for key, r in row["rows"].items():
+        lines.append(f"| {key} | {r['s']:.1f} | {r['prompts_per_s']:.2f} | "
+                     f"{r['speedup_vs_loop']:.2f} | {r['jacobians_speedup_vs_loop_cpu']:.2f} |")
+    return [*lines, "", f"Largest relative difference of the singular values, batched against "
+            f"the loop: {row['max_rel_diff_singular_values_vs_loop']:.1e}.", ""]
+
+
 def markdown_report(out: dict) -> str:
     """The benchmark as Markdown tables, included by the book's Performance page."""
     info = out["machine"]
@@ -453,7 +497,9 @@ def markdown_report(out: dict) -> str:
              f"{info['load_average_start'][0]:.1f} at the start and "
              f"{info.get('load_average_end', [float('nan')])[0]:.1f} at the end; measured "
              f"float32 matmul throughput {info['gemm_gflops']:.0f} GFLOP/s. Prompt: "
-             f"\"{info['prompt']}\", K = {info['k']}.", ""]
+             f"\"{info['prompt']}\", K = {info['k']}.", "",
+             f"`uptime` at the start: `{info.get('uptime', '?')}`; at the end: "
+             f"`{info.get('uptime_end', '?')}`.", ""]
     for name, results in out["models"].items():
         first = next(iter(results.values()))
         lines += [f"### {name} ({first['n_layers']} blocks, d_model = {first['d_model']}, "
@@ -495,6 +541,10 @@ def markdown_report(out: dict) -> str:
                              f"{row['all_blocks_s'] / row['flop_floor_s']:.1f}× that.")
         lines.append("")
         lines += _profile_table(results)
+    for name, row in out.get("last_token", {}).items():
+        lines += _last_token_lines(name, row)
+    for name, row in out.get("batched", {}).items():
+        lines += _batched_lines(name, row)
     return "\n".join(lines)
 
 
@@ -540,6 +590,8 @@ def main(argv: list[str] | None = None) -> None:
         "cpu": _cpu_name(), "platform": platform.platform(), "prompt": args.prompt,
         "k": args.k, "load_average_start": os.getloadavg(), "uptime": _uptime(),
     }
+    if args.threads:  # the floor at the thread count the routes run with
+        torch.set_num_threads(args.threads)
     args.gflops = info["gemm_gflops"] = gemm_gflops()
     out = {"machine": info, "models": {}, "last_token": {}, "batched": {}}
     with tempfile.TemporaryDirectory(prefix="llmdyn-bench-") as tmp:

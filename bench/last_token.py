@@ -79,15 +79,16 @@ def last_token_workload(model, spec: dict, gflops: float) -> dict:
     a_chunk, a_tuning = tune_chunk(lambda c: authors(mid, c), candidates)
     l_chunk, l_tuning = tune_chunk(lambda c: library(layers, c), candidates)
     # Side by side: the library's all-block run between the authors' blocks.
-    a_times, a_out = [], []
+    a_times, a_cpu, a_out = [], [], []
     for i, b in enumerate(layers):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         a_out.append(authors(b, a_chunk))
         a_times.append(time.perf_counter() - start)
+        a_cpu.append(time.process_time() - cpu)
         if i == len(layers) // 2:
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             lib = library(None, l_chunk)
-            lib_s = time.perf_counter() - start
+            lib_s, lib_cpu = time.perf_counter() - start, time.process_time() - cpu
     macs = macs_per_vector(model, n_tok)
     a_all = sum(a_times) / len(a_times) * n_layers
     floor_lib = 2 * d * n_layers * 1 * macs / (gflops * 1e9)  # one token per product
@@ -95,11 +96,15 @@ def last_token_workload(model, spec: dict, gflops: float) -> dict:
     return {
         "tok": n_tok, "d_model": d, "n_layers": n_layers, "blocks_measured": layers,
         "library": {"chunk_size": l_chunk, "chunk_tuning_s": l_tuning, "all_blocks_s": lib_s,
+                    "all_blocks_cpu_s": lib_cpu,
                     "flop_floor_s": floor_lib, "products": d * n_layers},
         "authors": {"chunk_size": a_chunk, "chunk_tuning_s": a_tuning, "per_block_s": a_times,
                     "all_blocks_s": a_all, "extrapolated": True, "flop_floor_s": floor_a,
+                    "per_block_cpu_s": a_cpu,
+                    "all_blocks_cpu_s": sum(a_cpu) / len(a_cpu) * n_layers,
                     "products": d * n_layers},
         "speedup": a_all / lib_s,
+        "speedup_cpu": sum(a_cpu) / len(a_cpu) * n_layers / lib_cpu,
         "rel_fro_library_vs_authors": _rel_fro(lib[layers], torch.stack(a_out)),
     }
 
@@ -110,25 +115,38 @@ def batched_workload(model, spec: dict) -> dict:
     from llmdyn.coupling import coupling_from_jacobians
     from llmdyn.step_jacobians import last_token_jacobians, last_token_jacobians_batched
 
-    prompts = [q.text for q in data.NAMED_PROMPTS.values()][: spec["n_prompts"]]
+    named = [q.text for q in data.NAMED_PROMPTS.values()]
+    prompts = (named * spec["n_prompts"])[: spec["n_prompts"]]  # repeated if too few
     k = spec["k"]
     rows = {}
 
-    start = time.perf_counter()
-    loop = [coupling_from_jacobians(last_token_jacobians(model, p), k) for p in prompts]
-    rows["1 (loop)"] = {"prompts_per_batch": 1, "s": time.perf_counter() - start}
+    start, cpu = time.perf_counter(), time.process_time()
+    loop, jac_cpu = [], 0.0
+    for p in prompts:
+        c = time.process_time()
+        J = last_token_jacobians(model, p)
+        jac_cpu += time.process_time() - c
+        loop.append(coupling_from_jacobians(J, k))
+    rows["1 (loop)"] = {"prompts_per_batch": 1, "s": time.perf_counter() - start,
+                        "cpu_s": time.process_time() - cpu, "jacobians_cpu_s": jac_cpu}
     worst = 0.0
     for per in spec["prompts_per_batch"]:
-        start = time.perf_counter()
-        got = []
+        start, cpu = time.perf_counter(), time.process_time()
+        got, jac_cpu = [], 0.0
         for i in range(0, len(prompts), per):
-            J = last_token_jacobians_batched(model, prompts[i:i + per])  # (prompt, layer, d, d)
+            c = time.process_time()
+            J = last_token_jacobians_batched(model, prompts[i:i + per],
+                                             prompts_per_batch=per)  # (prompt, layer, d, d)
+            jac_cpu += time.process_time() - c
             got += [coupling_from_jacobians(j, k) for j in J]
-        rows[str(per)] = {"prompts_per_batch": per, "s": time.perf_counter() - start}
+        rows[str(per)] = {"prompts_per_batch": per, "s": time.perf_counter() - start,
+                          "cpu_s": time.process_time() - cpu, "jacobians_cpu_s": jac_cpu}
         worst = max([worst, *(float(abs(a.S - b.S).max() / abs(b.S).max())
                               for a, b in zip(got, loop, strict=True))])
     for row in rows.values():
         row["prompts_per_s"] = len(prompts) / row["s"]
         row["speedup_vs_loop"] = rows["1 (loop)"]["s"] / row["s"]
+        row["jacobians_speedup_vs_loop_cpu"] = (rows["1 (loop)"]["jacobians_cpu_s"]
+                                                / row["jacobians_cpu_s"])
     return {"n_prompts": len(prompts), "k": k, "rows": rows,
             "max_rel_diff_singular_values_vs_loop": worst}
