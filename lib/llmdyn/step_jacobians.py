@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from inspect import signature
 from typing import Any
 
 import torch
@@ -45,6 +46,12 @@ def _swap_cache(value: Any, frozen: FrozenPrefix) -> Any:
     return frozen if isinstance(value, Cache) else value
 
 
+def _one_logit(model: LoadedModel) -> dict[str, int]:
+    """``logits_to_keep=1`` where the model's forward takes it (the head on one token only)."""
+    keep = "logits_to_keep" in signature(model.hf.forward).parameters
+    return {"logits_to_keep": 1} if keep else {}
+
+
 def capture_last_step(model: LoadedModel, input_ids: torch.Tensor) -> list[BlockCall]:
     """Run the prompt as prefix + one decoding step; record each block's call in the step.
 
@@ -79,8 +86,8 @@ def capture_last_step(model: LoadedModel, input_ids: torch.Tensor) -> list[Block
     cache.update = recording_update  # instance attribute: this cache only
     with torch.no_grad():
         recording = False
-        if input_ids.shape[1] > 1:
-            model.hf(input_ids[:, :-1], past_key_values=cache, use_cache=True)
+        if input_ids.shape[1] > 1:  # the prefix: its keys and values, not its logits
+            model.hf(input_ids[:, :-1], past_key_values=cache, use_cache=True, **_one_logit(model))
         recording = True
         handles = [b.register_forward_pre_hook(record, with_kwargs=True) for b in model.blocks]
         try:
