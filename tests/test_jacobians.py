@@ -151,3 +151,17 @@ def test_smollm2_own_position_equals_exact(smollm2):
     exact = block_jacobians(smollm2, FRANCE, layers=[0, 29], pairs=picked, method="exact")
     err = float((fast[:, [2, 9]] - exact).norm() / exact.norm())
     assert err <= 1e-5, err  # float32; the routes differ only by added exact zeros
+
+
+def test_last_pair_takes_the_one_step_route(tiny64, monkeypatch):
+    """pairs="last" (or [(n, n)]) skips the full-prompt run and equals the exact route."""
+    exact = block_jacobians(tiny64, SHORT, pairs="last", method="exact", progress=False)
+
+    def no_full_prompt_run(*_args, **_kwargs):
+        raise AssertionError("the full-prompt route ran for the last token")
+
+    monkeypatch.setattr(jacobians, "capture_block_calls", no_full_prompt_run)
+    for pairs in ("last", [(-1, -1)]):
+        fast = block_jacobians(tiny64, SHORT, pairs=pairs, progress=False)
+        assert fast.shape == exact.shape == (tiny64.n_layers, 1, tiny64.d_model, tiny64.d_model)
+        assert torch.allclose(fast, exact, rtol=0, atol=1e-6 * float(exact.abs().max()))

@@ -50,3 +50,87 @@ def test_depth_coupling_last_token_matches_exact_jacobians(tiny64):
     exact = coupling_from_jacobians(J[:, 0], 4)
     assert abs(fast.S - exact.S).max() < 1e-9 * abs(exact.S).max()
     assert abs(fast.normalized - exact.normalized).max() < 1e-7
+
+
+# Different lengths (1, 13 and 45 tokens on the tiny models), one twice: padding, masks and
+# rows that coincide all occur in one batch.
+BATCH = ["Hi, you there", "x", FRANCE, "Hi, you there"]
+
+
+@pytest.mark.parametrize("per", [1, 3, 4])
+def test_batched_equals_one_prompt_at_a_time(tiny64, per):
+    from llmdyn.step_jacobians import last_token_jacobians_batched
+
+    one = torch.stack([last_token_jacobians(tiny64, p) for p in BATCH])
+    many = last_token_jacobians_batched(tiny64, BATCH, prompts_per_batch=per)
+    assert many.shape == (len(BATCH), tiny64.n_layers, tiny64.d_model, tiny64.d_model)
+    scale = one.abs().amax(dim=(1, 2, 3), keepdim=True)  # per prompt
+    assert ((many - one).abs() <= 1e-6 * scale).all()
+
+
+def test_batched_float32_within_1e6():
+    from llmdyn.models import load_model
+    from llmdyn.step_jacobians import last_token_jacobians_batched
+
+    model = load_model("tiny-llama", seed=0)
+    assert model.hf.dtype == torch.float32
+    one = torch.stack([last_token_jacobians(model, p) for p in BATCH])
+    many = last_token_jacobians_batched(model, BATCH, layers=[0, -1], prompts_per_batch=4)
+    assert torch.allclose(many, one[:, [0, -1]], rtol=0, atol=1e-6 * float(one.abs().max()))
+
+
+def test_batched_bad_arguments_raise(tiny64):
+    from llmdyn.step_jacobians import last_token_jacobians_batched
+
+    with pytest.raises(LlmdynError, match="prompts must be"):
+        last_token_jacobians_batched(tiny64, FRANCE)
+    with pytest.raises(LlmdynError, match="prompts_per_batch"):
+        last_token_jacobians_batched(tiny64, [FRANCE], prompts_per_batch=0)
+
+
+def test_depth_coupling_batches_prompts_and_caches_each(tiny64, tmp_path, monkeypatch):
+    from llmdyn import coupling
+    from llmdyn.coupling import coupling_from_jacobians
+    from llmdyn.store import ResultStore
+
+    monkeypatch.setattr(coupling, "PROMPTS_PER_BATCH", 2)
+    prompts = ["x", FRANCE, "Hi, you there", FRANCE]  # two batches and a repeated prompt
+    store = ResultStore(tiny64.model_id, root=tmp_path)
+    got = depth_coupling(tiny64, prompts, k=4, store=store)
+    for prompt, res in zip(prompts, got, strict=True):
+        ref = coupling_from_jacobians(last_token_jacobians(tiny64, prompt), 4)
+        assert abs(res.S - ref.S).max() <= 1e-6 * abs(ref.S).max()
+        assert abs(res.A - ref.A).max() <= 1e-6 * abs(ref.A).max()
+    params = {"k": 4, "layers": list(range(tiny64.n_layers)), "token": -1, "dtype": "float32"}
+    assert store.missing("depth_coupling", params, prompts) == []
+    again = depth_coupling(tiny64, prompts, k=4, store=store)  # all from the cache
+    assert all(abs(a.A - b.A).max() <= 1e-6 * abs(b.A).max()
+               for a, b in zip(again, got, strict=True))
+
+
+def test_constant_matmul_batches_into_rows_and_differentiates():
+    from torch.func import vjp, vmap
+
+    from llmdyn.step_attention import _ConstantMatmul
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 3, 1, 5, dtype=torch.float64, generator=g)  # (P, h, 1, tok)
+    w = torch.randn(2, 3, 5, 4, dtype=torch.float64, generator=g)  # constant (P, h, tok, hd)
+    xs = torch.randn(7, *x.shape, dtype=torch.float64, generator=g)
+    assert torch.allclose(vmap(lambda a: _ConstantMatmul.apply(a, w))(xs), xs @ w)
+    cot = torch.randn(7, 2, 3, 1, 4, dtype=torch.float64, generator=g)
+    (rows,) = vmap(vjp(lambda a: _ConstantMatmul.apply(a, w), x)[1])(cot)
+    assert torch.allclose(rows, cot @ w.transpose(-1, -2))
+    ws = torch.randn(7, *w.shape, dtype=torch.float64, generator=g)  # batched weight
+    assert torch.allclose(vmap(lambda b: _ConstantMatmul.apply(x, b))(ws), x @ ws)
+
+
+def test_frozen_prefix_attention_equals_the_concatenated_cache(tiny64, monkeypatch):
+    from llmdyn import step_jacobians
+
+    if not step_jacobians.supports_frozen_prefix(tiny64):
+        pytest.skip("this architecture keeps the concatenated cache")
+    fast = step_jacobians.last_token_jacobians_batched(tiny64, BATCH, prompts_per_batch=4)
+    monkeypatch.setattr(step_jacobians, "supports_frozen_prefix", lambda model: False)
+    slow = step_jacobians.last_token_jacobians_batched(tiny64, BATCH, prompts_per_batch=4)
+    assert torch.allclose(fast, slow, rtol=0, atol=1e-12 * float(slow.abs().max()))

@@ -11,8 +11,13 @@ import torch
 from llmdyn import LlmdynError, checks, metrics
 from llmdyn.jacobians import block_jacobians
 from llmdyn.models import LoadedModel
-from llmdyn.step_jacobians import last_token_jacobians
+from llmdyn.step_jacobians import last_token_jacobians_batched
 from llmdyn.store import ResultStore
+
+# Prompts whose last-token Jacobians share one vmapped batch: on a CPU the loop is already at
+# the matmul floor and batching is neutral (Performance page); on a GPU, where one prompt does
+# not fill the device, larger batches should pay (not measured here).
+PROMPTS_PER_BATCH = 4
 
 
 @dataclass(frozen=True)
@@ -88,7 +93,8 @@ def depth_coupling(
         k: number of top singular vectors.
         layers: 0-based blocks (None: all).
         token: which token's diagonal Jacobian J_tt (default the last, computed from one
-            decoding step by :func:`llmdyn.step_jacobians.last_token_jacobians`).
+            decoding step, several prompts per batch, by
+            :func:`llmdyn.step_jacobians.last_token_jacobians_batched`).
         store: results cache (None: compute without caching).
 
     Returns:
@@ -100,19 +106,29 @@ def depth_coupling(
     if isinstance(token, bool) or not isinstance(token, int):
         raise LlmdynError(f"token must be an int index such as -1, got {token!r}")
 
+    params = {"k": k, "layers": layers, "token": token, "dtype": "float32"}
+    todo = list(prompts) if store is None else store.missing("depth_coupling", params, prompts)
+    pending = list(dict.fromkeys(todo))  # prompts not yet computed, in order
+    ready: dict[str, dict[str, np.ndarray]] = {}  # computed in a batch, not yet handed out
+
     def compute(prompt: str) -> dict[str, np.ndarray]:
-        if token == -1:  # the same J_nn from one decoding step: cost independent of length
-            J = last_token_jacobians(model, prompt, layers)
-        else:
-            J = block_jacobians(model, prompt, layers, pairs=[(token, token)],
-                                progress=False)[:, 0]
-        return coupling_from_jacobians(J, k).as_arrays()
+        if prompt in ready:
+            return ready.pop(prompt)
+        if token == -1:  # J_nn from one decoding step, PROMPTS_PER_BATCH prompts at a time
+            start = pending.index(prompt) if prompt in pending else len(pending)
+            batch = pending[start:start + PROMPTS_PER_BATCH] or [prompt]
+            del pending[start:start + PROMPTS_PER_BATCH]
+            for p, J in zip(batch, last_token_jacobians_batched(
+                    model, batch, layers, prompts_per_batch=PROMPTS_PER_BATCH), strict=True):
+                ready[p] = coupling_from_jacobians(J, k).as_arrays()
+            return ready.pop(prompt)
+        J = block_jacobians(model, prompt, layers, pairs=[(token, token)], progress=False)
+        return coupling_from_jacobians(J[:, 0], k).as_arrays()
 
     if store is None:
         results = [compute(p) for p in prompts]
     else:
-        params = {"k": k, "layers": layers, "token": token, "dtype": "float32"}
-        results = store.map("depth_coupling", params, prompts, compute)
+        results = store.map("depth_coupling", params, list(prompts), compute)
     return [DepthCoupling(**r) for r in results]
 
 

@@ -222,6 +222,23 @@ def _progress(items: list[int], desc: str, enabled: bool):
     return tqdm(items, desc=desc, leave=False, disable=not enabled or len(items) < 4)
 
 
+def _last_token_route(model: LoadedModel, prompt: str, blocks: list[int],
+                      chunk_size: int | None, progress: bool) -> torch.Tensor | None:
+    """J_nn from one decoding step (:mod:`llmdyn.step_jacobians`), ``[layer, d_model, d_model]``.
+
+    None where the model's cache cannot be recorded; then the full-prompt route runs.
+    """
+    from llmdyn.step_jacobians import last_token_jacobians
+
+    try:
+        return last_token_jacobians(model, prompt, blocks, chunk_size=chunk_size,
+                                    progress=progress)  # (layer, d_model, d_model)
+    except LlmdynError as err:
+        if "could not record" not in str(err):
+            raise
+        return None
+
+
 def block_jacobians(
     model: LoadedModel,
     prompt: str,
@@ -248,7 +265,10 @@ def block_jacobians(
         method: ``"exact"`` differentiates each requested output position of the full block
             (d products per output token); ``"own_position"`` gets every diagonal J_tt from d
             products by letting attention see the other positions as constants; ``"auto"`` uses
-            the latter when all pairs are diagonal and several are requested.
+            the latter when all pairs are diagonal and several are requested, and for the last
+            token alone (``"last"`` or ``[(n, n)]``) re-runs each block on that token against
+            the prompt's frozen key/value prefix (:mod:`llmdyn.step_jacobians`: one token's
+            cost instead of the prompt's).
         chunk_size: how many reverse products run at once (bounds memory).
         progress: show a progress bar over blocks (when there are four or more).
 
@@ -266,10 +286,15 @@ def block_jacobians(
     ids = encode(model, prompt)
     blocks = _resolve_layers(model, layers)
     token_pairs = _resolve_pairs(pairs, ids.shape[1])
-    calls = capture_block_calls(model, ids)
     diagonal = all(t1 == t2 for t1, t2 in token_pairs)
+    n = ids.shape[1] - 1
+    if method == "auto" and token_pairs == [(n, n)]:
+        jac = _last_token_route(model, prompt, blocks, chunk_size, progress)
+        if jac is not None:
+            return jac[:, None]  # (layer, 1, d_model, d_model)
     if method == "auto":
         method = "own_position" if diagonal and len(token_pairs) > 1 else "exact"
+    calls = capture_block_calls(model, ids)
     if method == "own_position" and not diagonal:
         raise LlmdynError("method='own_position' gives diagonal pairs (t, t) only; "
                           "use method='exact' for t1 != t2")
