@@ -18,7 +18,6 @@ Layout of a run directory::
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -34,6 +33,7 @@ from safetensors.torch import load_file, save_file  # no pickle anywhere
 from tqdm.auto import tqdm
 
 from llmdyn import LlmdynError
+from llmdyn.modelfiles import sha256_of
 
 WEIGHTS = "model.safetensors"
 METRICS = "metrics.json"
@@ -120,15 +120,6 @@ def check_steps(steps: Sequence[int], total: int) -> list[int]:
     return steps
 
 
-def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _write_json(path: Path, value: Any) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(value, indent=1, sort_keys=True))
@@ -151,7 +142,7 @@ def read_metrics(directory: Path) -> dict[str, Any]:
     missing = [k for k in (*METRIC_KEYS, "weights_sha256") if k not in metrics]
     if missing or not (directory / WEIGHTS).is_file():
         raise LlmdynError(f"{what}; missing {missing or WEIGHTS}")
-    if sha256_file(directory / WEIGHTS) != metrics["weights_sha256"]:
+    if sha256_of(directory / WEIGHTS) != metrics["weights_sha256"]:
         raise LlmdynError(f"{what}; {WEIGHTS} does not match the sha256 recorded when it was "
                           "written (corrupt or overwritten)")
     return metrics
@@ -201,7 +192,7 @@ def _save_checkpoint(run_dir: Path, step: int, model, task: TrainTask, opt, *,
     tmp.mkdir(parents=True)
     task.save_model(model, tmp)
     metrics = {"step": step, "tokens_seen": step * task.tokens_per_step, "wall_s": wall_s,
-               **task.evaluate(model), "weights_sha256": sha256_file(tmp / WEIGHTS)}
+               **task.evaluate(model), "weights_sha256": sha256_of(tmp / WEIGHTS)}
     _write_json(tmp / METRICS, metrics)
     save_file(_optimizer_state(opt), tmp / OPTIMIZER)
     shutil.rmtree(final, ignore_errors=True)
