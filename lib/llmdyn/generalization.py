@@ -56,8 +56,9 @@ def population(series: Mapping[str, RunSeries], suite: Suite,
     Args:
         series: measured runs (`llmdyn.emergence.run_series`), K of the main measurement.
         suite: the suite the runs belong to (for size, seed and regularisation).
-        shares_by_k: optional K → run → ``[ckpt]`` mean diagonal share at that K, added as
-            ``coupling_share_k<K>`` columns (paper A Fig 36).
+        shares_by_k: optional K → ``"<run>@step<N>"`` → mean diagonal share at that K (for
+            some checkpoints, e.g. `final_shares`), added as ``coupling_share_k<K>`` columns
+            (paper A Fig 36); NaN for the checkpoints not given.
 
     Returns:
         Columns `POPULATION_COLUMNS` (+ the K columns); ``gap`` is held-out − train loss.
@@ -78,8 +79,8 @@ def population(series: Mapping[str, RunSeries], suite: Suite,
                    "coupling_share": float(profile.share.mean()),
                    "heldout_loss": s.heldout_loss[i], "train_loss": s.train_loss[i],
                    "gap": s.heldout_loss[i] - s.train_loss[i]}
-            for k, by_run in (shares_by_k or {}).items():
-                row[f"coupling_share_k{k}"] = float(by_run[name][i])
+            for k, by_spec in (shares_by_k or {}).items():
+                row[f"coupling_share_k{k}"] = by_spec.get(f"{name}@step{step}", math.nan)
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -148,6 +149,15 @@ def k_table(frame: pd.DataFrame, ks: Sequence[int], y: str = "heldout_loss") -> 
     return "\n".join(lines)
 
 
+def final_shares(checkpoints: Sequence, texts: Sequence[str], *, k: int,
+                 device: str = "cpu") -> dict[str, float]:
+    """Mean diagonal share at ``k`` of each checkpoint, keyed ``"<run>@step<N>"`` (cached)."""
+    from llmdyn.emergence import measure_checkpoints
+
+    profiles = measure_checkpoints(checkpoints, texts, k=k, device=device, progress=False)
+    return {f"{c.run}@step{c.step}": float(profiles[c.spec].share.mean()) for c in checkpoints}
+
+
 def coupling_and_bits(spec: str, texts: Sequence[str], *, k: int,
                       device: str = "cpu") -> tuple[float, float]:
     """(mean diagonal share, mean bits per byte) of one model on ``texts``, coupling cached."""
@@ -177,5 +187,6 @@ def facts_table(facts: pd.DataFrame) -> str:
 
 
 __all__ = ["SCORE_COLUMNS", "POPULATION_COLUMNS", "bits_per_byte", "coupling_and_bits",
+           "final_shares",
            "model_facts", "population", "fit_or_reason", "subset_table", "k_table",
            "facts_table"]
