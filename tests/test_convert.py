@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from llmdyn import LlmdynError, convert, models
+from llmdyn import LlmdynError, convert, packaged
 from llmdyn.convert import MANIFEST, verify_converted
 from llmdyn.models import PACKAGED, PackagedModel, load_model
 
@@ -29,7 +29,7 @@ def fake_packaged(tmp_path, monkeypatch):
     monkeypatch.setitem(PACKAGED, "fake", PackagedModel(
         package="fake", pip="pip install fake==1", gguf_name="fake.gguf", sha256=sha,
         description="test"))
-    monkeypatch.setattr(models, "_packaged_gguf", lambda spec: gguf)
+    monkeypatch.setattr(packaged, "_packaged_gguf", lambda spec: gguf)
     calls = tmp_path / "conversions"
 
     def save(gguf_path, tmp):
@@ -148,11 +148,11 @@ CHILD = """
 import sys, torch
 torch.set_num_threads(1)
 from pathlib import Path
-from llmdyn import convert, models
+from llmdyn import convert, packaged
 from llmdyn.models import PACKAGED, PackagedModel, load_model
 gguf, sha, calls = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
 PACKAGED["fake"] = PackagedModel("fake", "pip install fake==1", "fake.gguf", sha, "test")
-models._packaged_gguf = lambda spec: gguf
+packaged._packaged_gguf = lambda spec: gguf
 def save(gguf_path, tmp):
     with open(calls, "a") as fh:
         fh.write("x")
