@@ -250,12 +250,12 @@ def _looks_like_hub_id(spec: str) -> bool:
 
 
 def _identity_key(identity: dict[str, Any]) -> str:
-    if "key" in identity:  # local and hub models: set where the identity is made
-        key = identity["key"].split("-untrained-s")[0]
+    if "key" in identity:  # local, GGUF-file and hub models: set where the identity is made
+        key = identity["key"]
     else:
         key = identity["name"].replace("/", "--")
-    if "sha256" in identity and identity["source"] in ("pypi-gguf", "gguf"):
-        key += "-" + identity["sha256"][:8]
+        if identity["source"] == "pypi-gguf":
+            key += "-" + identity["sha256"][:8]
     if "untrained_seed" in identity:
         key += f"-untrained-s{identity['untrained_seed']}"
     return key

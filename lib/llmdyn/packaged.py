@@ -104,4 +104,5 @@ def local_gguf(spec: str) -> tuple[Path, dict[str, Any]]:
     digest = checked_gguf(path, None, "pass an existing .gguf file")
     out, weights_sha = converted(safe_name(path.stem), digest, lambda: path)
     return out, {"name": spec, "source": "gguf", "path": str(path), "gguf": path.name,
-                 "sha256": digest, "converted_sha256": weights_sha}
+                 "sha256": digest, "converted_sha256": weights_sha,
+                 "key": f"{safe_name(path.stem)}-{digest[:8]}"}

@@ -219,7 +219,8 @@ class ResultStore:
         try:
             meta = json.loads(npz.with_suffix(".json").read_text())
             if (meta.get("format") != _FORMAT or meta.get("item") != item
-                    or meta.get("params") != params or meta.get("model") != self.provenance
+                    or meta.get("params") != params
+                    or _what(meta.get("model")) != _what(self.provenance)
                     or meta.get("code") != code_hash()):
                 return None
             with np.load(npz, allow_pickle=False) as f:
@@ -295,6 +296,17 @@ class ResultStore:
                     found[i] = self.save(measurement, params, it, compute_item(it))
                     bar.update(1)
         return found  # type: ignore[return-value]
+
+
+def _what(provenance: Any) -> Any:
+    """The part of a model's provenance that says what it is, not where it was found.
+
+    ``name`` (the spec as typed, e.g. ``./mine``) and ``path`` change when a checkpoint is
+    named differently or moved; its content hashes do not.
+    """
+    if not isinstance(provenance, dict):
+        return provenance
+    return {k: v for k, v in provenance.items() if k not in ("name", "path")}
 
 
 def _check_items(items: Sequence[str]) -> list[str]:
