@@ -71,12 +71,15 @@ def file_sha256(path: str | os.PathLike) -> str:
     digest = sha256_of(path)
     if _stamp(path) != stamp:  # changed while we read it: do not remember a torn hash
         return digest
-    index.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(index) + ".lock"):
-        data = _read_index(index)
-        data = {k: v for k, v in data.items() if Path(k).exists()}  # forget deleted files
-        data[str(path)] = {**stamp, "sha256": digest}
-        _write_json(index, data)
+    try:
+        index.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(index) + ".lock"):
+            data = _read_index(index)
+            data = {k: v for k, v in data.items() if Path(k).exists()}  # forget deleted files
+            data[str(path)] = {**stamp, "sha256": digest}
+            _write_json(index, data)
+    except OSError:  # a read-only cache: the hash is still right, only not remembered
+        pass
     return digest
 
 

@@ -154,17 +154,24 @@ def load_model(
     Args:
         spec: a packaged offline model (``smollm2-135m``, ``gemma3-270m``), a tiny random test
             model (``tiny-gpt2``, ``tiny-llama``, ``tiny-neox``, ``tiny-gemma3``), a local
-            directory with ``config.json`` and safetensors, or a Hugging Face hub id.
+            directory with ``config.json`` and safetensors, a local ``.gguf`` file (converted
+            once), or a Hugging Face hub id.
         untrained: return the "at initialisation" twin: same config, fresh weights from ``seed``.
         seed: seed for tiny models' and untrained twins' weights.
         device: torch device; ``"cuda"`` where a GPU exists.
         dtype: parameter dtype (float32 by default; float64 for finite-difference tests).
 
     Returns:
-        The loaded model with its blocks, final norm, head and identity.
+        The loaded model with its blocks, final norm, head and identity. ``model_id`` is
+        short, filesystem-safe and changes with the model's content: ``smollm2-135m-b179c952``
+        (GGUF digest), ``run1--step100-1a2b3c4d`` (last two path parts and a sha256 of the
+        checkpoint's files), ``owner--name-<commit8>`` (hub); untrained twins add
+        ``-untrained-s<seed>``.
 
     Raises:
-        LlmdynError: unknown spec (the message lists known names), missing package, bad digest.
+        LlmdynError: unknown spec (the message lists known names), a directory that is not a
+            checkpoint (no config.json, only pickled weights, corrupt safetensors), missing
+            package, bad digest, or a device that does not exist here.
     """
     if not isinstance(spec, str) or not spec.strip():
         raise LlmdynError(f"model spec must be a non-empty string, got {spec!r}; "
