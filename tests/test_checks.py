@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from llmdyn import LlmdynError, coupling, lens, regularity, thought_fixation, token_coupling, trace
+from llmdyn import LlmdynError, coupling, lens, regularity, token_coupling, trace
 from llmdyn.checks import choice, k_value, layer_indices, prompt_texts
 from llmdyn.data import Prompt
 from llmdyn.geometry import token_states
@@ -63,7 +63,6 @@ def test_k_and_choice():
 
 def test_string_prompts_are_not_split_into_characters(tiny):
     for call in (lambda: coupling.depth_coupling(tiny, "hello", k=2),
-                 lambda: thought_fixation.last_token_alignment(tiny, "hello", k=2),
                  lambda: token_coupling.token_coupling(tiny, "hello", layer=0, ref_layer=1, k=2),
                  lambda: regularity.regularity(tiny, "hello"),
                  lambda: token_states(tiny, "hello"),
@@ -92,10 +91,8 @@ def test_k_one_is_refused_before_any_jacobian(tiny, monkeypatch):
 
     monkeypatch.setattr(step_jacobians, "capture_last_step",
                         lambda *a: pytest.fail("Jacobians computed before the k check"))
-    for call in (lambda: coupling.depth_coupling(tiny, ["hello"], k=1),
-                 lambda: thought_fixation.last_token_alignment(tiny, ["hello"], k=1)):
-        with pytest.raises(LlmdynError, match="k: got 1.*2 <= k"):
-            call()
+    with pytest.raises(LlmdynError, match="k: got 1.*2 <= k"):
+        coupling.depth_coupling(tiny, ["hello"], k=1)
 
 
 def test_negative_layers_give_the_same_result_and_cache_entry(tiny):
