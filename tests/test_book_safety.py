@@ -118,3 +118,11 @@ def test_out_new_only_reuses_matching_chapters_from_the_in_place_book(tmp_path, 
         == set(chapters())
     with pytest.raises(LlmdynError, match="not executed"):  # no match for another model
         build_book("tiny-gpt2", out=tmp_path / "new2", only=[first])
+
+
+def test_cli_prints_a_refusal_as_one_message(tmp_path, runs, capsys):
+    (tmp_path / "_config.yml").write_text("mine")
+    assert main(["book", "--model", "tiny-llama", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("llmdyn book: error: --out") and "Traceback" not in err
+    assert (tmp_path / "_config.yml").read_text() == "mine"

@@ -251,8 +251,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name in TINY_CONFIGS:
             print(f"{name:16s} tiny random model for tests (no download)")
         return 0
-    html = build_book(args.model, out=args.out, only=args.only, strict=not args.no_strict,
-                      force=args.force)
+    try:
+        html = build_book(args.model, out=args.out, only=args.only,
+                          strict=not args.no_strict, force=args.force)
+    except LlmdynError as err:  # a refused input: one message, no traceback
+        print(f"llmdyn book: error: {err}", file=sys.stderr)
+        return 2
     print(f"book built: {html / 'index.html'}")
     return 0
 
