@@ -91,8 +91,10 @@ def test_k_one_is_refused_before_any_jacobian(tiny, monkeypatch):
 
     monkeypatch.setattr(step_jacobians, "capture_last_step",
                         lambda *a: pytest.fail("Jacobians computed before the k check"))
-    with pytest.raises(LlmdynError, match="k: got 1.*2 <= k"):
-        coupling.depth_coupling(tiny, ["hello"], k=1)
+    for call in (lambda: coupling.depth_coupling(tiny, ["hello"], k=1),
+                 lambda: coupling.depth_coupling(tiny, ["hello"], k=1, layers=[0, 1])):
+        with pytest.raises(LlmdynError, match="k: got 1.*2 <= k"):
+            call()
 
 
 def test_negative_layers_give_the_same_result_and_cache_entry(tiny):
