@@ -197,3 +197,14 @@ def test_altered_assembled_gemma_gguf_is_reassembled(tmp_path, monkeypatch):
     target.write_bytes(b"half a file")  # a partial or altered assembly
     assert packaged._assemble_gemma(entry).read_bytes() == good
     assert sorted(p.name for p in target.parent.iterdir()) == ["g.gguf", "g.gguf.lock"]
+
+
+def test_converted_files_are_hashed_once_not_again_on_load(fake_packaged, monkeypatch):
+    from llmdyn import modelfiles
+
+    hashed = []
+    real = modelfiles.sha256_of
+    monkeypatch.setattr(modelfiles, "sha256_of", lambda p: hashed.append(p.name) or real(p))
+    load_model("fake")  # converts: the manifest's hashes are remembered
+    load_model("fake")
+    assert hashed == ["fake.gguf"]  # only the GGUF's digest check, before converting
