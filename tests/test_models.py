@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 import torch
 
@@ -201,3 +202,36 @@ def test_cuda_without_gpu_is_a_clear_error(monkeypatch):
         load_model("tiny-gpt2", device="cuda")
     with pytest.raises(LlmdynError, match="device must be a torch device"):
         load_model("tiny-gpt2", device="gpu")
+
+
+def test_same_checkpoint_by_relative_or_absolute_path_shares_cached_results(checkpoint,
+                                                                           monkeypatch):
+    from llmdyn.store import ResultStore
+
+    monkeypatch.chdir(checkpoint.parent)
+    rel, absolute = load_model("./step100"), load_model(str(checkpoint))
+    assert rel.model_id == absolute.model_id
+    calls = []
+    for m in (rel, absolute):
+        ResultStore(m.model_id, provenance=m.identity).cached(
+            "n", {}, "a", lambda: calls.append(1) or {"x": np.zeros(1)})
+    assert calls == [1]
+
+
+def test_local_gguf_key_is_short(tmp_path, monkeypatch):
+    from llmdyn import packaged
+
+    gguf = tmp_path / "My Model.Q4.gguf"
+    gguf.write_bytes(b"gguf")
+    monkeypatch.setenv("LLMDYN_CACHE", str(tmp_path / "cache"))
+    tiny = load_model("tiny-llama")
+
+    def fake_converted(label, sha, get):
+        out = tmp_path / "conv"
+        tiny.hf.save_pretrained(out)
+        tiny.tokenizer.save_pretrained(out)
+        return out, "f" * 64
+
+    monkeypatch.setattr(packaged, "converted", fake_converted)
+    m = load_model(str(gguf))
+    assert m.model_id.startswith("My_Model.Q4-") and len(m.model_id) == len("My_Model.Q4-") + 8

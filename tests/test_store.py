@@ -285,3 +285,37 @@ def test_stale_temp_files_of_a_killed_writer_are_swept_on_open(store, tmp_path):
     os.utime(stale, (old, old))
     ResultStore("google/gemma-3-270m", root=tmp_path)
     assert not stale.exists() and fresh.exists()
+
+
+def test_temp_file_of_a_killed_writer_is_swept_at_once(store, tmp_path):
+    import subprocess
+    import sys
+
+    store.save("jac", PARAMS, "p0", {"value": np.zeros(3)})
+    folder = store.path("jac", PARAMS, "p0").parent
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    killed = folder / f".p1.npz.{dead}-abc123.tmp"  # its writer exited without cleaning up
+    mine = folder / f".p2.npz.{os.getpid()}-def456.tmp"  # a live writer's file: keep it
+    killed.write_bytes(b"x" * 4096)
+    mine.write_bytes(b"x")
+    ResultStore("google/gemma-3-270m", root=tmp_path)
+    assert not killed.exists() and mine.exists()
+
+
+def test_sigkill_mid_write_leaves_nothing_after_the_next_open(tmp_path):
+    import subprocess
+    import sys
+
+    child = (
+        "import os, signal, numpy as np\n"
+        "from llmdyn.store import ResultStore\n"
+        "os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)\n"
+        f"ResultStore('m', root={str(tmp_path)!r}).save('jac', {{}}, 'p0', "
+        "{'value': np.zeros((512, 512))})\n")
+    done = subprocess.run([sys.executable, "-c", child], env=os.environ.copy())
+    assert done.returncode == -9
+    assert list(tmp_path.rglob(".*.tmp"))  # the probe: a hidden temp file is left behind
+    store = ResultStore("m", root=tmp_path)
+    assert list(tmp_path.rglob(".*.tmp")) == []
+    assert store.load("jac", {}, "p0") is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import subprocess
 import sys
@@ -12,12 +13,13 @@ from typing import Any
 
 import yaml
 
-from llmdyn import LlmdynError
+from llmdyn import LlmdynError, __version__
 from llmdyn.models import PACKAGED, TINY_CONFIGS
 
 KERNEL = "llmdyn"
 REPO = Path(__file__).resolve().parents[2]  # lib/llmdyn/book.py -> repository root
 BOOK_FILES = ("_config.yml", "_toc.yml", "book")
+MARKER = ".llmdyn-book"  # written by stage(): this directory is an llmdyn build, safe to update
 
 
 def chapters(root: Path = REPO) -> list[str]:
@@ -59,9 +61,25 @@ def run_chapter(name: str, out_dir: Path, parameters: dict[str, Any], *,
     return target
 
 
+def check_out(out: Path, *, force: bool = False) -> None:
+    """Refuse an ``--out`` that would overwrite a user's files.
+
+    Allowed: a new or empty directory, or a previous llmdyn build (it holds the ``MARKER``
+    file); anything else only with ``force``.
+    """
+    if out.exists() and not out.is_dir():
+        raise LlmdynError(f"--out {out} is a file; give a directory for the book")
+    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).exists() and not force:
+        raise LlmdynError(
+            f"--out {out} is a non-empty directory that is not an llmdyn book build (no "
+            f"{MARKER} file). Building there would overwrite its {', '.join(BOOK_FILES)}. "
+            "Choose a new or empty directory, or pass --force to overwrite them.")
+
+
 def stage(out: Path, root: Path = REPO) -> Path:
     """Copy the book's pages and configuration into ``out`` so it builds on its own."""
     out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER).write_text(json.dumps({"llmdyn": __version__}) + "\n")
     for name in BOOK_FILES:
         src = root / name
         if src.is_dir():
@@ -111,25 +129,104 @@ def build_html(book_root: Path, *, strict: bool = True) -> Path:
     return book_root / "_build" / "html"
 
 
+def resolve_model(model: str) -> str:
+    """A local model path made absolute (chapters run with another working directory).
+
+    Names and hub ids pass through; a path that does not exist is refused before any run.
+    """
+    path = Path(model).expanduser()
+    if path.exists():
+        return str(path.resolve())
+    if model.startswith((".", "/", "~")) or (len(model.split("/")) == 2
+                                              and Path(model.split("/")[0]).is_dir()):
+        raise LlmdynError(f"--model {model}: directory {path.resolve()} does not exist; a "
+                          "model directory holds config.json and model.safetensors")
+    return model
+
+
+def _check_only(only: Sequence[str] | None) -> list[str]:
+    known = chapters()
+    if only is None:
+        return known
+    unknown = [name for name in only if name not in known]
+    if not only or unknown:
+        raise LlmdynError(f"--only: got {list(only)}; name one or more chapters of "
+                          f"{', '.join(known)}")
+    return list(only)
+
+
+def _ran_with(path: Path) -> dict[str, Any] | None:
+    """Parameters papermill injected into an executed chapter; None if absent or it failed."""
+    import nbformat
+
+    try:
+        meta = nbformat.read(path, as_version=4).metadata.get("papermill", {})
+    except (OSError, ValueError):
+        return None
+    return None if meta.get("exception") else dict(meta.get("parameters") or {})
+
+
+def in_place_executed() -> Path:
+    """The executed chapters of the in-place book (reused by ``--out`` builds when they match)."""
+    return REPO / "book" / "executed"
+
+
+def _reuse_or_refuse(executed: Path, others: Sequence[str], run: dict[str, Any]) -> None:
+    """Every chapter not run now must have been executed, without error, with `run`'s parameters.
+
+    A staged build copies matching ones from the in-place book. Anything else is refused
+    before any chapter runs: a stale chapter from another model must never be rendered.
+    """
+    stale = []
+    for name in others:
+        target = executed / f"{name}.ipynb"
+        source = in_place_executed() / f"{name}.ipynb"
+        if _ran_with(target) != run and source != target and _ran_with(source) == run:
+            executed.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+        if _ran_with(target) != run:
+            got = _ran_with(target)
+            why = ("not executed" if not target.exists() else "failed" if got is None
+                   else f"executed with {got}")
+            stale.append(f"{name} ({why})")
+    if stale:
+        raise LlmdynError(
+            f"the book for {run} would show chapters from another run: {'; '.join(stale)}. "
+            "Run them too (add them to --only, or drop --only), so every page matches.")
+
+
 def build_book(model: str, *, out: Path | None = None, only: Sequence[str] | None = None,
-               parameters: dict[str, Any] | None = None, strict: bool = True) -> Path:
+               parameters: dict[str, Any] | None = None, strict: bool = True,
+               force: bool = False) -> Path:
     """Run every chapter (or ``only`` some) for ``model`` and build the HTML book.
+
+    Everything is checked before the first chapter runs: the chapter names, the model path
+    (made absolute), that ``out`` holds no user files, and that the chapters not run now were
+    executed with this model and these parameters.
 
     Args:
         model: the model every chapter runs on.
         out: None builds in place (``book/executed``, ``_build/html``); a directory stages a
             separate copy of the book there, for a second model beside the default one.
-        only: chapter names to run (all by default; the others must already be executed).
+        only: chapter names to run (all by default; the others must already be executed
+            with the same model and parameters).
         parameters: extra papermill parameters passed to every chapter.
         strict: build with warnings as errors.
+        force: allow ``out`` to be a non-empty directory that is not an llmdyn build.
 
     Returns:
         The ``_build/html`` directory.
     """
-    book_root = REPO if out is None else stage(Path(out))
+    names = _check_only(only)
+    run = {"model": resolve_model(model), **(parameters or {})}
+    in_place = out is None or Path(out).resolve() == REPO
+    if not in_place:
+        check_out(Path(out), force=force)
+    book_root = REPO if in_place else stage(Path(out))
     executed = book_root / "book" / "executed"
-    for name in only or chapters():
-        run_chapter(name, executed, {"model": model, **(parameters or {})}, cwd=REPO)
+    _reuse_or_refuse(executed, [c for c in chapters() if c not in names], run)
+    for name in names:
+        run_chapter(name, executed, run, cwd=REPO)
     return build_html(book_root, strict=strict)
 
 
@@ -142,8 +239,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     book.add_argument("--model", default="smollm2-135m")
     book.add_argument("--out", type=Path, default=None,
                       help="build a separate copy of the book here (default: in place)")
-    book.add_argument("--only", nargs="*", default=None,
+    book.add_argument("--only", nargs="+", default=None,
                       help="chapters to run, e.g. 05_depth_coupling")
+    book.add_argument("--force", action="store_true",
+                      help="let --out overwrite a non-empty directory that is not an llmdyn build")
     book.add_argument("--no-strict", action="store_true", help="do not treat warnings as errors")
     from llmdyn import measure, suite, workflow
 
@@ -163,7 +262,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name in TINY_CONFIGS:
             print(f"{name:16s} tiny random model for tests (no download)")
         return 0
-    html = build_book(args.model, out=args.out, only=args.only, strict=not args.no_strict)
+    try:
+        html = build_book(args.model, out=args.out, only=args.only,
+                          strict=not args.no_strict, force=args.force)
+    except LlmdynError as err:  # a refused input: one message, no traceback
+        print(f"llmdyn book: error: {err}", file=sys.stderr)
+        return 2
     print(f"book built: {html / 'index.html'}")
     return 0
 

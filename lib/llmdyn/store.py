@@ -143,8 +143,8 @@ def _to_numpy(key: str, value: Any) -> np.ndarray:
 
 def _atomic_write(path: Path, write: Callable[[Any], None]) -> None:
     """Write via `write(fileobj)` to a ``.tmp`` file beside `path`, fsync, then rename onto it."""
-    tmp = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp",
-                                      delete=False)
+    tmp = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.{os.getpid()}-",
+                                      suffix=".tmp", delete=False)
     try:
         with tmp:
             write(tmp)
@@ -181,14 +181,18 @@ class ResultStore:
         self._sweep_stale_temp_files()
 
     def _sweep_stale_temp_files(self) -> None:
-        """Remove ``.*.tmp`` files a killed writer left under this model (older than 15 min)."""
+        """Remove ``.*.tmp`` files a killed writer left under this model.
+
+        A temp file is stale when its writer (the pid in its name) no longer runs on this
+        machine, or when it is untouched for 15 minutes (a writer elsewhere on a shared disk).
+        """
         base = self.root / self.model_id
         if not base.is_dir():
             return
         now = time.time()
         for tmp in base.glob("*/.*.tmp"):
             try:
-                if now - tmp.stat().st_mtime > _STALE_TMP_S:
+                if not _writer_alive(tmp.name) or now - tmp.stat().st_mtime > _STALE_TMP_S:
                     tmp.unlink()
             except OSError:  # another process swept it first
                 pass
@@ -219,7 +223,8 @@ class ResultStore:
         try:
             meta = json.loads(npz.with_suffix(".json").read_text())
             if (meta.get("format") != _FORMAT or meta.get("item") != item
-                    or meta.get("params") != params or meta.get("model") != self.provenance
+                    or meta.get("params") != params
+                    or _what(meta.get("model")) != _what(self.provenance)
                     or meta.get("code") != code_hash()):
                 return None
             with np.load(npz, allow_pickle=False) as f:
@@ -295,6 +300,31 @@ class ResultStore:
                     found[i] = self.save(measurement, params, it, compute_item(it))
                     bar.update(1)
         return found  # type: ignore[return-value]
+
+
+def _writer_alive(name: str) -> bool:
+    """Whether the process named in a temp file ``.<file>.<pid>-<random>.tmp`` still runs."""
+    match = re.search(r"\.(\d+)-[^.]*\.tmp$", name)
+    if match is None:
+        return True  # not our naming: leave it to the age rule
+    try:
+        os.kill(int(match.group(1)), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True
+    return True
+
+
+def _what(provenance: Any) -> Any:
+    """The part of a model's provenance that says what it is, not where it was found.
+
+    ``name`` (the spec as typed, e.g. ``./mine``) and ``path`` change when a checkpoint is
+    named differently or moved; its content hashes do not.
+    """
+    if not isinstance(provenance, dict):
+        return provenance
+    return {k: v for k, v in provenance.items() if k not in ("name", "path")}
 
 
 def _check_items(items: Sequence[str]) -> list[str]:

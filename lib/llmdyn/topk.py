@@ -11,7 +11,7 @@ import torch
 from torch.func import jvp, vjp, vmap
 from torch.profiler import record_function
 
-from llmdyn import LlmdynError
+from llmdyn import LlmdynError, checks
 from llmdyn import jacobians as jac
 from llmdyn.models import LoadedModel
 from llmdyn.trace import encode
@@ -231,7 +231,7 @@ def topk_block_svd(
     if tol is not None and not tol > 0:
         raise LlmdynError(f"tol: got {tol!r}; expected a positive angle in radians or None")
     ids = encode(model, prompt)
-    blocks = jac._resolve_layers(model, layers)
+    blocks = checks.layer_indices(layers, model.n_layers)
     calls = jac.capture_block_calls(model, ids)
     positions = tuple(range(ids.shape[1])) if tokens == "diagonal" else (ids.shape[1] - 1,)
     start, block = k + oversample, block_size or k + oversample
@@ -279,7 +279,7 @@ def topk_coupling_matrices(
         A ``[layer, layer, k, k]`` (axis 0: coupled Jacobian i, axis 1: basis j); A[i, i] is
         diag(S_i) up to the accuracy of the SVD.
     """
-    blocks = jac._resolve_layers(model, layers)
+    blocks = checks.layer_indices(layers, model.n_layers)
     if svd is None:
         svd = topk_block_svd(model, prompt, blocks, k, tokens="last", chunk_size=chunk_size,
                              **svd_options)
