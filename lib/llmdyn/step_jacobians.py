@@ -98,7 +98,8 @@ def capture_last_step(model: LoadedModel, input_ids: torch.Tensor) -> list[Block
     if len(prefix) != model.n_layers or any(not c.args for c in calls):
         raise LlmdynError(f"{model.name}: could not record the key/value prefix of every block "
                           f"({len(prefix)} of {model.n_layers}); use "
-                          "llmdyn.jacobians.block_jacobians(..., pairs='last') instead")
+                          "llmdyn.jacobians.block_jacobians(..., pairs='last', method='exact') "
+                          "instead")
     frozen = FrozenPrefix(prefix)
     return [BlockCall(tuple(_swap_cache(a, frozen) for a in c.args),
                       {k: _swap_cache(v, frozen) for k, v in c.kwargs.items()}) for c in calls]
