@@ -31,7 +31,12 @@ _FORMAT = 2  # bump when the on-disk layout or sidecar schema changes
 _STALE_TMP_S = 15 * 60  # temp files are written in one go: one untouched this long is dead
 # Modules that cannot change a stored array (presentation, CLI, notebook parameters): edits
 # to them keep the cache. Every other module of the library is part of the code hash.
-_PRESENTATION = ("book.py", "params.py", "plots.py")
+# Modules that never change a stored array (presentation, verdicts, CLIs, training runs whose
+# outputs live in checkpoint directories with their own digests): editing them keeps the cache.
+_PRESENTATION = ("book.py", "params.py", "plots.py", "plots/", "claims.py", "claims_render.py",
+                 "bootstrap.py", "claim_stats.py", "training_plots.py", "training_summary.py",
+                 "generalization.py", "sweep.py", "workflow.py", "measure.py", "suite.py",
+                 "training.py", "corpus.py", "checkpoints.py", "__main__.py")
 _CODE_HASH: str | None = None
 
 
@@ -47,7 +52,9 @@ def code_hash() -> str:
         digest = hashlib.sha256()
         package = Path(__file__).resolve().parent
         for path in sorted(package.rglob("*.py")):
-            if path.name in _PRESENTATION:
+            relative = path.relative_to(package).as_posix()
+            if relative in _PRESENTATION or relative.startswith(tuple(
+                    p for p in _PRESENTATION if p.endswith("/"))):
                 continue
             digest.update(path.relative_to(package).as_posix().encode() + b"\0")
             digest.update(path.read_bytes() + b"\0")
