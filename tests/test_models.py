@@ -63,3 +63,15 @@ def test_smollm2_predicts_paris(smollm2):
         top = smollm2.hf(ids).logits[0, -1].argmax()
     assert smollm2.tokenizer.decode(top) == " Paris"
     assert smollm2.identity["sha256"].startswith("b179c952")
+
+
+def test_store_and_load_each(tmp_path):
+    from llmdyn.models import load_each
+
+    seen = [(name, kind, m.untrained, m.store(tmp_path).model_id)
+            for name, kind, m in load_each(["tiny-llama"], seed=3)]
+    assert [s[:3] for s in seen] == [("tiny-llama", "trained", False),
+                                    ("tiny-llama", "untrained", True)]
+    assert seen[0][3] != seen[1][3]  # twins never share a cache
+    with pytest.raises(LlmdynError, match="kinds"):
+        next(load_each(["tiny-llama"], kinds=("random",)))

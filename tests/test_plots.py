@@ -1,0 +1,37 @@
+"""The plots package keeps its flat names, and the shared figure grids have the right shape."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from llmdyn import LlmdynError, plots  # noqa: E402
+
+
+def test_flat_names_stay_importable():
+    for name in ("style", "coupling_grid", "layer_heatmap", "band", "adjacency", "phase_boundary",
+                 "entropy_lines", "topk_table", "spectrum", "fit_scatter", "token_label",
+                 "pc_trajectories", "phase_criteria", "residual_lines", "size_points",
+                 "token_coupling_grid", "model_medians", "grouped_bars", "TRAINED_COLOR",
+                 "UNTRAINED_COLOR"):
+        assert hasattr(plots, name), name
+
+
+def test_twins_put_the_untrained_model_left():
+    fig, axes = plots.twins()
+    assert list(axes) == ["untrained", "trained"]
+    assert axes["untrained"].get_position().x0 < axes["trained"].get_position().x0
+    plots.layer_heatmap(np.eye(3), axes["trained"], label="m̃", title="t")
+    plt.close(fig)
+
+
+def test_per_model_gives_one_column_each():
+    fig, axes = plots.per_model(["a", "b", "c"], rows=2)
+    assert list(axes) == ["a", "b", "c"] and all(len(col) == 2 for col in axes.values())
+    assert fig.get_size_inches() == pytest.approx((3 * 6.2, 2 * 4.4))
+    plt.close(fig)
+    with pytest.raises(LlmdynError, match="names"):
+        plots.per_model([])
