@@ -35,3 +35,12 @@ def test_per_model_gives_one_column_each():
     plt.close(fig)
     with pytest.raises(LlmdynError, match="names"):
         plots.per_model([])
+
+
+def test_trajectory_grid_draws_three_rows_per_model():
+    proj = np.random.default_rng(0).normal(size=(3, 5, 2))  # (tok, layer+1, 2)
+    run = dict(proj=proj, tokens=["a", "b", "c"], n_layers=4,
+               windows={"shallow": (0, 2), "deep": (2, 4)})
+    fig = plots.trajectory_grid({"m (trained)": run, "n (trained)": run}, title="t")
+    assert len(fig.axes) >= 6 and fig.axes[0].get_title().startswith("m (trained)")
+    plt.close(fig)

@@ -21,7 +21,13 @@ from llmdyn.plots.depth import (  # noqa: F401
     residual_lines,
     size_points,
 )
-from llmdyn.plots.layout import TWINS, per_model, token_coupling_twins, twins  # noqa: F401
+from llmdyn.plots.layout import (  # noqa: F401
+    TWINS,
+    per_model,
+    token_coupling_twins,
+    trajectory_grid,
+    twins,
+)
 from llmdyn.plots.lens import (  # noqa: F401
     entropy_lines,
     topk_table,

@@ -64,3 +64,29 @@ def token_coupling_twins(grids: dict[str, object], *, titles: dict[str, str],
         token_coupling_grid(grids[state], ax, labels=labels, row_label=row_label,
                             col_label=col_label, title=titles[state])
     return fig
+
+
+def trajectory_grid(panels: dict[str, dict], *, title: str) -> Figure:
+    """Paper B Fig 1 for several models: one column each; rows all layers, shallow, deep.
+
+    Args:
+        panels: column title (e.g. "smollm2-135m (trained)") -> a dict with ``proj``
+            (``[tok, layer+1, 2]``), ``tokens``, ``n_layers`` and ``windows`` (``{"shallow":
+            (a, b), "deep": (a, b)}`` layer ranges).
+        title: the figure's title.
+
+    Returns:
+        The figure (call ``plt.show()``).
+    """
+    from llmdyn.plots.trajectories import pc_trajectories
+
+    fig, axes = per_model(list(panels), rows=3, width=5.2, height=13 / 3)
+    for name, r in panels.items():
+        rows = [("all layers", (0, r["n_layers"])), ("shallow", r["windows"]["shallow"]),
+                ("deep", r["windows"]["deep"])]
+        for i, (what, (a, b)) in enumerate(rows):
+            pc_trajectories(r["proj"], axes[name][i], tokens=r["tokens"], layers=(a, b),
+                            legend=i == 0,
+                            title=f"{name}\n{what}: layers {a}–{b} of {r['n_layers']}")
+    fig.suptitle(title)
+    return fig
