@@ -44,3 +44,14 @@ def test_trajectory_grid_draws_three_rows_per_model():
     fig = plots.trajectory_grid({"m (trained)": run, "n (trained)": run}, title="t")
     assert len(fig.axes) >= 6 and fig.axes[0].get_title().startswith("m (trained)")
     plt.close(fig)
+
+
+def test_depth_panel_and_twin_bands():
+    fig, axes = plots.per_model(["m"])
+    ax = axes["m"][0]
+    plots.twin_bands(np.ones((3, 5)), 2 * np.ones((2, 5)), ax, twin_label="twin")
+    plots.depth_panel(ax, {"lss_peak": 2, "entropy_spread": 3, "norm_velocity": 3}, 4,
+                      ylabel="y", title="m: curve")
+    assert ax.get_xlim() == (-0.5, 4.5) and ax.get_title() == "m: curve"
+    assert {"twin", "trained: mean (band: min–max)"} <= set(ax.get_legend_handles_labels()[1])
+    plt.close(fig)

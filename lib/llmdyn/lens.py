@@ -16,7 +16,7 @@ from llmdyn.store import ResultStore
 from llmdyn.trace import logit_lens
 
 __all__ = ["LensReadout", "decode_top", "entropy_spread", "lens_entropy", "lens_readouts",
-           "readout_from_logits"]
+           "readout_from_logits", "top_text"]
 
 PromptLike = str | Prompt
 
@@ -173,3 +173,15 @@ def entropy_spread(entropy: np.ndarray) -> np.ndarray:
     if entropy.ndim != 2 or entropy.shape[0] < 2 or entropy.shape[1] < 2:
         raise LlmdynError(f"entropy must be [prompt >= 2, layer+1 >= 2], got {entropy.shape}")
     return entropy.std(axis=0)
+
+
+def top_text(tokens: Sequence[str], probs, n: int = 3) -> str:
+    """The first ``n`` predictions of one layer as text: "‘Paris’ 0.86, ‘the’ 0.02".
+
+    Args:
+        tokens: decoded tokens, most probable first (a row of :func:`decode_top`).
+        probs: their probabilities, ``[k]``.
+        n: how many to show.
+    """
+    return ", ".join(f"‘{tok}’ {float(prob):.2f}"
+                     for tok, prob in zip(tokens[:n], list(probs)[:n], strict=True))

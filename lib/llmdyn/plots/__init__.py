@@ -14,12 +14,14 @@ from llmdyn.plots.depth import (  # noqa: F401
     CRITERION_STYLES,
     PHASE_COLOR,
     band,
+    depth_panel,
     grouped_bars,
     model_medians,
     phase_boundary,
     phase_criteria,
     residual_lines,
     size_points,
+    twin_bands,
 )
 from llmdyn.plots.layout import (  # noqa: F401
     TWINS,

@@ -258,3 +258,47 @@ def grouped_bars(
     ax.set_title(title)
     ax.legend(fontsize=8)
     return ax
+
+
+def depth_panel(ax: Axes, boundaries: dict[str, int], n_layers: int, *, ylabel: str,
+                title: str) -> Axes:
+    """Finish a panel of a curve along depth: the boundary estimates, every layer, labels.
+
+    Args:
+        ax: the panel, with its curves drawn.
+        boundaries: `llmdyn.phases` estimates by criterion (``PhaseBoundary.layers``).
+        n_layers: the model's depth L (the axis shows 0 … L even where no window fits).
+        ylabel: what the curve is.
+        title: the panel's title.
+    """
+    from matplotlib.ticker import MaxNLocator
+
+    phase_criteria(ax, boundaries)
+    ax.set_xlim(-0.5, n_layers + 0.5)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("layer l (0 = embedding, L = last block output)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    return ax
+
+
+def twin_bands(values, twin, ax: Axes, *, twin_label: str) -> Axes:
+    """Mean and min–max band over prompts of the trained model, and of its twin if given.
+
+    Args:
+        values: ``[prompt, layer+1]`` of the trained model.
+        twin: ``[prompt, layer+1]`` of the untrained twin, or None.
+        ax: where to draw.
+        twin_label: the twin's legend entry.
+    """
+    from llmdyn.plots.base import UNTRAINED_COLOR
+
+    values = _as_numpy(values)
+    depth = np.arange(values.shape[1])
+    band(depth, values, ax, center="mean", spread="minmax",
+         label="trained: mean (band: min–max)")
+    if twin is not None:
+        band(depth, _as_numpy(twin), ax, center="mean", spread="minmax", color=UNTRAINED_COLOR,
+             label=twin_label)
+    return ax
