@@ -31,3 +31,12 @@ def test_top_text():
 
     assert top_text(["Paris", "the", "a", "x"], np.array([0.861, 0.02, 0.01, 0.0])) == \
         "‘Paris’ 0.86, ‘the’ 0.02, ‘a’ 0.01"
+
+
+def test_readout_with_mismatched_fields_raises():
+    from llmdyn import LlmdynError
+    from llmdyn.lens import LensReadout
+
+    with pytest.raises(LlmdynError, match="LensReadout fields disagree"):
+        LensReadout(np.zeros(3), np.zeros((3, 2), int), np.zeros((3, 2)), np.zeros(3),
+                    np.zeros(4), 1.0)

@@ -48,8 +48,15 @@ class LensReadout:
     def __post_init__(self) -> None:
         """Check that the fields describe the same layers and k."""
         n = self.entropy.shape[0]
-        assert self.entropy.shape == self.tv_final.shape == self.tv_dist.shape == (n,)
-        assert self.top_ids.shape == self.top_probs.shape and self.top_ids.shape[0] == n
+        shapes = {"entropy": self.entropy.shape, "tv_final": self.tv_final.shape,
+                  "tv_dist": self.tv_dist.shape, "top_ids": self.top_ids.shape,
+                  "top_probs": self.top_probs.shape}
+        if not (self.entropy.shape == self.tv_final.shape == self.tv_dist.shape == (n,)
+                and self.top_ids.shape == self.top_probs.shape
+                and self.top_ids.shape[0] == n):
+            raise LlmdynError(f"LensReadout fields disagree: shapes {shapes}; expected [layer+1] "
+                              f"and [layer+1, k] with layer+1 = {n} (a stale or corrupt cache "
+                              f"entry: delete it to recompute)")
 
     @property
     def n_layers(self) -> int:
