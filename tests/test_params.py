@@ -120,3 +120,9 @@ def test_chapter_rejects_bad_parameters_before_any_work(tmp_path, extra, message
         run_chapter("05_depth_coupling", tmp_path, {**smoke, **extra}, cwd=tmp_path)
     assert message in str(err.value)
     assert not (tmp_path / "results").exists() or not any((tmp_path / "results").rglob("*.npz"))
+
+
+def test_parameters_render_as_a_table():
+    table = DepthCouplingParams(k=4)._repr_markdown_().splitlines()
+    assert table[:2] == ["| parameter | value |", "| --- | --- |"]
+    assert "| `k` | `4` |" in table and "| `model` | `'smollm2-135m'` |" in table
