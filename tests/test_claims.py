@@ -313,10 +313,14 @@ def test_every_part_pastes_a_table_its_chapter_publishes():
         assert key in {k or "scorecard" for _, k in published}, (part.name, published)
 
 
-def test_notebooks_define_no_verdicts():
+def test_notebooks_are_thin():
+    """No rule, glue or function defined in a chapter, and no code cell over 40 lines."""
     import nbformat
 
     for path in (REPO / "notebooks").glob("*.ipynb"):
-        source = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells
-                           if c.cell_type == "code")
-        assert "def verdict" not in source and "myst_nb import glue" not in source, path.name
+        cells = [c.source for c in nbformat.read(path, as_version=4).cells
+                 if c.cell_type == "code"]
+        source = "\n".join(cells)
+        assert "myst_nb import glue" not in source, path.name
+        assert not re.search(r"^\s*def \w+\(", source, flags=re.M), path.name
+        assert max(len(c.splitlines()) for c in cells) <= 40, path.name

@@ -24,3 +24,19 @@ def test_lens_entropy_matches_the_logit_lens(tiny64, tmp_path):
         logits = tiny64.hf(tr.input_ids[None]).logits[0, -1]
     assert got[2, -1] == pytest.approx(float(metrics.entropy(logits)), rel=1e-5)
     assert (got <= np.log(tiny64.vocab_size) + 1e-9).all() and (got >= 0).all()
+
+
+def test_top_text():
+    from llmdyn.lens import top_text
+
+    assert top_text(["Paris", "the", "a", "x"], np.array([0.861, 0.02, 0.01, 0.0])) == \
+        "‘Paris’ 0.86, ‘the’ 0.02, ‘a’ 0.01"
+
+
+def test_readout_with_mismatched_fields_raises():
+    from llmdyn import LlmdynError
+    from llmdyn.lens import LensReadout
+
+    with pytest.raises(LlmdynError, match="LensReadout fields disagree"):
+        LensReadout(np.zeros(3), np.zeros((3, 2), int), np.zeros((3, 2)), np.zeros(3),
+                    np.zeros(4), 1.0)

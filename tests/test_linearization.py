@@ -76,3 +76,15 @@ def test_precomputed_jacobians_give_the_same_result(tiny64):
     assert np.allclose(a.cos_state, b.cos_state) and np.allclose(a.cos_step, b.cos_step)
     with pytest.raises(LlmdynError, match="every block"):
         linearization_check(tiny64, FRANCE, [0.1], jacobians=J[:1])
+
+
+def test_check_with_mismatched_fields_raises():
+    import numpy as np
+
+    from llmdyn import LlmdynError
+    from llmdyn.linearization import LinearizationCheck
+
+    z = np.zeros((2, 3, 4))
+    with pytest.raises(LlmdynError, match="LinearizationCheck fields disagree"):
+        LinearizationCheck(levels=np.zeros(2), cos_clean=np.zeros(5), cos_state=z, cos_step=z,
+                           cos_delta=z)

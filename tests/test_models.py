@@ -235,3 +235,15 @@ def test_local_gguf_key_is_short(tmp_path, monkeypatch):
     monkeypatch.setattr(packaged, "converted", fake_converted)
     m = load_model(str(gguf))
     assert m.model_id.startswith("My_Model.Q4-") and len(m.model_id) == len("My_Model.Q4-") + 8
+
+
+def test_store_and_load_each(tmp_path):
+    from llmdyn.models import load_each
+
+    seen = [(name, kind, m.untrained, m.store(tmp_path).model_id)
+            for name, kind, m in load_each(["tiny-llama"], seed=3)]
+    assert [s[:3] for s in seen] == [("tiny-llama", "trained", False),
+                                    ("tiny-llama", "untrained", True)]
+    assert seen[0][3] != seen[1][3]  # twins never share a cache
+    with pytest.raises(LlmdynError, match="kinds"):
+        next(load_each(["tiny-llama"], kinds=("random",)))

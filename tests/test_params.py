@@ -100,3 +100,29 @@ def test_shared_bases_give_models_and_checks_once():
             cls(phase_criterion="median")
         with pytest.raises(LlmdynError, match="window"):
             cls(window=4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("extra, message", [
+    ({"kk": 3}, "unknown notebook parameter 'kk' (did you mean 'k'?)"),
+    ({"layers": [0, 99]}, "notebook parameter 'layers' must be blocks of tiny-llama"),
+    ({"layers": []}, "notebook parameter 'layers' must be a non-empty list"),
+    ({"example_prompt": ""}, "notebook parameter 'example_prompt' must be non-empty text"),
+])
+def test_chapter_rejects_bad_parameters_before_any_work(tmp_path, extra, message):
+    import yaml
+    from papermill.exceptions import PapermillExecutionError
+
+    from llmdyn.book import REPO, run_chapter
+
+    smoke = yaml.safe_load((REPO / "tests" / "smoke" / "05_depth_coupling.yaml").read_text())
+    with pytest.raises(PapermillExecutionError) as err:
+        run_chapter("05_depth_coupling", tmp_path, {**smoke, **extra}, cwd=tmp_path)
+    assert message in str(err.value)
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").rglob("*.npz"))
+
+
+def test_parameters_render_as_a_table():
+    table = DepthCouplingParams(k=4)._repr_markdown_().splitlines()
+    assert table[:2] == ["| parameter | value |", "| --- | --- |"]
+    assert "| `k` | `4` |" in table and "| `model` | `'smollm2-135m'` |" in table

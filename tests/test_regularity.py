@@ -121,6 +121,13 @@ def test_per_prompt_known_answers():
         per_prompt([a], "norm")
     with pytest.raises(LlmdynError, match="reduce"):
         per_prompt([a], "lss", reduce="max")
+    from llmdyn.regularity import series
+
+    results = {"m": {"trained": {"block_output": [a, b]}, "untrained": {"block_output": [b]}}}
+    got = series(results, ["m"], "lss")
+    assert list(got) == ["trained", "untrained"]
+    np.testing.assert_allclose(got["trained"][0], [16 / 3, 5])
+    np.testing.assert_allclose(got["untrained"][0], [5])
 
 
 def test_params_defaults_and_checks():

@@ -201,8 +201,8 @@ def test_params_defaults_and_checks():
     assert p.model == "smollm2-135m" and p.layer != p.ref_layer
     with pytest.raises(LlmdynError, match="notebook parameter 'layer'"):
         TokenCouplingParams(layer="11")
-    with pytest.raises(LlmdynError, match="'k' must be"):
-        TokenCouplingParams(k=0)
+    with pytest.raises(LlmdynError, match="'k' must be >= 2"):
+        TokenCouplingParams(k=1)
     with pytest.raises(LlmdynError, match="n_prompts"):
         TokenCouplingParams(n_prompts=0)
 

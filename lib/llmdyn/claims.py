@@ -72,18 +72,22 @@ class Measure:
         measure rather than an error: the chapter still shows the claim and why it is empty.
         """
         if any(np.size(s) == 0 for s in samples):
-            return cls(quantity, None, missing="not run", reason="no values to measure",
-                       **{k: v for k, v in kw.items() if k in ("fmt", "unit", "detail")})
+            return cls._empty(quantity, **kw)
         return cls(quantity, bootstrap.bootstrap(statistic, *samples, paired=paired, seed=seed),
                    **kw)
+
+    @classmethod
+    def _empty(cls, quantity: str, **kw) -> Measure:
+        """A measure with nothing to resample (an empty sample): "not run"."""
+        return cls(quantity, None, missing="not run", reason="no values to measure",
+                   **{k: v for k, v in kw.items() if k in ("fmt", "unit", "detail")})
 
     @classmethod
     def of_rows(cls, statistic, *samples, quantity: str, paired: bool = True, seed: int = 0,
                 **kw) -> Measure:
         """A statistic of whole ``[item, ...]`` arrays, resampling rows (e.g. prompts)."""
         if any(np.size(s) == 0 for s in samples):
-            return cls(quantity, None, missing="not run", reason="no values to measure",
-                       **{k: v for k, v in kw.items() if k in ("fmt", "unit", "detail")})
+            return cls._empty(quantity, **kw)
         est = bootstrap.bootstrap_rows(statistic, *samples, paired=paired, seed=seed)
         return cls(quantity, est, **kw)
 

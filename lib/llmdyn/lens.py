@@ -16,7 +16,7 @@ from llmdyn.store import ResultStore
 from llmdyn.trace import logit_lens
 
 __all__ = ["LensReadout", "decode_top", "entropy_spread", "lens_entropy", "lens_readouts",
-           "readout_from_logits"]
+           "readout_from_logits", "top_text"]
 
 PromptLike = str | Prompt
 
@@ -48,8 +48,15 @@ class LensReadout:
     def __post_init__(self) -> None:
         """Check that the fields describe the same layers and k."""
         n = self.entropy.shape[0]
-        assert self.entropy.shape == self.tv_final.shape == self.tv_dist.shape == (n,)
-        assert self.top_ids.shape == self.top_probs.shape and self.top_ids.shape[0] == n
+        shapes = {"entropy": self.entropy.shape, "tv_final": self.tv_final.shape,
+                  "tv_dist": self.tv_dist.shape, "top_ids": self.top_ids.shape,
+                  "top_probs": self.top_probs.shape}
+        if not (self.entropy.shape == self.tv_final.shape == self.tv_dist.shape == (n,)
+                and self.top_ids.shape == self.top_probs.shape
+                and self.top_ids.shape[0] == n):
+            raise LlmdynError(f"LensReadout fields disagree: shapes {shapes}; expected [layer+1] "
+                              f"and [layer+1, k] with layer+1 = {n} (a stale or corrupt cache "
+                              f"entry: delete it to recompute)")
 
     @property
     def n_layers(self) -> int:
@@ -171,3 +178,15 @@ def entropy_spread(entropy: np.ndarray) -> np.ndarray:
     if entropy.ndim != 2 or entropy.shape[0] < 2 or entropy.shape[1] < 2:
         raise LlmdynError(f"entropy must be [prompt >= 2, layer+1 >= 2], got {entropy.shape}")
     return entropy.std(axis=0)
+
+
+def top_text(tokens: Sequence[str], probs, n: int = 3) -> str:
+    """The first ``n`` predictions of one layer as text: "‘Paris’ 0.86, ‘the’ 0.02".
+
+    Args:
+        tokens: decoded tokens, most probable first (a row of :func:`decode_top`).
+        probs: their probabilities, ``[k]``.
+        n: how many to show.
+    """
+    return ", ".join(f"‘{tok}’ {float(prob):.2f}"
+                     for tok, prob in zip(tokens[:n], list(probs)[:n], strict=True))

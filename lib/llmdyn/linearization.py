@@ -142,10 +142,18 @@ class LinearizationCheck:
 
     def __post_init__(self) -> None:
         """Check that the shapes agree."""
+        if self.cos_state.ndim != 3:
+            raise LlmdynError(f"cos_state must be [level, draw, layer+1], got shape "
+                              f"{self.cos_state.shape}")
         n_level, n_draw, n_points = self.cos_state.shape
-        assert self.levels.shape == (n_level,)
-        assert self.cos_clean.shape == (n_points,)
-        assert self.cos_step.shape == self.cos_delta.shape == (n_level, n_draw, n_points)
+        if not (self.levels.shape == (n_level,) and self.cos_clean.shape == (n_points,)
+                and self.cos_step.shape == self.cos_delta.shape == (n_level, n_draw, n_points)):
+            raise LlmdynError(
+                f"LinearizationCheck fields disagree: levels {self.levels.shape}, cos_clean "
+                f"{self.cos_clean.shape}, cos_step {self.cos_step.shape}, cos_delta "
+                f"{self.cos_delta.shape}; expected ({n_level},), ({n_points},) and "
+                f"{(n_level, n_draw, n_points)} from cos_state (a stale or corrupt cache entry: "
+                f"delete it to recompute)")
 
     def as_arrays(self) -> dict[str, np.ndarray]:
         """The fields by name, for the results store."""

@@ -130,6 +130,20 @@ class LoadedModel:
         """A short filesystem-safe key: name, plus the untrained seed if any."""
         return self.identity["key"]
 
+    def store(self, root: str | Path | None = None):
+        """The results cache of this model, with its identity as provenance.
+
+        Args:
+            root: cache directory (None: ``$LLMDYN_RESULTS`` or ``results/``).
+
+        Returns:
+            A :class:`llmdyn.store.ResultStore` keyed by :attr:`model_id`.
+        """
+        from llmdyn.store import ResultStore
+
+        kwargs = {} if root is None else {"root": root}
+        return ResultStore(self.model_id, provenance=self.identity, **kwargs)
+
     def __repr__(self) -> str:  # a short repr: the default one prints the whole network
         kind = "untrained" if self.untrained else "trained"
         return (f"LoadedModel({self.name!r}, {kind}, layers={self.n_layers}, "
@@ -315,3 +329,29 @@ def _load_tiny(spec: str, seed: int) -> tuple[torch.nn.Module, Any, dict[str, An
     )
     hf = _fresh_twin(config, seed)
     return hf, tokenizer, {"name": spec, "source": "tiny-config", "seed": seed}
+
+
+def load_each(names: list[str], *, kinds: tuple[str, ...] = ("trained", "untrained"),
+              seed: int = 0, device: str = "cpu"):
+    """Load each model and its twins in turn, freeing each one before the next loads.
+
+    Args:
+        names: model specs, in order.
+        kinds: "trained" and/or "untrained" (the seeded twin), in the order to load them.
+        seed: seed of the untrained twins.
+        device: where to load them.
+
+    Yields:
+        ``(name, kind, model)``; drop the model (e.g. keep only numpy results) before the
+        next step, so that at most one model is alive when the next one loads.
+    """
+    import gc
+
+    bad = [k for k in kinds if k not in ("trained", "untrained")]
+    if bad or not kinds:
+        raise LlmdynError(f"kinds must hold 'trained' and/or 'untrained', got {kinds!r}")
+    for name in names:
+        for kind in kinds:
+            yield name, kind, load_model(name, untrained=kind == "untrained", seed=seed,
+                                         device=device)
+            gc.collect()

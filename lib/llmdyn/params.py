@@ -97,6 +97,12 @@ class ChapterParams:
                               f"chapter takes: {', '.join(names)}")
         return cls(**{k: namespace[k] for k in names if k in namespace})
 
+    def _repr_markdown_(self) -> str:
+        """The parameters in effect, as a table (shown collapsed on each chapter page)."""
+        rows = "\n".join(f"| `{f.name}` | `{getattr(self, f.name)!r}` |"
+                         for f in dataclasses.fields(self))
+        return f"| parameter | value |\n| --- | --- |\n{rows}"
+
     def block(self, name: str, n_layers: int) -> int:
         """The 0-based block that parameter ``name`` names, negatives counted from the end."""
         b = getattr(self, name)

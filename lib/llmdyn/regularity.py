@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -171,3 +171,27 @@ def per_prompt(results: Sequence[Regularity], score: Score, *,
         values = getattr(r, score)[1:] if skip_first else getattr(r, score)  # [tok]
         out.append(float(getattr(np, reduce)(values)) if values.size else np.nan)
     return np.array(out)
+
+
+def series(results: Mapping[str, Mapping[str, Mapping[str, Sequence[Regularity]]]],
+           names: Sequence[str], score: Score, *, last: str = "block_output",
+           reduce: Literal["mean", "median"] = "mean",
+           skip_first: bool = False) -> dict[str, list[np.ndarray]]:
+    """Per-prompt values of one score for each state, one ``[prompt]`` array per model.
+
+    Args:
+        results: model -> state ("trained"/"untrained") -> last point -> one
+            :class:`Regularity` per prompt (what chapter 07 computes).
+        names: the models, in the order of the arrays.
+        score: one of `SCORES`.
+        last: the trajectory's last point, "block_output" or "final_norm".
+        reduce: as in :func:`per_prompt`.
+        skip_first: as in :func:`per_prompt`.
+
+    Returns:
+        state -> ``[model][prompt]``.
+    """
+    states = list(dict.fromkeys(s for name in names for s in results[name]))
+    return {state: [per_prompt(results[name][state][last], score, reduce=reduce,
+                               skip_first=skip_first) for name in names]
+            for state in states}

@@ -1,0 +1,57 @@
+"""The plots package keeps its flat names, and the shared figure grids have the right shape."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from llmdyn import LlmdynError, plots  # noqa: E402
+
+
+def test_flat_names_stay_importable():
+    for name in ("style", "coupling_grid", "layer_heatmap", "band", "adjacency", "phase_boundary",
+                 "entropy_lines", "topk_table", "spectrum", "fit_scatter", "token_label",
+                 "pc_trajectories", "phase_criteria", "residual_lines", "size_points",
+                 "token_coupling_grid", "model_medians", "grouped_bars", "TRAINED_COLOR",
+                 "UNTRAINED_COLOR"):
+        assert hasattr(plots, name), name
+
+
+def test_twins_put_the_untrained_model_left():
+    fig, axes = plots.twins()
+    assert list(axes) == ["untrained", "trained"]
+    assert axes["untrained"].get_position().x0 < axes["trained"].get_position().x0
+    plots.layer_heatmap(np.eye(3), axes["trained"], label="m̃", title="t")
+    plt.close(fig)
+
+
+def test_per_model_gives_one_column_each():
+    fig, axes = plots.per_model(["a", "b", "c"], rows=2)
+    assert list(axes) == ["a", "b", "c"] and all(len(col) == 2 for col in axes.values())
+    assert fig.get_size_inches() == pytest.approx((3 * 6.2, 2 * 4.4))
+    plt.close(fig)
+    with pytest.raises(LlmdynError, match="names"):
+        plots.per_model([])
+
+
+def test_trajectory_grid_draws_three_rows_per_model():
+    proj = np.random.default_rng(0).normal(size=(3, 5, 2))  # (tok, layer+1, 2)
+    run = dict(proj=proj, tokens=["a", "b", "c"], n_layers=4,
+               windows={"shallow": (0, 2), "deep": (2, 4)})
+    fig = plots.trajectory_grid({"m (trained)": run, "n (trained)": run}, title="t")
+    assert len(fig.axes) >= 6 and fig.axes[0].get_title().startswith("m (trained)")
+    plt.close(fig)
+
+
+def test_depth_panel_and_twin_bands():
+    fig, axes = plots.per_model(["m"])
+    ax = axes["m"][0]
+    plots.twin_bands(np.ones((3, 5)), 2 * np.ones((2, 5)), ax, twin_label="twin")
+    plots.depth_panel(ax, {"lss_peak": 2, "entropy_spread": 3, "norm_velocity": 3}, 4,
+                      ylabel="y", title="m: curve")
+    assert ax.get_xlim() == (-0.5, 4.5) and ax.get_title() == "m: curve"
+    assert {"twin", "trained: mean (band: min–max)"} <= set(ax.get_legend_handles_labels()[1])
+    plt.close(fig)
