@@ -73,12 +73,16 @@ def _results(directory):
     return raw["aggregate"], raw["prompts"], raw["params"]
 
 
-def _figures(directory):
+def _tables(directory):
+    """The chapter's printed tables and glued values (its numbers, not its timings)."""
     import nbformat
 
     nb = nbformat.read(directory / "book/executed/05_depth_coupling.ipynb", as_version=4)
-    return [o["data"]["text/plain"] for c in nb.cells if c.cell_type == "code"
-            for o in c.get("outputs", []) if "text/plain" in o.get("data", {})]
+    keys = ("text/markdown", "application/papermill.record/text/plain")
+    out = [o["data"][k] for c in nb.cells if c.cell_type == "code"
+           for o in c.get("outputs", []) for k in keys if k in o.get("data", {})]
+    assert out
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +141,7 @@ def test_slurm_profile_runs_the_same_jobs_through_slurm(local_run, tmp_path):
     assert {p.stem for p in logs} == ids
     assert any(p.parts[-3] == "rule_measure" for p in logs)
     assert _results(tmp_path) == _results(local_run)  # same numbers as the local executor
-    assert _figures(tmp_path) == _figures(local_run)
+    assert _tables(tmp_path) == _tables(local_run)
     again = run_workflow(profile="slurm", directory=tmp_path, extra=SMALL_NODE, **TINY_TARGET)
     assert "Nothing to be done" in again and "SLURM jobid" not in again
 
