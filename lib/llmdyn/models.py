@@ -207,8 +207,9 @@ def load_model(
     elif Path(spec).is_dir():
         hf, tokenizer = _load_pretrained(spec)
         identity = {"name": spec, "source": "local", "path": str(Path(spec).resolve())}
-    elif _looks_like_hub_id(spec):
-        hf, tokenizer = _load_pretrained(spec)
+    elif _looks_like_hub_id(spec):  # owner/name, or owner/name@revision (e.g. Pythia's step1000)
+        repo, _, revision = spec.partition("@")
+        hf, tokenizer = _load_pretrained(repo, revision=revision or None)
         identity = {"name": spec, "source": "hub",
                     "revision": getattr(hf.config, "_commit_hash", None)}
     else:
@@ -260,14 +261,15 @@ def _wrap_nnsight(hf: torch.nn.Module, tokenizer: Any) -> Any:
     return NNsight(hf)
 
 
-def _load_pretrained(path_or_id: str) -> tuple[torch.nn.Module, Any]:
+def _load_pretrained(path_or_id: str, revision: str | None = None) -> tuple[torch.nn.Module, Any]:
     # Never trust_remote_code; safetensors only (no pickle checkpoints); eager attention
     # because forward-mode AD and vmapped backward do not work well through CPU SDPA.
     hf = AutoModelForCausalLM.from_pretrained(
-        path_or_id, trust_remote_code=False, use_safetensors=True,
+        path_or_id, revision=revision, trust_remote_code=False, use_safetensors=True,
         attn_implementation="eager", dtype=torch.float32,
     )
-    tokenizer = AutoTokenizer.from_pretrained(path_or_id, trust_remote_code=False)
+    tokenizer = AutoTokenizer.from_pretrained(path_or_id, revision=revision,
+                                              trust_remote_code=False)
     return hf, tokenizer
 
 

@@ -324,3 +324,69 @@ class RegularityParams(ChapterParams):
     def models(self) -> list[str]:
         """The primary model, then the compare models, each once."""
         return _model_list(self)
+
+
+@dataclass(frozen=True)
+class TrainingParams(ChapterParams):
+    """Chapter 08: coupling and regularity over training checkpoints (paper A §5.3, Figs 27–30).
+
+    ``model`` is not used here: the chapter runs on the checkpoints named by ``suite``.
+    """
+
+    suite: str | list[str] = "default"  # a suite from llmdyn.suite.SUITES, or checkpoint specs
+    suite_root: str = "results/suite"  # where a named suite's runs are (trained if missing)
+    checkpoints: list[int] | None = None  # steps to measure (None: every saved step)
+    prompts: list[str] | None = None  # None: passages from the suite corpus's held-out split
+    n_prompts: int = 16  # held-out passages (the same for every checkpoint)
+    prompt_chars: int = 240  # characters per passage (about 50 tokens of the suite's BPE)
+    k: int = 30  # top singular vectors in the coupling matrices (paper: 30)
+    window: int = 3  # points per LSS/expodistance window (paper: 11 of 36 layers)
+    graph_steps: list[int] | None = None  # checkpoints drawn as graphs (None: four spread out)
+    last_point: str = "final_norm"  # the papers' convention; or "block_output"
+
+    def __post_init__(self) -> None:
+        """Check types, then values."""
+        super().__post_init__()
+        if isinstance(self.suite, list) and not self.suite:
+            raise LlmdynError("suite must be a suite name or a non-empty list of checkpoints")
+        if self.k < 2 or self.n_prompts < 2 or self.prompt_chars < 20:
+            raise LlmdynError(f"need k >= 2, n_prompts >= 2 (intervals) and prompt_chars >= 20, "
+                              f"got {self.k}, {self.n_prompts}, {self.prompt_chars}")
+        if self.window < 3 or self.window % 2 == 0:
+            raise LlmdynError(f"window must be odd and >= 3, got {self.window}")
+        if self.last_point not in ("final_norm", "block_output"):
+            raise LlmdynError(f"last_point must be 'final_norm' or 'block_output', got "
+                              f"{self.last_point!r}")
+
+
+@dataclass(frozen=True)
+class GeneralizationParams(ChapterParams):
+    """Chapter 09: coupling against generalization (paper A §5.4, Figs 1a, 7, 8, 31, 35, 36)."""
+
+    suite: str = "generalization"  # a suite from llmdyn.suite.SUITES (trained if missing)
+    suite_root: str = "results/suite"  # where its runs are
+    n_prompts: int = 16  # held-out passages, the same for every checkpoint
+    prompt_chars: int = 240  # characters per passage
+    k: int = 30  # top singular vectors (paper: 30)
+    k_sweep: list[int] = field(default_factory=lambda: [10, 30, 50])  # Fig 36's choices of K
+    packaged_models: list[str] = field(default_factory=lambda: ["gemma3-270m"])  # also placed
+    n_packaged_prompts: int = 8  # passages for `model` and each packaged model
+    sweep_models: list[str] = field(default_factory=list)  # hub ids measured by `llmdyn measure`
+    sweep_root: str = "results/measure"  # where their result files are
+    sweep_n_per_task: int = 200  # prompts per task the sweep files were measured with (paper)
+    out_dir: str = "results/generalization"  # the per-checkpoint table is written here
+
+    def __post_init__(self) -> None:
+        """Check types, then values."""
+        super().__post_init__()
+        if self.k < 2 or self.n_prompts < 2 or self.prompt_chars < 20:
+            raise LlmdynError(f"need k >= 2, n_prompts >= 2 and prompt_chars >= 20, got "
+                              f"{self.k}, {self.n_prompts}, {self.prompt_chars}")
+        if not self.k_sweep or min(self.k_sweep) < 2:
+            raise LlmdynError(f"k_sweep must list values >= 2, got {self.k_sweep}")
+        if self.n_packaged_prompts < 1:
+            raise LlmdynError(f"n_packaged_prompts must be >= 1, got {self.n_packaged_prompts}")
+
+    def packaged(self) -> list[str]:
+        """``model`` first, then the packaged models, each once."""
+        return list(dict.fromkeys([self.model, *self.packaged_models]))

@@ -74,7 +74,7 @@ def trajectory_regularity(traj: np.ndarray | torch.Tensor) -> Regularity:
                       step_cv=metrics.equidistance(x), alpha=metrics.layerwise_alpha(x))
 
 
-def _with_final_norm(model: LoadedModel, states: torch.Tensor) -> torch.Tensor:
+def with_final_norm(model: LoadedModel, states: torch.Tensor) -> torch.Tensor:
     """``[layer+1, tok, d_model]`` with the last point passed through the model's final norm."""
     with torch.no_grad():
         last = model.final_norm(states[-1].to(model.device, next(model.hf.parameters()).dtype))
@@ -115,7 +115,7 @@ def regularity(
     def compute(prompt: str) -> dict[str, np.ndarray]:
         states = trajectory(model, prompt).states.double()  # (layer+1, tok, d_model)
         out = {}
-        for name, s in (("block_output", states), ("final_norm", _with_final_norm(model, states))):
+        for name, s in (("block_output", states), ("final_norm", with_final_norm(model, states))):
             r = trajectory_regularity(s.transpose(0, 1))  # on (tok, layer+1, d_model)
             out.update({f"{name}_{key}": getattr(r, key) for key in _STORED})
         return out

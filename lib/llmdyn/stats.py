@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from scipy import stats as scipy_stats
@@ -196,3 +196,56 @@ def paired_difference(a, b) -> PairedDifference:
         raise LlmdynError(f"a and b must be non-empty and paired, got {a.size} and {b.size}")
     p = float(scipy_stats.ttest_rel(b, a).pvalue) if a.size >= 2 else float("nan")
     return PairedDifference(float((b - a).mean()), p, int(a.size))
+
+
+@dataclass(frozen=True)
+class PartialFit:
+    """OLS of y on several named predictors (statsmodels), with one predictor singled out.
+
+    Attributes:
+        names: the predictors, in order.
+        coef: ``[predictor]`` fitted coefficients (intercept excluded).
+        p: ``[predictor]`` two-sided p-values of coefficient = 0.
+        stderr: ``[predictor]`` standard errors.
+        r2: R² of the full model.
+        n: number of points.
+    """
+
+    names: tuple[str, ...]
+    coef: np.ndarray
+    p: np.ndarray
+    stderr: np.ndarray
+    r2: float
+    n: int
+
+    def of(self, name: str) -> tuple[float, float]:
+        """(coefficient, p-value) of one predictor."""
+        if name not in self.names:
+            raise LlmdynError(f"no predictor {name!r}; predictors: {self.names}")
+        i = self.names.index(name)
+        return float(self.coef[i]), float(self.p[i])
+
+
+def partial_regression(y, predictors: dict[str, Any]) -> PartialFit:
+    """Fit y ~ intercept + Σ b_j x_j by OLS: does one predictor explain y beyond the others?
+
+    Args:
+        y: response ``[n]``.
+        predictors: name → values ``[n]``; none constant, all finite, n > predictors + 1.
+    """
+    import statsmodels.api as sm
+
+    y = np.asarray(y, dtype=np.float64).ravel()
+    names = tuple(predictors)
+    X = np.stack([np.asarray(predictors[k], dtype=np.float64).ravel() for k in names], 1)
+    if X.shape[0] != y.size or X.shape[0] < len(names) + 2:
+        raise LlmdynError(f"need matching lengths and more than {len(names) + 1} points, got "
+                          f"y {y.size} and predictors {X.shape}")
+    if not (np.isfinite(X).all() and np.isfinite(y).all()):
+        raise LlmdynError("y and the predictors must be finite; drop NaN/inf points first")
+    constant = [k for k, col in zip(names, X.T, strict=True) if np.ptp(col) == 0]
+    if constant:
+        raise LlmdynError(f"predictors {constant} are constant; a coefficient is undefined")
+    result = sm.OLS(y, sm.add_constant(X, has_constant="add")).fit()
+    return PartialFit(names, np.asarray(result.params[1:]), np.asarray(result.pvalues[1:]),
+                      np.asarray(result.bse[1:]), float(result.rsquared), int(y.size))

@@ -1,0 +1,125 @@
+"""Training throughput of the suite's sizes as model FLOPs utilisation (`make bench`).
+
+For each size of a suite, time optimizer updates of the real training step (GPT-NeoX forward,
+backward, gradient clipping, AdamW) on the suite's batch shape, and divide the model FLOPs by
+the float32 matmul throughput measured in the same process:
+
+- 6·N per token, N the parameters used in matrix products (all but the input embedding), the
+  usual estimate (Kaplan et al., 2020);
+- plus attention, 12·L·d·T per token (PaLM's MFU, Chowdhery et al., 2022, App. B).
+
+Example:
+    .venv/bin/python bench/training.py --suite default --out bench/training.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from transformers import GPTNeoXForCausalLM
+
+from llmdyn.suite import get_suite, gpt_neox_config, matmul_params
+
+
+def gemm_gflops(n: int = 1024, seconds: float = 2.0) -> float:
+    """Peak float32 matmul throughput of this machine at a square size (GFLOP/s)."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b
+    count, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        a @ b
+        count += 1
+    return 2 * n**3 * count / (time.perf_counter() - start) / 1e9
+
+
+def time_updates(size, suite, steps: int) -> dict:
+    """Seconds per optimizer update of one size, after one warm-up update."""
+    torch.manual_seed(0)
+    model = GPTNeoXForCausalLM(gpt_neox_config(size, suite))
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.95), weight_decay=0.01)
+    batch = torch.randint(0, suite.vocab_size, (suite.batch_size, suite.seq_len + 1))
+
+    def update():
+        logits = model(input_ids=batch[:, :-1]).logits  # (batch, seq_len, vocab)
+        loss = F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten())
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    update()
+    start = time.perf_counter()
+    for _ in range(steps):
+        update()
+    seconds = (time.perf_counter() - start) / steps
+    n = matmul_params(model)
+    attention = 12 * size.n_layers * size.d_model * suite.seq_len
+    return {"size": size.name, "layers": size.n_layers, "d_model": size.d_model,
+            "matmul_params": n, "s_per_update": seconds,
+            "tokens_per_s": suite.tokens_per_step / seconds,
+            "flops_per_token_6n": 6 * n, "flops_per_token_palm": 6 * n + attention}
+
+
+def report(rows: list[dict], gflops: float, suite) -> list[dict]:
+    """Add the two MFUs to each row, and a suite-wide row weighted by each run's time."""
+    for row in rows:
+        row["mfu_6n"] = row["flops_per_token_6n"] * row["tokens_per_s"] / (gflops * 1e9)
+        row["mfu_palm"] = row["flops_per_token_palm"] * row["tokens_per_s"] / (gflops * 1e9)
+    by_size = {r["size"]: r for r in rows}
+    runs = [by_size[run.size.name] for run in suite.runs]
+    seconds = sum(suite.steps * r["s_per_update"] for r in runs)
+    flops = sum(suite.steps * suite.tokens_per_step * r["flops_per_token_6n"] for r in runs)
+    return rows + [{"size": "suite", "predicted_train_s": seconds,
+                    "mfu_6n": flops / seconds / (gflops * 1e9)}]
+
+
+def markdown(out: dict) -> str:
+    """The Performance page's table."""
+    lines = [f"Measured on {out['machine']} with {out['threads']} threads; float32 matmul "
+             f"throughput {out['gemm_gflops']:.0f} GFLOP/s (1024×1024). Suite "
+             f"`{out['suite']}`: batch {out['batch_size']} × {out['seq_len']} tokens.", "",
+             "| size | blocks × d_model | s per update | tokens/s | MFU (6N) | MFU (6N + "
+             "attention) |", "| --- | --- | --- | --- | --- | --- |"]
+    for r in out["rows"]:
+        if r["size"] == "suite":
+            lines.append(f"| whole suite (predicted {r['predicted_train_s']:.0f} s of updates) "
+                         f"| | | | {100 * r['mfu_6n']:.0f} % | |")
+        else:
+            lines.append(f"| {r['size']} | {r['layers']} × {r['d_model']} | "
+                         f"{r['s_per_update']:.3f} | {r['tokens_per_s']:.0f} | "
+                         f"{100 * r['mfu_6n']:.0f} % | {100 * r['mfu_palm']:.0f} % |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Time each size of the suite and write JSON and the Performance page's table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--suite", default="default")
+    parser.add_argument("--steps", type=int, default=10, help="timed updates per size")
+    parser.add_argument("--out", type=Path, default=Path("bench/training.json"))
+    parser.add_argument("--markdown", type=Path,
+                        default=Path("book/performance_training_results.md"))
+    args = parser.parse_args(argv)
+    suite = get_suite(args.suite)
+    before = gemm_gflops()
+    sizes = list(dict.fromkeys(run.size for run in suite.runs))
+    timed = [time_updates(size, suite, args.steps) for size in sizes]
+    gflops = max(before, gemm_gflops())  # the peak, measured before and after the updates
+    rows = report(timed, gflops, suite)
+    out = {"machine": platform.processor() or platform.machine(),
+           "threads": torch.get_num_threads(), "gemm_gflops": gflops, "suite": suite.name,
+           "batch_size": suite.batch_size, "seq_len": suite.seq_len, "rows": rows}
+    args.out.write_text(json.dumps(out, indent=1))
+    args.markdown.write_text(markdown(out))
+    print(markdown(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,248 @@
+"""Claims as data: bootstrap intervals with known answers, every rule, verdicts, the renderer."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from llmdyn import LlmdynError, bootstrap
+from llmdyn.claims import Claim, Measure, Rule, at_least, at_most, within
+from llmdyn.claims_render import glue_values, html_table, markdown_table, part_source, publish
+
+# --- bootstrap: known answers ---------------------------------------------------------------
+
+def test_constant_sample_has_a_point_interval():
+    est = bootstrap.bootstrap(bootstrap.mean, np.full(7, 3.5))
+    assert (est.value, est.lo, est.hi, est.n) == (3.5, 3.5, 3.5, 7)
+
+
+def test_two_point_mean_covers_both_ends():
+    # resampled means of [0, 1] are 0, 0.5, 1 with probabilities 1/4, 1/2, 1/4
+    est = bootstrap.bootstrap(bootstrap.mean, [0.0, 1.0], n_resamples=4000)
+    assert est.value == 0.5 and est.lo == 0.0 and est.hi == 1.0
+
+
+def test_mean_interval_matches_normal_theory():
+    x = np.random.default_rng(1).normal(10.0, 2.0, 400)
+    est = bootstrap.bootstrap(bootstrap.mean, x, n_resamples=4000)
+    half = 1.96 * x.std(ddof=1) / np.sqrt(x.size)
+    assert est.lo == pytest.approx(x.mean() - half, abs=0.1 * half)
+    assert est.hi == pytest.approx(x.mean() + half, abs=0.1 * half)
+
+
+def test_seeded_and_reproducible():
+    x = np.random.default_rng(2).normal(size=30)
+    a = bootstrap.bootstrap(bootstrap.mean, x, seed=5)
+    assert a == bootstrap.bootstrap(bootstrap.mean, x, seed=5)
+    assert a != bootstrap.bootstrap(bootstrap.mean, x, seed=6)
+
+
+def test_ratio_and_difference_of_means():
+    a, b = np.array([2.0, 4, 6]), np.array([1.0, 1, 1])
+    ratio = bootstrap.bootstrap(bootstrap.ratio_of_means, a, b)
+    assert ratio.value == pytest.approx(4.0) and 2.0 <= ratio.lo <= ratio.hi <= 6.0
+    diff = bootstrap.bootstrap(bootstrap.difference_of_means, a, a - 1.0)
+    assert (diff.value, diff.lo, diff.hi) == pytest.approx((1.0, 1.0, 1.0))  # paired: exact
+
+
+def test_unpaired_samples_may_differ_in_length():
+    est = bootstrap.bootstrap(bootstrap.difference_of_means, [1.0, 1, 1], [0.0, 0],
+                              paired=False)
+    assert (est.value, est.lo, est.hi) == (1.0, 1.0, 1.0)
+    with pytest.raises(LlmdynError, match="paired samples"):
+        bootstrap.bootstrap(bootstrap.difference_of_means, [1.0, 1, 1], [0.0, 0])
+
+
+def test_slope_and_r2_on_an_exact_line():
+    x = np.arange(10.0)
+    s = bootstrap.bootstrap(bootstrap.slope, x, 2 * x + 1)
+    r = bootstrap.bootstrap(bootstrap.r2, x, 2 * x + 1)
+    assert (s.value, s.lo, s.hi) == pytest.approx((2.0, 2.0, 2.0))
+    assert (r.value, r.lo, r.hi) == pytest.approx((1.0, 1.0, 1.0))
+
+
+def test_one_item_gives_no_interval():
+    est = bootstrap.bootstrap(bootstrap.mean, [4.0])
+    assert est.value == 4.0 and not est.has_interval and est.n == 1
+
+
+def test_bad_inputs_name_the_argument():
+    with pytest.raises(LlmdynError, match="level"):
+        bootstrap.bootstrap(bootstrap.mean, [1.0, 2.0], level=1.5)
+    with pytest.raises(LlmdynError, match="at least one value"):
+        bootstrap.bootstrap(bootstrap.mean, [])
+
+
+# --- rules and verdicts -----------------------------------------------------------------------
+
+def _claim(measure, rule=None, id="c"):
+    return Claim(id, "A", "§5.1", "a statement", "paper says", measure, rule)
+
+
+@pytest.mark.parametrize("rule, values, grade", [
+    (at_least(2), [3.0, 3.1, 2.9, 3.0], "holds"),
+    (at_least(2), [1.0, 2.5, 3.5, 2.2], "partly"),  # mean 2.3, interval crosses 2
+    (at_least(2), [1.0, 1.2, 0.9, 1.1], "does not hold"),
+    (at_most(0.6), [0.3, 0.35, 0.32], "holds"),
+    (at_most(0.6), [0.1, 0.5, 1.0], "partly"),
+    (at_most(0.6), [0.9, 0.8, 1.0], "does not hold"),
+    (within(0.25, 0.1), [0.24, 0.26, 0.25], "holds"),
+    (within(0.25, 0.1), [0.05, 0.3, 0.5], "partly"),
+    (within(0.25, 0.1), [0.6, 0.7, 0.65], "does not hold"),
+])
+def test_every_rule_grades_three_ways(rule, values, grade):
+    assert _claim(Measure.mean(values, "x"), rule).verdict.grade == grade
+
+
+def test_threshold_is_inclusive_and_nan_never_clears():
+    assert at_least(2).clears(2.0) and at_most(2).clears(2.0) and within(1, 0.5).clears(1.5)
+    assert not at_least(2).clears(float("nan"))
+
+
+def test_exact_facts_are_judged_on_the_value():
+    assert _claim(Measure.exact(True, "top token is London", fmt="yes/no"),
+                  at_least(1)).verdict.grade == "holds"
+    assert _claim(Measure.exact(0.2, "p"), at_least(0.5)).verdict.grade == "does not hold"
+
+
+def test_one_prompt_is_at_most_partly():
+    verdict = _claim(Measure.mean([5.0], "ratio"), at_least(2)).verdict
+    assert verdict.grade == "partly" and "n = 1" in verdict.reason
+
+
+def test_missing_measures_and_comparisons():
+    untestable = _claim(Measure.not_testable("R²", "needs 40 models"), at_least(0.5))
+    assert untestable.verdict.text() == "not testable offline (needs 40 models)"
+    assert _claim(Measure.not_run("x", "no compare model"), at_least(1)).verdict.grade \
+        == "not run"
+    assert _claim(Measure.mean([1.0, 2], "x")).verdict.grade == "for comparison"
+    assert _claim(Measure.mean([np.nan, 1.0], "x"), at_least(0)).verdict.grade == "not run"
+
+
+def test_measure_constructors():
+    assert Measure.fraction([True, True, False, True], "f").estimate.value == 0.75
+    assert Measure.median([1.0, 2, 10], "m").estimate.value == 2.0
+    assert Measure.difference([3.0, 4], [1.0, 1], "d").estimate.value == 2.5
+    assert Measure.ratio([3.0, 3], [1.0, 1.0, 1.0], "r", paired=False).estimate.value == 3.0
+    assert Measure.slope([0.0, 1, 2], [1.0, 3, 5], "s").estimate.value == pytest.approx(2.0)
+    assert Measure.r2([0.0, 1, 2], [1.0, 3, 5], "r").estimate.value == pytest.approx(1.0)
+
+
+def test_rule_sentences():
+    m = Measure.ratio([4.0, 5], [1.0, 1], "trained/untrained ratio", fmt=".0f", unit="×")
+    assert at_least(2).sentence(m) == ("holds when the 95 % interval of the trained/untrained "
+                                       "ratio lies ≥ 2×; partly when only the estimate does")
+    band = Measure.mean([0.2, 0.3], "peak position", fmt=".2f")
+    assert "within 0.10 of 0.25" in within(0.25, 0.1).sentence(band)
+    assert at_most(1).sentence(Measure.exact(0.5, "p")) == "holds when the p is ≤ 1.000"
+
+
+def test_bad_rules_and_claims_are_rejected():
+    with pytest.raises(LlmdynError, match="op"):
+        Rule("==", 1.0)
+    with pytest.raises(LlmdynError, match="tolerance"):
+        Rule("within", 1.0)
+    with pytest.raises(LlmdynError, match="id"):
+        _claim(Measure.exact(1, "x"), id="Bad Id")
+    with pytest.raises(LlmdynError, match="paper"):
+        Claim("c", "C", "§1", "s", "p", Measure.exact(1, "x"))
+
+
+# --- rendering ----------------------------------------------------------------------------------
+
+CLAIMS = [
+    _claim(Measure.ratio([4.0, 5, 6], [1.0, 1, 1], "share ratio", fmt=".1f", unit="×",
+                         detail="k = 30"), at_least(2), id="coupled"),
+    _claim(Measure.not_testable("R²", "needs many models"), at_least(0.5), id="r2_scores"),
+    _claim(Measure.mean([0.5, 0.7], "m̃ with |A| pipes"), id="variant"),
+]
+
+
+def test_markdown_table_rows_and_escaping():
+    md = markdown_table(CLAIMS).splitlines()
+    assert md[0] == "| claim | paper | this run | verdict | rule |"
+    assert len(md) == 2 + len(CLAIMS)
+    assert "share ratio: 5.0× [4.0×, 6.0×] (n = 3); k = 30" in md[2]
+    assert "**holds**" in md[2] and "**not testable offline (needs many models)**" in md[3]
+    assert r"\|A\|" in md[4] and all(line.count(" | ") == 4 for line in md[2:])
+
+
+def test_html_table_escapes_and_classes_rows():
+    page = html_table(CLAIMS)
+    assert page.count("<tr class=") == 3 and 'class="verdict-holds"' in page
+    assert "m̃ with |A| pipes" in page and "<td>" in page
+    assert html_table([_claim(Measure.exact(1, "a<b"), id="x")]).count("a&lt;b") == 1
+
+
+def test_publish_glues_every_number_and_the_table():
+    glued = {}
+    shown = publish(CLAIMS, glue=lambda k, v, display: glued.__setitem__(k, v))
+    assert glued["coupled_value"] == pytest.approx(5.0)
+    assert glued["coupled_verdict"] == "holds"
+    assert math.isnan(glued["r2_scores_value"])
+    assert glued["scorecard"].data == html_table(CLAIMS)
+    assert shown.data == markdown_table(CLAIMS)
+    assert set(glue_values(CLAIMS[0])) == {f"coupled_{s}" for s in
+                                           ("value", "lo", "hi", "verdict", "rule", "result")}
+
+
+def test_renderer_rejects_duplicates_and_non_claims():
+    with pytest.raises(LlmdynError, match="unique"):
+        markdown_table([CLAIMS[0], CLAIMS[0]])
+    with pytest.raises(LlmdynError, match="Claim objects"):
+        markdown_table(["holds"])
+    with pytest.raises(LlmdynError, match="empty"):
+        html_table([])
+
+
+def test_part_source_pastes_from_its_own_chapter():
+    text = part_source("Coupling across depth", "05_depth_coupling")
+    assert "```{glue} scorecard\n:doc: executed/05_depth_coupling.ipynb\n```" in text
+    assert not any(g in text for g in ("holds", "partly", "does not hold"))
+
+
+# --- the scorecard paste, end to end (papermill + Jupyter Book) --------------------------------
+
+CHAPTER_CELL = """
+from llmdyn.claims import Claim, Measure, at_least
+from llmdyn.claims_render import publish
+publish([Claim("coupled", "A", "§5.1", "Blocks couple", "diagonal tiles",
+               Measure.ratio({a}, [1.0, 1, 1], "share ratio", unit="×"), at_least(2))])
+"""
+
+
+def _mini_book(root, values):
+    """A two-page book: one executed chapter gluing a claim, one page pasting its table."""
+    import nbformat
+
+    from llmdyn.book import build_html, run_chapter
+
+    (root / "book" / "parts").mkdir(parents=True)
+    (root / "_config.yml").write_text('title: t\nonly_build_toc_files: true\nexecute:\n'
+                                      '  execute_notebooks: "off"\n'
+                                      'exclude_patterns: ["book/parts/*", "notebooks/*"]\n')
+    (root / "_toc.yml").write_text("format: jb-book\nroot: book/score\nparts:\n  - caption: c\n"
+                                   "    chapters:\n      - file: book/executed/ch\n")
+    (root / "book" / "score.md").write_text("# Score\n\n## Paper A\n\n```{include} parts/ch.md\n"
+                                            "```\n")
+    (root / "book" / "parts" / "ch.md").write_text(part_source("Depth", "ch"))
+    (root / "notebooks").mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "llmdyn", "display_name": "llmdyn",
+                                 "language": "python"}
+    nb.cells = [nbformat.v4.new_markdown_cell("# Chapter"),
+                nbformat.v4.new_code_cell(CHAPTER_CELL.format(a=values))]
+    nbformat.write(nb, root / "notebooks" / "ch.ipynb")
+    run_chapter("ch", root / "book" / "executed", {}, root=root, cwd=root)
+    return (build_html(root) / "book" / "score.html").read_text()
+
+
+@pytest.mark.slow
+def test_each_staged_book_pastes_its_own_results(tmp_path):
+    first = _mini_book(tmp_path / "one", [4.0, 5, 6])
+    second = _mini_book(tmp_path / "two", [1.0, 1.5, 1.2])
+    assert "share ratio: 5.000× [4.000×, 6.000×] (n = 3)" in first
+    assert "<strong>holds</strong>" in first and "5.000×" not in second
+    assert "<strong>does not hold</strong>" in second

@@ -1,0 +1,104 @@
+import numpy as np
+import pytest
+
+from llmdyn import LlmdynError, metrics
+from llmdyn.checkpoints import Checkpoint, by_run, suite_checkpoints
+from llmdyn.emergence import (
+    _trajectory_scores,
+    fit_window,
+    half_rise_step,
+    measure_checkpoint,
+    measure_checkpoints,
+)
+from llmdyn.models import load_model
+from llmdyn.regularity import with_final_norm
+from llmdyn.store import ResultStore
+from llmdyn.suite import SUITES, train_suite
+from llmdyn.trace import trajectory
+from tests.helpers import write_corpus
+
+PROMPTS = ["the whale sailed to the harbour", "congress made a new law for the union"]
+
+
+@pytest.fixture(scope="module")
+def tiny_suite(tmp_path_factory):
+    root = tmp_path_factory.mktemp("suite")
+    corpus = write_corpus(tmp_path_factory.mktemp("corpus"), n_docs=12, words=400)
+    train_suite("tiny", root, corpus_dir=corpus, progress=False)
+    return root
+
+
+def test_fit_window():
+    assert fit_window(11, 30) == 11
+    assert fit_window(11, 6) == 7  # 7 points of a 6-block model's 7
+    assert fit_window(11, 5) == 5  # 6 points: the largest odd window is 5
+    assert fit_window(4, 10) == 3
+    with pytest.raises(LlmdynError, match="fewer than the 3"):
+        fit_window(3, 1)
+
+
+def test_half_rise_step_interpolates():
+    assert half_rise_step([0, 10, 20], [0.0, 0.4, 1.0]) == pytest.approx(10 + 10 / 6)
+    assert half_rise_step([0, 10, 20], [2.0, 1.0, 0.0]) == pytest.approx(10.0)  # a falling loss
+    assert np.isnan(half_rise_step([0, 1], [3.0, 3.0]))
+    with pytest.raises(LlmdynError):
+        half_rise_step([0], [1.0])
+
+
+def test_window_scores_match_the_windowed_metric():
+    m = load_model("tiny-neox")
+    scores = _trajectory_scores(m, PROMPTS[0], 3, "final_norm")
+    states = with_final_norm(m, trajectory(m, PROMPTS[0]).states.double())
+    x = states.transpose(0, 1).numpy()  # (tok, layer+1, d_model)
+    ref = metrics.windowed(metrics.line_shape_score, x, 3)[:, 1:-1].mean(0)
+    np.testing.assert_allclose(scores["window_lss"], ref, rtol=1e-12)
+    ref_ed = np.median(metrics.windowed(metrics.expodistance, x, 3)[:, 1:-1], 0)
+    np.testing.assert_allclose(scores["window_ed"], ref_ed, rtol=1e-12)
+    np.testing.assert_allclose(scores["norms"], np.linalg.norm(x, axis=-1).mean(0))
+    assert scores["lss"] == pytest.approx(metrics.line_shape_score(x).mean())
+
+
+def test_measure_checkpoint_shapes_and_cache(tmp_path):
+    m = load_model("tiny-neox")
+    store = ResultStore(m.model_id, root=tmp_path)
+    a = measure_checkpoint(m, PROMPTS, k=4, store=store)
+    b = measure_checkpoint(m, PROMPTS, k=4, store=store)  # from the cache
+    L = m.n_layers
+    assert a.mis.shape == (2,) and a.coupling_map.shape == (L, L)
+    assert a.norms.shape == (2, L + 1) and a.window_lss.shape == (2, L - 1)
+    assert list(a.centres) == list(range(1, L))
+    assert np.all(a.share > 0) and np.all(a.share <= 1)
+    np.testing.assert_array_equal(a.window_ed, b.window_ed)
+    np.testing.assert_allclose(a.share, 1 - a.mis ** 2, atol=0.2)  # mean of 1-m² vs 1-mean²
+    with pytest.raises(LlmdynError, match="non-empty list"):
+        measure_checkpoint(m, "one prompt", k=4)
+
+
+def test_suite_checkpoints_and_measurement(tiny_suite, tmp_path, monkeypatch):
+    ckpts = suite_checkpoints("tiny", root=tiny_suite)
+    runs = by_run(ckpts)
+    assert list(runs) == sorted(r.name for r in SUITES["tiny"].runs)
+    assert all([c.step for c in cs] == [0, 1, 2, 4, 8] for cs in runs.values())
+    assert all(c.params and np.isfinite(c.heldout_loss) for c in ckpts)
+    few = suite_checkpoints("tiny", root=tiny_suite, steps=[0, 8])
+    assert len(few) == 6
+    with pytest.raises(LlmdynError, match=r"steps \[3\] are not saved"):
+        suite_checkpoints("tiny", root=tiny_suite, steps=[3])
+    monkeypatch.setenv("LLMDYN_RESULTS", str(tmp_path / "results"))
+    profiles = measure_checkpoints(few[:2], ["the whale sailed"], k=4, progress=False)
+    assert set(profiles) == {c.spec for c in few[:2]}
+    # the list form reads the same directories
+    listed = suite_checkpoints([c.spec for c in few[:2]])
+    assert [(c.run, c.step) for c in listed] == [(c.run, c.step) for c in few[:2]]
+
+
+def test_untrained_suite_and_hub_specs_are_explained(tmp_path):
+    with pytest.raises(LlmdynError, match="llmdyn train --suite tiny"):
+        suite_checkpoints("tiny", root=tmp_path)
+    (c,) = suite_checkpoints(["EleutherAI/pythia-70m@step1000"])
+    assert c == Checkpoint("EleutherAI/pythia-70m@step1000", "EleutherAI/pythia-70m", 1000,
+                           1000 * 2048 * 1024)
+    with pytest.raises(LlmdynError, match="@step<N>"):
+        suite_checkpoints(["EleutherAI/pythia-70m@main"])
+    with pytest.raises(LlmdynError, match="neither a directory"):
+        suite_checkpoints([str(tmp_path / "absent")])
