@@ -85,6 +85,18 @@ def chapter_sources(name: str, root: Path = REPO) -> list[Path]:
     return [notebook, *files, *used]
 
 
+def notebook_parameter(name: str, parameter: str, root: Path = REPO) -> Any:
+    """The default of ``parameter`` in chapter ``name``'s ``parameters`` cell (None if absent)."""
+    cells = json.loads((root / "notebooks" / f"{name}.ipynb").read_text())["cells"]
+    for cell in cells:
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            for node in ast.parse("".join(cell["source"])).body:
+                if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                        and getattr(node.targets[0], "id", None) == parameter):
+                    return ast.literal_eval(node.value)
+    return None
+
+
 def check_chapters(names: Sequence[str], root: Path = REPO) -> list[str]:
     """Return ``names`` if every one is a chapter of ``_toc.yml``; else raise naming the others."""
     from llmdyn.book import chapters
