@@ -1,5 +1,5 @@
 import json
-import os
+import shutil
 import subprocess
 import sys
 
@@ -35,6 +35,15 @@ def test_chapter_depends_on_its_notebook_and_the_modules_it_uses():
     assert "token_coupling.py" in [p.name for p in chapter_sources("06_token_coupling")]
 
 
+def test_notebook_parameter_reads_the_parameters_cell():
+    from llmdyn.workflow import notebook_parameter
+
+    assert notebook_parameter("05_depth_coupling", "model") == "smollm2-135m"
+    assert notebook_parameter("05_depth_coupling", "no_such_parameter") is None
+    if "09_generalization" in chapters():
+        assert notebook_parameter("09_generalization", "suite") == "generalization"
+
+
 def test_bad_input_is_a_message():
     with pytest.raises(LlmdynError, match="'99_nothing' is not in _toc.yml; chapters: 01_"):
         check_chapters(["99_nothing"])
@@ -58,13 +67,22 @@ def test_failed_logs_are_found_in_snakemake_output(tmp_path):
     assert failed_logs(out, tmp_path) == [tmp_path / "logs" / "x.log"]
 
 
-def test_dry_run_lists_every_chapter_and_the_html():
-    cmd = snakemake_command(dry_run=True)
+def test_dry_run_lists_every_chapter_and_the_html(tmp_path):
+    sweep = ["EleutherAI/pythia-70m-deduped", "EleutherAI/pythia-160m-deduped"]
+    cmd = snakemake_command(dry_run=True, directory=tmp_path, config={"sweep_models": sweep})
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     for name in chapters():
         assert f"Chapter {name} with model smollm2-135m" in out.stdout
     assert "Building the HTML book" in out.stdout
+    for model in sweep:  # chapter 09 waits for each sweep model's measurement job
+        assert f"Measure coupling of {model} (k 30, 200 prompts per task)" in out.stdout
+    if "09_generalization" in chapters():  # and for every run of its training suite
+        from llmdyn.suite import SUITES
+
+        for run in SUITES["generalization"].runs:
+            assert f"Train run {run.name} of suite" in out.stdout
+        assert out.stdout.count("Tokenise the training corpus once") == 1
     assert str(SNAKEFILE).endswith("workflow/Snakefile")
 
 
@@ -94,13 +112,17 @@ def local_run(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_local_rerun_does_nothing_and_a_newer_notebook_reruns_one_chapter(local_run):
+def test_local_rerun_does_nothing_and_a_changed_parameter_reruns_one_chapter(local_run, tmp_path):
     out = run_workflow(directory=local_run, cores=2, **TINY_TARGET)
     assert "Nothing to be done" in out
-    old = local_run / "book/executed/05_depth_coupling.ipynb"
-    os.utime(old, (0, 0))  # as if notebooks/05_depth_coupling.ipynb had just been edited
-    out = run_workflow(directory=local_run, cores=2, dry_run=True, **TINY_TARGET)
-    assert "Job stats" in out and "chapter        1" in out and "measure " not in out
+    params = tmp_path / "params"
+    shutil.copytree(REPO / "tests" / "smoke", params)
+    (params / "05_depth_coupling.yaml").write_text(
+        (params / "05_depth_coupling.yaml").read_text().replace("n_prompts: 2", "n_prompts: 3"))
+    config = {**TINY_CONFIG, "chapter_params": str(params)}
+    out = run_workflow(directory=local_run, cores=2, dry_run=True,
+                       **{**TINY_TARGET, "config": config})
+    assert "chapter        1" in out and "measure " not in out, out
 
 
 @pytest.mark.slow
