@@ -3,6 +3,7 @@ PYTHON  ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 MODEL   ?= smollm2-135m
+PROFILE ?=
 STAMP   := $(VENV)/.installed
 
 .PHONY: book test test-fast bench lint strip clean setup
@@ -25,8 +26,11 @@ $(STAMP): requirements.txt pyproject.toml
 	-$(BIN)/llmdyn fetch-corpus
 	touch $(STAMP)
 
+# The book is a Snakemake workflow (workflow/Snakefile): only what changed reruns. PROFILE=slurm
+# runs the same jobs on a SLURM cluster (workflow/profiles/slurm). `llmdyn book --model M`
+# still runs every chapter in sequence without Snakemake.
 book: $(STAMP)
-	$(BIN)/llmdyn book --model $(MODEL)
+	$(BIN)/llmdyn workflow --model $(MODEL) --cores $(shell nproc) $(if $(PROFILE),--profile $(PROFILE))
 	@echo "open _build/html/index.html"
 
 test: $(STAMP)
@@ -46,4 +50,4 @@ strip: $(STAMP)
 	$(BIN)/python tools/nbtools.py notebooks/*.ipynb
 
 clean:
-	rm -rf _build book/executed
+	rm -rf _build book/executed logs

@@ -85,6 +85,18 @@ def chapter_sources(name: str, root: Path = REPO) -> list[Path]:
     return [notebook, *files, *used]
 
 
+def notebook_parameter(name: str, parameter: str, root: Path = REPO) -> Any:
+    """The default of ``parameter`` in chapter ``name``'s ``parameters`` cell (None if absent)."""
+    cells = json.loads((root / "notebooks" / f"{name}.ipynb").read_text())["cells"]
+    for cell in cells:
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            for node in ast.parse("".join(cell["source"])).body:
+                if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                        and getattr(node.targets[0], "id", None) == parameter):
+                    return ast.literal_eval(node.value)
+    return None
+
+
 def check_chapters(names: Sequence[str], root: Path = REPO) -> list[str]:
     """Return ``names`` if every one is a chapter of ``_toc.yml``; else raise naming the others."""
     from llmdyn.book import chapters
@@ -131,7 +143,7 @@ def snakemake_command(*, model: str | None = None, profile: str | None = None,
                       directory: Path | None = None, config: dict[str, Any] | None = None,
                       dry_run: bool = False, extra: Sequence[str] = ()) -> list[str]:
     """The Snakemake command line for the book's workflow (see :func:`run_workflow`)."""
-    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(SNAKEFILE),
+    cmd = [sys.executable, "-m", "snakemake", *targets, "--snakefile", str(SNAKEFILE),
            "--cores", str(cores or os.cpu_count() or 1), "--printshellcmds"]
     if directory is not None:
         cmd += ["--directory", str(directory)]
@@ -146,7 +158,7 @@ def snakemake_command(*, model: str | None = None, profile: str | None = None,
         cmd += ["--config", *(f"{k}={json.dumps(v)}" for k, v in settings.items())]
     if dry_run:
         cmd += ["--dry-run"]
-    return [*cmd, *extra, *targets]
+    return [*cmd, *extra]
 
 
 _LOG = re.compile(r"(\S+\.log)\b")
@@ -223,6 +235,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--profile", default=None, help="e.g. slurm (default: local executor)")
     p.add_argument("--only", nargs="*", default=(), help="only these chapters (no HTML)")
     p.add_argument("--cores", type=int, default=None)
+    p.add_argument("--directory", type=Path, default=None,
+                   help="write outputs here instead of the repository")
     p.add_argument("--config", nargs="*", default=(), metavar="KEY=VALUE",
                    help="more config values, e.g. chapter_params=tests/smoke")
     p.add_argument("-n", "--dry-run", action="store_true")
@@ -243,6 +257,7 @@ def run_cli(args: argparse.Namespace) -> int:
     try:
         run_workflow(model=args.model, profile=args.profile, chapters=args.only,
                      targets=args.targets, cores=args.cores, config=config,
+                     directory=args.directory,
                      dry_run=args.dry_run)
     except LlmdynError as err:
         print(f"llmdyn workflow: {err}", file=sys.stderr)

@@ -1,0 +1,174 @@
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from llmdyn import LlmdynError
+from llmdyn.book import REPO, chapters, main
+from llmdyn.workflow import (
+    SNAKEFILE,
+    chapter_sources,
+    check_chapters,
+    check_slurm,
+    failed_logs,
+    profile_dir,
+    run_workflow,
+    snakemake_command,
+)
+
+# A tiny target: one measurement job and one chapter with the smoke parameters.
+TINY_CONFIG = {"chapter_params": "tests/smoke", "measure_models": ["tiny-llama"],
+               "measure": {"k": 4, "n_per_task": 1, "tasks": ["gsm8k", "mmlu"], "seed": 0,
+                           "max_chars": 40}}
+TINY_TARGET = {"chapters": ["05_depth_coupling"], "targets": ["measure_all"],
+               "config": TINY_CONFIG}
+
+
+def test_chapter_depends_on_its_notebook_and_the_modules_it_uses():
+    names = [p.name for p in chapter_sources("05_depth_coupling")]
+    assert names[0] == "05_depth_coupling.ipynb"
+    assert {"coupling.py", "coupling_summary.py", "metrics.py", "models.py"} <= set(names)
+    assert "token_coupling.py" not in names and "workflow.py" not in names
+    assert "uk_context.txt" in names  # llmdyn.data names it
+    assert "token_coupling.py" in [p.name for p in chapter_sources("06_token_coupling")]
+
+
+def test_notebook_parameter_reads_the_parameters_cell():
+    from llmdyn.workflow import notebook_parameter
+
+    assert notebook_parameter("05_depth_coupling", "model") == "smollm2-135m"
+    assert notebook_parameter("05_depth_coupling", "no_such_parameter") is None
+    if "09_generalization" in chapters():
+        assert notebook_parameter("09_generalization", "suite") == "generalization"
+
+
+def test_bad_input_is_a_message():
+    with pytest.raises(LlmdynError, match="'99_nothing' is not in _toc.yml; chapters: 01_"):
+        check_chapters(["99_nothing"])
+    with pytest.raises(LlmdynError, match="unknown profile 'pbs'; profiles: slurm"):
+        profile_dir("pbs")
+    with pytest.raises(LlmdynError, match="unknown profile"):
+        run_workflow(profile="pbs", dry_run=True)
+    assert main(["workflow", "--only", "99_nothing"]) == 1
+
+
+def test_unreachable_slurm_says_how_to_start_one(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no sinfo here
+    with pytest.raises(LlmdynError, match="tools/slurm_local.sh start.*or run locally"):
+        check_slurm()
+
+
+def test_failed_logs_are_found_in_snakemake_output(tmp_path):
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "x.log").write_text("boom")
+    out = "Error in rule chapter:\n    log: logs/x.log (check log file(s) for error details)\n"
+    assert failed_logs(out, tmp_path) == [tmp_path / "logs" / "x.log"]
+
+
+def test_dry_run_lists_every_chapter_and_the_html(tmp_path):
+    sweep = ["EleutherAI/pythia-70m-deduped", "EleutherAI/pythia-160m-deduped"]
+    cmd = snakemake_command(dry_run=True, directory=tmp_path, config={"sweep_models": sweep})
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    for name in chapters():
+        assert f"Chapter {name} with model smollm2-135m" in out.stdout
+    assert "Building the HTML book" in out.stdout
+    for model in sweep:  # chapter 09 waits for each sweep model's measurement job
+        assert f"Measure coupling of {model} (k 30, 200 prompts per task)" in out.stdout
+    if "09_generalization" in chapters():  # and for every run of its training suite
+        from llmdyn.suite import SUITES
+
+        for run in SUITES["generalization"].runs:
+            assert f"Train run {run.name} of suite" in out.stdout
+        assert out.stdout.count("Tokenise the training corpus once") == 1
+    assert str(SNAKEFILE).endswith("workflow/Snakefile")
+
+
+def _results(directory):
+    raw = json.loads((directory / "results/measure/tiny-llama.json").read_text())
+    return raw["aggregate"], raw["prompts"], raw["params"]
+
+
+def _tables(directory):
+    """The chapter's printed tables and glued values (its numbers, not its timings)."""
+    import nbformat
+
+    nb = nbformat.read(directory / "book/executed/05_depth_coupling.ipynb", as_version=4)
+    keys = ("text/markdown", "application/papermill.record/text/plain")
+    out = [o["data"][k] for c in nb.cells if c.cell_type == "code"
+           for o in c.get("outputs", []) for k in keys if k in o.get("data", {})]
+    assert out
+    return out
+
+
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory):
+    """The tiny target run with the local executor (the reference for the SLURM run)."""
+    directory = tmp_path_factory.mktemp("local")
+    run_workflow(directory=directory, cores=2, **TINY_TARGET)
+    return directory
+
+
+@pytest.mark.slow
+def test_local_rerun_does_nothing_and_a_changed_parameter_reruns_one_chapter(local_run, tmp_path):
+    out = run_workflow(directory=local_run, cores=2, **TINY_TARGET)
+    assert "Nothing to be done" in out
+    params = tmp_path / "params"
+    shutil.copytree(REPO / "tests" / "smoke", params)
+    (params / "05_depth_coupling.yaml").write_text(
+        (params / "05_depth_coupling.yaml").read_text().replace("n_prompts: 2", "n_prompts: 3"))
+    config = {**TINY_CONFIG, "chapter_params": str(params)}
+    out = run_workflow(directory=local_run, cores=2, dry_run=True,
+                       **{**TINY_TARGET, "config": config})
+    assert "chapter        1" in out and "measure " not in out, out
+
+
+@pytest.mark.slow
+def test_failed_chapter_stops_with_its_log(tmp_path):
+    bad = tmp_path / "params"
+    bad.mkdir()
+    (bad / "05_depth_coupling.yaml").write_text("model: tiny-llama\nk: four\n")
+    with pytest.raises(LlmdynError, match=r"failed job logs: .*05_depth_coupling\.log"
+                                          r"(.|\n)*notebook parameter 'k' must be"):
+        run_workflow(directory=tmp_path, cores=2, chapters=["05_depth_coupling"],
+                     config={"chapter_params": str(bad)})
+
+
+def _slurm_up() -> str | None:
+    """None when a SLURM controller answers, else why the SLURM test is skipped."""
+    try:
+        check_slurm(timeout=5)
+    except LlmdynError as err:
+        return str(err)
+    return None
+
+
+SLURM_SKIP = _slurm_up()
+# The profile's sizes are for a GPU cluster; a one-node test cluster needs small requests.
+SMALL_NODE = ["--set-resources", "chapter:cpus_per_task=1", "chapter:mem_mb=2000",
+              "measure:cpus_per_task=1", "measure:mem_mb=2000",
+              "--slurm-init-seconds-before-status-checks", "3"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(SLURM_SKIP is not None, reason=f"no SLURM reachable: {SLURM_SKIP}")
+def test_slurm_profile_runs_the_same_jobs_through_slurm(local_run, tmp_path):
+    out = run_workflow(profile="slurm", directory=tmp_path, extra=SMALL_NODE, **TINY_TARGET)
+    ids = {line.split("SLURM jobid ")[1].split()[0] for line in out.splitlines()
+           if "has been submitted with SLURM jobid" in line}
+    assert len(ids) == 2, out  # the measurement and the chapter, each its own SLURM job
+    logs = list((tmp_path / ".snakemake/slurm_logs").rglob("*.log"))
+    assert {p.stem for p in logs} == ids
+    assert any(p.parts[-3] == "rule_measure" for p in logs)
+    assert _results(tmp_path) == _results(local_run)  # same numbers as the local executor
+    assert _tables(tmp_path) == _tables(local_run)
+    again = run_workflow(profile="slurm", directory=tmp_path, extra=SMALL_NODE, **TINY_TARGET)
+    assert "Nothing to be done" in again and "SLURM jobid" not in again
+
+
+def test_python_m_llmdyn_is_the_command():
+    out = subprocess.run([sys.executable, "-m", "llmdyn", "measure", "coupling", "--help"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "--n-per-task" in out.stdout
