@@ -34,7 +34,7 @@ _STALE_TMP_S = 15 * 60  # temp files are written in one go: one untouched this l
 # Modules that never change a stored array (presentation, verdicts, CLIs, training runs whose
 # outputs live in checkpoint directories with their own digests): editing them keeps the cache.
 _PRESENTATION = ("book.py", "params.py", "plots.py", "plots/", "claims.py", "claims_render.py",
-                 "bootstrap.py", "claim_stats.py", "training_plots.py", "training_summary.py",
+                 "bootstrap.py", "claim_stats.py", "training_summary.py",
                  "generalization.py", "sweep.py", "workflow.py", "measure.py", "suite.py",
                  "training.py", "corpus.py", "checkpoints.py", "__main__.py")
 _CODE_HASH: str | None = None

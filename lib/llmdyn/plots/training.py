@@ -9,7 +9,7 @@ import matplotlib.ticker  # noqa: F401  (mpl.ticker)
 import numpy as np
 from matplotlib.axes import Axes
 
-from llmdyn.plots import band
+from llmdyn.plots.depth import band
 
 
 def step_axis(ax: Axes, *, label: str = "training step") -> Axes:
