@@ -1,6 +1,8 @@
 """The chapter runs under papermill on a tiny model, and the book builds with warnings as errors."""
 
 import re
+import subprocess
+import sys
 
 import nbformat
 import pytest
@@ -70,7 +72,36 @@ def test_wrongly_typed_parameter_fails_the_run(tmp_path):
                     {**smoke_parameters("05_depth_coupling"), "k": "four"}, cwd=tmp_path)
 
 
-def test_source_notebooks_are_stripped():
-    for path in sorted((REPO / "notebooks").glob("*.ipynb")):
-        nb = nbformat.read(path, as_version=4)
-        assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), path
+def _committed(path):
+    """The notebook as git holds it (the index: committed or staged), else the file itself."""
+    rel = path.relative_to(REPO).as_posix()
+    shown = subprocess.run(["git", "show", f":{rel}"], cwd=REPO, capture_output=True)
+    return shown.stdout if shown.returncode == 0 else path.read_bytes()
+
+
+def nbstripout_verify(paths) -> subprocess.CompletedProcess:
+    """nbstripout's own check (exit 1 if it would strip anything), with the filter's flags."""
+    return subprocess.run([sys.executable, "-m", "nbstripout", "--verify", "--keep-id",
+                           *map(str, paths)], capture_output=True, text=True)
+
+
+def test_source_notebooks_are_stripped(tmp_path):
+    """A notebook committed with outputs fails `make test` (run `make strip`, or `make setup`)."""
+    paths = sorted((REPO / "notebooks").glob("*.ipynb"))
+    assert paths
+    for path in paths:
+        (tmp_path / path.name).write_bytes(_committed(path))
+    check = nbstripout_verify(sorted(tmp_path.glob("*.ipynb")))
+    assert check.returncode == 0, f"committed with outputs (run `make strip`):\n{check.stdout}"
+
+
+def test_strip_check_catches_outputs(tmp_path):
+    nb = nbformat.read(REPO / "notebooks" / "05_depth_coupling.ipynb", as_version=4)
+    nbformat.write(nb, tmp_path / "clean.ipynb")
+    code = next(c for c in nb.cells if c.cell_type == "code")
+    code.outputs = [nbformat.v4.new_output("stream", name="stdout", text="hi\n")]
+    code.execution_count = 3
+    nbformat.write(nb, tmp_path / "dirty.ipynb")
+    check = nbstripout_verify([tmp_path / "clean.ipynb", tmp_path / "dirty.ipynb"])
+    assert check.returncode == 1
+    assert "dirty.ipynb" in check.stdout and "clean.ipynb" not in check.stdout

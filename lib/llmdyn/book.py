@@ -145,12 +145,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     book.add_argument("--only", nargs="*", default=None,
                       help="chapters to run, e.g. 05_depth_coupling")
     book.add_argument("--no-strict", action="store_true", help="do not treat warnings as errors")
-    from llmdyn import measure, suite, workflow
+    from llmdyn import lab, measure, suite, workflow
 
     measure.add_parser(sub)
     workflow.add_parser(sub)
     suite.add_parser(sub)
+    lab.add_parser(sub)
     args = parser.parse_args(argv)
+    if args.command == "lab":
+        return lab.run_cli(args)
     if args.command == "measure":
         return measure.run_cli(args)
     if args.command == "workflow":
