@@ -66,6 +66,22 @@ def test_executed_notebook_keeps_injected_parameters_hidden(built_book):
     assert injected and all("remove-cell" in c.metadata["tags"] for c in injected)
 
 
+def test_progress_names_chapter_and_model_and_the_kernel_is_quiet(tmp_path, capfd):
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "llmdyn", "language": "python",
+                                                           "display_name": "Python (llmdyn)"}})
+    nb.cells = [nbformat.v4.new_code_cell('model = "x"', metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell("print(model)")]
+    (tmp_path / "notebooks").mkdir()
+    nbformat.write(nb, tmp_path / "notebooks" / "99_tiny.ipynb")
+    out = run_chapter("99_tiny", tmp_path / "out", {"model": "tiny-llama"}, root=tmp_path,
+                      cwd=tmp_path)
+    assert nbformat.read(out, as_version=4).cells[-1].outputs[0].text == "tiny-llama\n"
+    err = capfd.readouterr().err
+    bars = [line for line in re.split(r"[\r\n]+", err) if "cell/s" in line or "s/cell" in line]
+    assert bars and all("99_tiny [tiny-llama]" in line for line in bars), err
+    assert "without encryption" not in err
+
+
 def test_wrongly_typed_parameter_fails_the_run(tmp_path):
     with pytest.raises(PapermillExecutionError, match="notebook parameter 'k' must be"):
         run_chapter("05_depth_coupling", tmp_path,

@@ -39,12 +39,25 @@ def _hide_injected_parameters(path: Path) -> None:
     nbformat.write(nb, path)
 
 
+def kernel_config() -> Any:
+    """Kernel-manager settings that keep the kernel's sockets private, and its log quiet.
+
+    ipykernel warns "Kernel is running over TCP without encryption" on every start. Rather than
+    hide that, encrypt: jupyter_client provisions CurveZMQ keys for kernels that declare support
+    (ours does). A libzmq without CURVE (pyzmq's wheels have it) keeps the plain-TCP default.
+    """
+    import zmq
+    from traitlets.config import Config
+
+    return Config({"KernelManager": {"transport_encryption": "auto"}} if zmq.has("curve") else {})
+
+
 def run_chapter(name: str, out_dir: Path, parameters: dict[str, Any], *,
                 root: Path = REPO, cwd: Path | None = None) -> Path:
     """Execute ``notebooks/<name>.ipynb`` with papermill into ``out_dir/<name>.ipynb``.
 
     A failing cell raises (papermill's PapermillExecutionError): a broken chapter must stop the
-    build, never be rendered.
+    build, never be rendered. The progress bar names the chapter and the model.
     """
     import papermill
 
@@ -53,8 +66,10 @@ def run_chapter(name: str, out_dir: Path, parameters: dict[str, Any], *,
         raise LlmdynError(f"no chapter {source}; chapters: {', '.join(chapters(root))}")
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / f"{name}.ipynb"
+    desc = f"{name} [{parameters.get('model', 'default model')}]"
     papermill.execute_notebook(str(source), str(target), parameters=parameters,
-                               kernel_name=KERNEL, cwd=str(cwd or root), progress_bar=True)
+                               kernel_name=KERNEL, cwd=str(cwd or root),
+                               progress_bar={"desc": desc}, config=kernel_config())
     _hide_injected_parameters(target)
     return target
 

@@ -53,10 +53,13 @@ def lab_command(*, root: Path = REPO / "notebooks", ip: str = "127.0.0.1", port:
            f"--ServerApp.ip={ip}", f"--ServerApp.port={port}",
            f"--ServerApp.port_retries={port_retries}",
            "--ServerApp.open_browser=False",
-           f"--MappingKernelManager.default_kernel_name={KERNEL}",
-           # Encrypt the server-kernel sockets (CurveZMQ) when the kernel supports it, which
-           # also ends ipykernel's "running over TCP without encryption" warning.
-           "--KernelManager.transport_encryption=auto"]
+           f"--MappingKernelManager.default_kernel_name={KERNEL}"]
+    import zmq
+
+    if zmq.has("curve"):
+        # Encrypt the server-kernel sockets (CurveZMQ) when the kernel supports it, which
+        # also ends ipykernel's "running over TCP without encryption" warning.
+        cmd.append("--KernelManager.transport_encryption=auto")
     if as_root:
         cmd.append("--allow-root")
     return cmd
