@@ -52,6 +52,25 @@ def test_parameters_and_progress_bars_stay_off_the_page(built_book):
     assert "it/s]" not in page and "Loading weights" not in page  # stderr is removed
 
 
+def test_chapter_page_has_download_and_launch_buttons(built_book):
+    _, html = built_book
+    check_buttons(html, "05_depth_coupling")
+
+
+def check_buttons(html, name):
+    """The executed .ipynb (with outputs) downloads; repository and launch links are set."""
+    page = (html / "book" / "executed" / f"{name}.html").read_text()
+    assert f'href="../../_sources/book/executed/{name}.ipynb"' in page
+    nb = nbformat.read(html / "_sources" / "book" / "executed" / f"{name}.ipynb", as_version=4)
+    assert any(c.get("outputs") for c in nb.cells if c.cell_type == "code")
+    url = yaml.safe_load((REPO / "_config.yml").read_text())["repository"]["url"]
+    slug = url.removeprefix("https://github.com/")
+    assert f'href="{url}"' in page
+    assert f"https://mybinder.org/v2/gh/{slug}/main?urlpath=lab/tree/book/executed/{name}.ipynb" \
+        in page
+    assert f"https://colab.research.google.com/github/{slug}/blob/main/book/executed/" in page
+
+
 def test_scorecard_reads_the_chapter(built_book):
     _, html = built_book
     page = (html / "book" / "scorecard.html").read_text()
