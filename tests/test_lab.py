@@ -151,3 +151,13 @@ def test_lab_serves_the_kernel_and_runs_a_chapter_cell(lab_server):
     out = asyncio.run(_execute(ws, token, cell.source + "\nprint(model, k)", timeout=40))
     assert out.split() == ["smollm2-135m", "30"]
     assert "without encryption" not in log.read_text()
+
+
+def test_parameters_cell_is_the_first_code_cell_of_every_chapter():
+    """Opened in the lab, a chapter's first code cell holds the parameters a reader edits."""
+    for path in sorted(REPO_NOTEBOOKS.glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        first = next(c for c in nb.cells if c.cell_type == "code")
+        assert "parameters" in first.metadata.get("tags", []), path.name
+        assert "model = " in first.source, path.name
+        assert nb.metadata.kernelspec.name == KERNEL, path.name
