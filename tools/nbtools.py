@@ -1,8 +1,10 @@
-"""Write a notebook from a list of (kind, source) cells, outputs empty (used to author chapters)."""
+"""Write a notebook from a list of (kind, source) cells, outputs empty (used to author chapters).
+
+Stripping outputs is nbstripout's job (`make strip`, and the git filter `make setup` installs).
+"""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import nbformat
@@ -28,17 +30,3 @@ def write(path: str | Path, cells: list[tuple[str, str]]) -> None:
     for i, cell in enumerate(nb.cells):
         cell["id"] = f"cell-{i:02d}"
     nbformat.write(nb, str(path))
-
-
-def strip(path: str | Path) -> None:
-    """Remove outputs and execution counts in place (notebooks are committed stripped)."""
-    nb = nbformat.read(str(path), as_version=4)
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-    nbformat.write(nb, str(path))
-
-
-if __name__ == "__main__":
-    for name in sys.argv[1:]:
-        strip(name)

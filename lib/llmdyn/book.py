@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -41,12 +42,25 @@ def _hide_injected_parameters(path: Path) -> None:
     nbformat.write(nb, path)
 
 
+def kernel_config() -> Any:
+    """Kernel-manager settings that keep the kernel's sockets private, and its log quiet.
+
+    ipykernel warns "Kernel is running over TCP without encryption" on every start. Rather than
+    hide that, encrypt: jupyter_client provisions CurveZMQ keys for kernels that declare support
+    (ours does). A libzmq without CURVE (pyzmq's wheels have it) keeps the plain-TCP default.
+    """
+    import zmq
+    from traitlets.config import Config
+
+    return Config({"KernelManager": {"transport_encryption": "auto"}} if zmq.has("curve") else {})
+
+
 def run_chapter(name: str, out_dir: Path, parameters: dict[str, Any], *,
                 root: Path = REPO, cwd: Path | None = None) -> Path:
     """Execute ``notebooks/<name>.ipynb`` with papermill into ``out_dir/<name>.ipynb``.
 
     A failing cell raises (papermill's PapermillExecutionError): a broken chapter must stop the
-    build, never be rendered.
+    build, never be rendered. The progress bar names the chapter and the model.
     """
     import papermill
 
@@ -55,8 +69,10 @@ def run_chapter(name: str, out_dir: Path, parameters: dict[str, Any], *,
         raise LlmdynError(f"no chapter {source}; chapters: {', '.join(chapters(root))}")
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / f"{name}.ipynb"
+    desc = f"{name} [{parameters.get('model', 'default model')}]"
     papermill.execute_notebook(str(source), str(target), parameters=parameters,
-                               kernel_name=KERNEL, cwd=str(cwd or root), progress_bar=True)
+                               kernel_name=KERNEL, cwd=str(cwd or root),
+                               progress_bar={"desc": desc}, config=kernel_config())
     _hide_injected_parameters(target)
     return target
 
@@ -230,11 +246,77 @@ def build_book(model: str, *, out: Path | None = None, only: Sequence[str] | Non
     return build_html(book_root, strict=strict)
 
 
+class Chapter(NamedTuple):
+    """One chapter as ``llmdyn chapters`` lists it."""
+
+    name: str  # notebook name, e.g. "05_depth_coupling"
+    title: str  # the notebook's "# " heading
+    covers: str  # the italic line under it, e.g. "Paper A §3.1 and §5.1, Fig 3 and Fig 20"
+
+
+def chapter_list(root: Path = REPO) -> list[Chapter]:
+    """The chapters in book order with the paper sections each covers.
+
+    Both come from the notebook itself (its first markdown cell: the heading and the italic
+    "*Paper … §…*" line under it), so the list cannot drift from the book.
+    """
+    import nbformat
+
+    out = []
+    for name in chapters(root):
+        nb = nbformat.read(root / "notebooks" / f"{name}.ipynb", as_version=4)
+        md = next((c.source for c in nb.cells if c.cell_type == "markdown"), "")
+        title = re.search(r"^#\s+(.+)$", md, re.MULTILINE)
+        covers = re.search(r"^\*(Paper\b[^*]+)\*", md, re.MULTILINE)
+        if not (title and covers):
+            raise LlmdynError(f"chapter {name}: its first markdown cell needs a '# ' heading and "
+                              "an italic '*Paper A §…*' line naming the sections it covers")
+        out.append(Chapter(name, title.group(1).strip(),
+                           " ".join(covers.group(1).split()).rstrip(".")))
+    return out
+
+
+EXAMPLES = {  # subcommand -> example shown in its --help (unless its parser already has one)
+    "models": "llmdyn models",
+    "chapters": "llmdyn chapters",
+    "book": "llmdyn book --model gemma3-270m --out _build/gemma3-270m\n"
+            "  llmdyn book --model ./my-checkpoint --out _build/my-checkpoint\n"
+            "  llmdyn book --only 05_depth_coupling      # rerun one chapter of the in-place book",
+    "measure": "llmdyn measure coupling --model smollm2-135m --out results/coupling.json",
+    "measure coupling": "llmdyn measure coupling --model smollm2-135m --out results/coupling.json",
+    "workflow": "llmdyn workflow --model gemma3-270m\n  llmdyn workflow --profile slurm -n",
+}
+TOP_EXAMPLES = """\
+examples:
+  llmdyn models                                   # models that load offline
+  llmdyn chapters                                 # chapters and the paper sections they cover
+  llmdyn book                                     # every chapter on smollm2-135m, then the HTML
+  llmdyn book --model ./my-checkpoint --out _build/mine   # a local transformers checkpoint
+  llmdyn lab                                      # edit the chapters in JupyterLab
+  llmdyn <command> --help                         # each command's options and an example
+"""
+
+
+def _add_examples(sub: Any, prefix: str = "") -> None:
+    """Give every subcommand's --help an example (kept where its module wrote its own)."""
+    for name, p in sub.choices.items():
+        key = f"{prefix}{name}"
+        if key in EXAMPLES and "example" not in f"{p.description} {p.epilog}".lower():
+            sep = "\n\n" if p.epilog else ""
+            p.epilog = f"{p.epilog or ''}{sep}example:\n  {EXAMPLES[key]}"
+            p.formatter_class = argparse.RawDescriptionHelpFormatter
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                _add_examples(action, prefix=f"{key} ")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``llmdyn`` command: ``models``, ``book``, ``measure coupling`` and ``workflow``."""
-    parser = argparse.ArgumentParser(prog="llmdyn", description=__doc__)
+    parser = argparse.ArgumentParser(prog="llmdyn", description=__doc__, epilog=TOP_EXAMPLES,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("models", help="list the models that load offline")
+    sub.add_parser("chapters", help="list the chapters and the paper sections they cover")
     book = sub.add_parser("book", help="run the chapters for a model and build the HTML book")
     book.add_argument("--model", default="smollm2-135m")
     book.add_argument("--out", type=Path, default=None,
@@ -244,12 +326,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     book.add_argument("--force", action="store_true",
                       help="let --out overwrite a non-empty directory that is not an llmdyn build")
     book.add_argument("--no-strict", action="store_true", help="do not treat warnings as errors")
-    from llmdyn import measure, suite, workflow
+    from llmdyn import lab, measure, suite, workflow
 
     measure.add_parser(sub)
     workflow.add_parser(sub)
     suite.add_parser(sub)
+    lab.add_parser(sub)
+    _add_examples(sub)
     args = parser.parse_args(argv)
+    if args.command == "lab":
+        return lab.run_cli(args)
+    if args.command == "chapters":
+        for ch in chapter_list():
+            print(f"{ch.name:24s} {ch.title}\n{'':24s} {ch.covers}")
+        return 0
     if args.command == "measure":
         return measure.run_cli(args)
     if args.command == "workflow":
