@@ -5,12 +5,12 @@ from llmdyn import LlmdynError, metrics
 from llmdyn.checkpoints import Checkpoint, by_run, suite_checkpoints
 from llmdyn.emergence import (
     _trajectory_scores,
-    fit_window,
     half_rise_step,
     measure_checkpoint,
     measure_checkpoints,
 )
 from llmdyn.models import load_model
+from llmdyn.phases import fit_window
 from llmdyn.regularity import with_final_norm
 from llmdyn.store import ResultStore
 from llmdyn.suite import SUITES, train_suite
@@ -32,8 +32,8 @@ def test_fit_window():
     assert fit_window(11, 30) == 11
     assert fit_window(11, 6) == 7  # 7 points of a 6-block model's 7
     assert fit_window(11, 5) == 5  # 6 points: the largest odd window is 5
-    assert fit_window(4, 10) == 3
-    with pytest.raises(LlmdynError, match="fewer than the 3"):
+    assert fit_window(3, 10) == 3
+    with pytest.raises(LlmdynError, match="n_layers >= 2"):
         fit_window(3, 1)
 
 

@@ -16,12 +16,13 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from llmdyn import LlmdynError, metrics
-from llmdyn.checkpoints import Checkpoint
+from llmdyn import suite as suites
+from llmdyn.checkpoints import Checkpoint, by_run, suite_checkpoints
 from llmdyn.coupling import depth_coupling, diagonal_share, offdiagonal_mean
 from llmdyn.models import LoadedModel, load_model
+from llmdyn.phases import fit_window
 from llmdyn.regularity import LastPoint, with_final_norm
 from llmdyn.store import ResultStore
-from llmdyn.suite import quiet_transformers
 from llmdyn.trace import trajectory
 
 
@@ -63,16 +64,6 @@ class CheckpointProfile:
                 self.window_lss.shape[1:] != self.centres.shape:
             raise LlmdynError(f"CheckpointProfile: every field needs {n} prompt rows and "
                               f"{len(self.centres)} window centres, got {rows}")
-
-
-def fit_window(window: int, n_layers: int) -> int:
-    """The largest odd window ≤ ``window`` that fits L + 1 points (at least 3)."""
-    w = min(window, n_layers + 1)
-    w -= 1 - w % 2
-    if w < 3:
-        raise LlmdynError(f"a model with {n_layers} blocks has {n_layers + 1} points per "
-                          "trajectory, fewer than the 3 a window needs")
-    return w
 
 
 def _trajectory_scores(model: LoadedModel, prompt: str, window: int,
@@ -136,7 +127,7 @@ def measure_checkpoints(checkpoints: Sequence[Checkpoint], prompts: Sequence[str
     """
     out = {}
     for c in tqdm(checkpoints, desc="checkpoints", unit="ckpt", disable=not progress):
-        with quiet_transformers():
+        with suites.quiet_transformers():
             model = load_model(c.spec, device=device)
         store = ResultStore(model.model_id, provenance=model.identity)
         out[c.spec] = measure_checkpoint(model, prompts, k=k, window=window,
@@ -191,6 +182,18 @@ class RunSeries:
         """One profile field over checkpoints: ``[ckpt, prompt, ...]``."""
         return np.stack([getattr(p, field) for p in self.profiles])
 
+    @property
+    def n_layers(self) -> int:
+        """Blocks of the run's model."""
+        return self.profiles[0].coupling_map.shape[0]
+
+    def window_at(self, field: str, depth: int) -> np.ndarray:
+        """A windowed score at one window centre over checkpoints: ``[ckpt, prompt]``."""
+        centres = list(self.profiles[0].centres)
+        if depth not in centres:
+            raise LlmdynError(f"no window is centred at depth {depth}; centres: {centres}")
+        return self.stack(field)[:, :, centres.index(depth)]
+
     def at(self, step: int) -> CheckpointProfile:
         """The profile of one saved step."""
         index = np.flatnonzero(self.steps == step)
@@ -203,9 +206,7 @@ class RunSeries:
 def run_series(checkpoints: Sequence[Checkpoint],
                profiles: dict[str, CheckpointProfile]) -> dict[str, RunSeries]:
     """Group measured checkpoints by run, each in step order."""
-    runs: dict[str, list[Checkpoint]] = {}
-    for c in sorted(checkpoints, key=lambda c: (c.run, c.step)):
-        runs.setdefault(c.run, []).append(c)
+    runs = by_run(checkpoints)
     nan = float("nan")
     return {run: RunSeries(
         steps=np.array([c.step for c in cs]),
@@ -238,3 +239,26 @@ def depths_at(centres: Sequence[int], n_layers: int,
     if not len(centres):
         raise LlmdynError("no window centre fits this model's depth")
     return sorted({int(centres[np.argmin(np.abs(centres - f * n_layers))]) for f in fractions})
+
+
+def measure_suite(suite: str | Sequence[str], *, root: str = "results/suite",
+                  steps: Sequence[int] | None = None, prompts: Sequence[str] | None = None,
+                  n_prompts: int = 16, prompt_chars: int = 240, seed: int = 0, k: int = 30,
+                  window: int = 3, last_point: LastPoint = "final_norm", device: str = "cpu"
+                  ) -> tuple[list[Checkpoint], list[str], dict[str, RunSeries]]:
+    """Train what is missing of a named suite, then measure every checkpoint on held-out text.
+
+    Chapters 08 and 09 start here. A list of checkpoint specs (local or hub revisions) is
+    measured as given, on passages from the default suite's held-out documents.
+
+    Returns:
+        (checkpoints, the passages measured, the runs in step order).
+    """
+    if isinstance(suite, str):  # finished runs are skipped, killed runs resume
+        suites.train_suite(suite, root, device=device)
+    ckpts = suite_checkpoints(suite, root=root, steps=steps)
+    texts = list(prompts) if prompts else suites.heldout_prompts(
+        suite if isinstance(suite, str) else "default", n_prompts, chars=prompt_chars, seed=seed)
+    profiles = measure_checkpoints(ckpts, texts, k=k, window=window, last_point=last_point,
+                                   device=device)
+    return ckpts, texts, run_series(ckpts, profiles)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -308,15 +307,12 @@ def train_run(run: Run, suite: Suite, root: Path, data: PreparedData, *,
     schedule = training.Schedule(
         steps=suite.steps, lr=run.lr, warmup=max(1, round(suite.warmup_fraction * suite.steps)),
         weight_decay=run.weight_decay)
+    facts = {"flops_per_token": 6 * matmul_params(model),
+             "params": sum(p.numel() for p in model.parameters())}
     result = training.train(model, LanguageModelTask(data, suite, run.seed), root / run.name,
                             schedule=schedule, checkpoints=suite.checkpoint_steps(),
-                            config=run_config(run, suite, data), desc=run.name,
+                            config=run_config(run, suite, data), facts=facts, desc=run.name,
                             progress=progress)
-    summary = json.loads((result.directory / "run.json").read_text())
-    if "flops_per_token" not in summary:
-        summary["flops_per_token"] = 6 * matmul_params(model)
-        summary["params"] = sum(p.numel() for p in model.parameters())
-        (result.directory / "run.json").write_text(json.dumps(summary, indent=1))
     return result
 
 

@@ -203,8 +203,8 @@ def _save_checkpoint(run_dir: Path, step: int, model, task: TrainTask, opt, *,
 
 
 def train(model: torch.nn.Module, task: TrainTask, run_dir: Path, *, schedule: Schedule,
-          checkpoints: Sequence[int], config: dict[str, Any], desc: str = "train",
-          progress: bool = True) -> RunResult:
+          checkpoints: Sequence[int], config: dict[str, Any], facts: dict[str, Any] | None = None,
+          desc: str = "train", progress: bool = True) -> RunResult:
     """Train ``model`` on ``task`` into ``run_dir``, resuming or skipping what is already done.
 
     Args:
@@ -215,6 +215,7 @@ def train(model: torch.nn.Module, task: TrainTask, run_dir: Path, *, schedule: S
         schedule: optimizer and learning-rate schedule.
         checkpoints: steps at which to save, strictly increasing, within [0, schedule.steps].
         config: JSON description of the run; a resume with a different config is refused.
+        facts: what else ``run.json`` records about the model (e.g. parameter counts).
         desc: progress-bar label.
         progress: show a progress bar with loss and tokens/s.
 
@@ -287,5 +288,5 @@ def train(model: torch.nn.Module, task: TrainTask, run_dir: Path, *, schedule: S
         leftover.unlink()
     tokens_per_s = task.tokens_per_step * schedule.steps / max(wall, 1e-9)
     _write_json(done, {"checkpoints": steps, "wall_s": wall, "tokens_per_s": tokens_per_s,
-                       "config": config})
+                       "config": config, **(facts or {})})
     return RunResult(run_dir, steps, wall, tokens_per_s)
