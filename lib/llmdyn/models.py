@@ -222,8 +222,10 @@ def load_model(
                           f"not map yet; known: {', '.join(sorted(ARCHITECTURES))}. Add a row "
                           "to llmdyn.models.ARCHITECTURES.")
     if untrained:
-        hf = _fresh_twin(hf.config, seed)
-        identity = {**identity, "untrained_seed": seed}
+        config = twin_config(spec, hf.config)
+        hf = _fresh_twin(config, seed)
+        identity = {**identity, "untrained_seed": seed,
+                    "initializer_range": float(config.initializer_range)}
     identity["key"] = _identity_key(identity)
     identity["transformers"] = transformers.__version__
     # Analysis only: no parameter gradients, so Jacobian products never build a graph that
@@ -308,6 +310,35 @@ def _load_pretrained(path_or_id: str, spec: str,
                           f"{err}. The file is corrupt or truncated; write it again with "
                           "save_pretrained, or delete it.") from None
     return hf, tokenizer
+
+
+def twin_config(spec: str, config: Any) -> Any:
+    """The configuration an untrained twin is initialised from: the architecture's own.
+
+    A packaged GGUF carries no ``initializer_range``, so transformers fills in its class
+    default (0.02 for Llama), not the value the model was trained from (SmolLM2-135M: 1/24).
+    For packaged models the fields of :attr:`PackagedModel.published` (from the model's
+    published ``config.json``, cited there) replace the defaults; local and hub checkpoints
+    already carry their own config and keep it.
+
+    Args:
+        spec: the model spec as given to :func:`load_model`.
+        config: the trained model's config (not modified).
+
+    Returns:
+        A copy of ``config`` with the published initialisation fields.
+    """
+    import copy
+
+    out = copy.deepcopy(config)
+    published = PACKAGED[spec].published if spec in PACKAGED else {}
+    for key, value in published.items():
+        setattr(out, key, value)
+    if not hasattr(out, "initializer_range"):
+        raise LlmdynError(f"model {spec!r}: its config has no initializer_range, so its "
+                          "untrained twin's initialisation is unknown; add the published value "
+                          "to llmdyn.packaged.PACKAGED[...].published.")
+    return out
 
 
 def _fresh_twin(config: Any, seed: int) -> torch.nn.Module:

