@@ -8,11 +8,9 @@ Thought is layers ``0 … boundary-1`` and Fixation ``boundary … L``, as in
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
-from llmdyn import LlmdynError
+from llmdyn import LlmdynError, masked
 
 
 def _curves(values, boundary: int) -> np.ndarray:
@@ -27,10 +25,8 @@ def _curves(values, boundary: int) -> np.ndarray:
 
 
 def _nanmean(x: np.ndarray, axis=None) -> np.ndarray:
-    """Mean ignoring NaN, without the "Mean of empty slice" warning (all-NaN gives NaN)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmean(x, axis=axis)
+    """Mean ignoring NaN; all-NaN gives NaN (explicitly, `llmdyn.masked`), not a warning."""
+    return masked.finite_mean(x, axis=axis)
 
 
 def phase_means_per_prompt(values, boundary: int) -> tuple[np.ndarray, np.ndarray]:

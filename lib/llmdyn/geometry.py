@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
-from llmdyn import LlmdynError, checks, metrics
+from llmdyn import LlmdynError, checks, masked, metrics
 from llmdyn.models import LoadedModel
 from llmdyn.store import ResultStore
 from llmdyn.trace import trajectory
@@ -118,9 +117,7 @@ def residuals(values: np.ndarray) -> np.ndarray:
     v = np.asarray(values, dtype=np.float64)
     if v.ndim != 2:
         raise LlmdynError(f"values must be [prompt, layer+1], got shape {v.shape}")
-    with warnings.catch_warnings():  # an all-NaN column (outside every window) stays NaN
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return v - np.nanmean(v, axis=0, keepdims=True)
+    return v - masked.columns(v, "mean")[None]  # an all-NaN column (no window fits) stays NaN
 
 
 def layer_mean(values: np.ndarray, first: int = 0, last: int | None = None) -> float:

@@ -18,14 +18,13 @@ boundaries as the curves do: index l is x^l, 0 = embeddings, L = last block outp
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
 
-from llmdyn import LlmdynError
+from llmdyn import LlmdynError, masked
 
 
 class ChangePoint(NamedTuple):
@@ -127,9 +126,7 @@ def _per_layer(values: np.ndarray, name: str, reduce: str) -> np.ndarray:
     v = np.asarray(values, dtype=np.float64)
     if v.ndim != 2 or v.shape[1] < 2:
         raise LlmdynError(f"{name} must be [prompt, layer+1] with layer+1 >= 2, got {v.shape}")
-    with warnings.catch_warnings():  # columns outside every window are all NaN
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmean(v, 0) if reduce == "mean" else np.nanstd(v, 0)
+    return masked.columns(v, reduce)  # columns outside every window stay NaN
 
 
 def _drop_last(curve: np.ndarray, exclude_last: int) -> np.ndarray:

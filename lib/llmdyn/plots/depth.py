@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 from matplotlib.axes import Axes
 
+from llmdyn import masked
 from llmdyn.plots.base import TRAINED_COLOR, _as_numpy, _series_color
 
 
@@ -35,11 +36,12 @@ def band(
         The axes.
     """
     values = _as_numpy(values)
-    mid = np.nanmedian(values, 0) if center == "median" else np.nanmean(values, 0)
+    # windowed curves are NaN where no window fits: reduce only the columns that hold values
+    mid = masked.columns(values, "median" if center == "median" else "mean")
     if spread == "iqr":
-        lo, hi = np.nanpercentile(values, 25, 0), np.nanpercentile(values, 75, 0)
+        lo, hi = (masked.columns(values, "percentile", q=q) for q in (25, 75))
     else:
-        lo, hi = np.nanmin(values, 0), np.nanmax(values, 0)
+        lo, hi = masked.columns(values, "min"), masked.columns(values, "max")
     ax.plot(x, mid, color=color, label=label)
     ax.fill_between(x, lo, hi, color=color, alpha=0.2, linewidth=0)
     return ax
