@@ -135,8 +135,19 @@ def test_named_prompts_exact():
 def test_zero_shot_cot_and_solution_steps():
     gsm = D.load_task("gsm8k")[:3]
     cot = D.zero_shot_cot(gsm)
-    assert [p.text for p in cot] == [p.text + " Let's think step by step." for p in gsm]
-    assert cot[0].id == "gsm8k/0+cot" and cot[0].get("cot") is True
+    # default: the trigger goes before the answer cue, so both prompts end in "\nAnswer:"
+    for plain, with_cot in zip(gsm, cot, strict=True):
+        question = plain.text.removesuffix("\nAnswer:")
+        assert with_cot.text == question + " Let's think step by step.\nAnswer:"
+        assert with_cot.text.endswith("\nAnswer:") and plain.text.endswith("\nAnswer:")
+    assert cot[0].id == "gsm8k/0+cot" and cot[0].get("cot") == "before_cue"
+    end = D.zero_shot_cot(gsm, placement="end")  # Kojima et al.'s placement, last token "."
+    assert [p.text for p in end] == [p.text + " Let's think step by step." for p in gsm]
+    assert end[0].id == "gsm8k/0+cot_end"
+    with pytest.raises(LlmdynError, match="answer cue"):
+        D.zero_shot_cot([D.NAMED_PROMPTS["france"]])
+    with pytest.raises(LlmdynError, match="placement"):
+        D.zero_shot_cot(gsm, placement="middle")
     assert D.gsm8k_solution_steps(gsm[0]) == 2  # Janet's ducks: two lines before "#### 18"
     assert D.gsm8k_solution_steps(cot[0]) == 2
     with pytest.raises(LlmdynError, match="GSM8K"):
@@ -213,3 +224,11 @@ def test_shorten_prompt_keeps_the_end_from_a_sentence_start():
         shorten_prompt(text, 5)
     with pytest.raises(LlmdynError, match="prompt"):
         shorten_prompt("", 20)
+
+
+@pytest.mark.slow
+def test_cot_prompts_end_in_the_same_tokens_as_the_plain_ones(smollm2):
+    gsm = D.load_task("gsm8k")[:4]
+    for plain, with_cot in zip(gsm, D.zero_shot_cot(gsm), strict=True):
+        a, b = (smollm2.tokenizer(p.text).input_ids for p in (plain, with_cot))
+        assert a[-3:] == b[-3:]  # "\n", "Answer", ":": the token read is the same

@@ -400,17 +400,42 @@ def shorten_prompt(prompt: str | Prompt, max_chars: int | None) -> str | Prompt:
     return Prompt(f"{prompt.id}+tail{max_chars}", tail, prompt.task, prompt.answer, meta)
 
 
-def zero_shot_cot(prompts: Iterable[Prompt]) -> list[Prompt]:
-    """Append " Let's think step by step." to each prompt (zero-shot CoT, paper A Fig. 15).
+def zero_shot_cot(prompts: Iterable[Prompt], *,
+                  placement: Literal["before_cue", "end"] = "before_cue") -> list[Prompt]:
+    """Add the zero-shot CoT trigger " Let's think step by step." (paper A Fig. 15).
 
-    Ids gain the suffix "+cot" and meta gains ("cot", True); answers are unchanged.
+    Paper A reads the hidden state of the *last* token. Appended at the end (Kojima et al.'s
+    placement, after "Answer:"), the trigger changes that token from ":" to ".", so a
+    comparison with the plain prompt mixes the effect of CoT with that of another token.
+    ``"before_cue"`` (the default) puts the trigger at the end of the question, before the
+    prompt's last line (its answer cue, e.g. "Answer:"), so both prompts end in the same tokens.
+
+    Args:
+        prompts: :class:`Prompt` objects; with ``"before_cue"`` each must end in a line of its
+            own (the answer cue), as the leaderboard formats do.
+        placement: ``"before_cue"`` (last token matched) or ``"end"`` (Kojima et al.).
+
+    Returns:
+        New prompts; ids gain "+cot" (``"end"``: "+cot_end"), meta gains ("cot", placement);
+        answers are unchanged.
     """
+    if placement not in ("before_cue", "end"):
+        raise LlmdynError(f"placement must be 'before_cue' or 'end', got {placement!r}")
     out = []
     for p in prompts:
         if not isinstance(p, Prompt):
             raise LlmdynError(f"prompts must hold Prompt objects, got {type(p).__name__}: {p!r}")
-        meta = (*p.meta, ("cot", True))
-        out.append(dataclasses.replace(p, id=f"{p.id}+cot", text=p.text + COT_SUFFIX, meta=meta))
+        if placement == "end":
+            text, suffix = p.text + COT_SUFFIX, "+cot_end"
+        else:
+            body, newline, cue = p.text.rpartition("\n")
+            if not newline or not body.strip() or not cue.strip():
+                raise LlmdynError(f"prompt {p.id!r} has no answer cue on a last line of its own "
+                                  "(e.g. '\\nAnswer:'), so the trigger cannot go before it; "
+                                  "use placement='end'.")
+            text, suffix = f"{body.rstrip()}{COT_SUFFIX}\n{cue}", "+cot"
+        meta = (*p.meta, ("cot", placement))
+        out.append(dataclasses.replace(p, id=f"{p.id}{suffix}", text=text, meta=meta))
     return out
 
 
