@@ -14,16 +14,16 @@ from llmdyn.claim_stats import (
 
 def test_phase_means_per_prompt_ignore_nan():
     v = np.array([[1.0, 3.0, 10.0, np.nan], [2.0, 2.0, 4.0, 6.0]])  # [prompt, layer+1], L = 3
-    thought, fixation = phase_means_per_prompt(v, 2)
-    assert thought.tolist() == [2.0, 2.0] and fixation.tolist() == [10.0, 5.0]
+    thought, fixation = phase_means_per_prompt(v, 2)  # Thought: layer 1 (0 is in neither)
+    assert thought.tolist() == [3.0, 2.0] and fixation.tolist() == [10.0, 5.0]
 
 
 def test_spread_ratio_absolute_and_relative():
-    v = np.array([[1.0, 1.0, 0.0, 10.0], [1.0, 1.0, 2.0, 30.0]])
-    assert spread_ratio(v, 2) == 0.0  # no spread in Thought
-    v = np.array([[1.0, 2.0, 2.0], [3.0, 6.0, 6.0]])  # std per layer 1, 2, 2; mean 2, 4, 4
-    assert spread_ratio(v, 1) == pytest.approx(0.5)
-    assert spread_ratio(v, 1, relative=True) == pytest.approx(1.0)
+    v = np.array([[5.0, 1.0, 0.0, 10.0], [1.0, 1.0, 2.0, 30.0]])
+    assert spread_ratio(v, 2) == 0.0  # no spread in Thought (layer 1; layer 0 is in neither)
+    v = np.array([[9.0, 1.0, 2.0, 2.0], [9.0, 3.0, 6.0, 6.0]])  # std per layer 0, 1, 2, 2
+    assert spread_ratio(v, 2) == pytest.approx(0.5)  # mean 9, 2, 4, 4
+    assert spread_ratio(v, 2, relative=True) == pytest.approx(1.0)
 
 
 def test_peak_position_and_band():

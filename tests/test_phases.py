@@ -141,7 +141,27 @@ def test_fit_window(window, n_layers, expected):
 
 def test_first_fixation_by_criterion_is_clipped():
     b = PhaseBoundary("m", 30, lss_peak=0, entropy_spread=26, norm_velocity=22)
-    assert b.first_fixation() == 22 and b.first_fixation("lss_peak") == 1
+    assert b.first_fixation() == 22 and b.first_fixation("lss_peak") == 2  # Thought keeps l = 1
     assert b.first_fixation("entropy_spread") == 26
     with pytest.raises(LlmdynError, match="criterion"):
         b.first_fixation("median")
+
+
+def test_phase_splits_by_criterion_and_thirds():
+    from llmdyn.phases import SPLITS, PhaseSplit
+
+    b = PhaseBoundary("m", 30, lss_peak=16, entropy_spread=26, norm_velocity=22)
+    assert b.split("lss_peak").thought == (1, 15) and b.split("lss_peak").fixation == (16, 30)
+    assert b.split().fixation == (22, 30)  # consensus: the median
+    third = b.split("thirds")  # Thought 1–10, Fixation 20–30, layers 11–19 in neither
+    assert (third.thought, third.fixation) == ((1, 10), (20, 30))
+    thought, fixation = third.masks()
+    assert thought.sum() == 10 and fixation.sum() == 11 and not (thought | fixation)[0]
+    assert PhaseSplit.thirds(18).thought == (1, 6) and PhaseSplit.thirds(18).fixation == (12, 18)
+    assert set(SPLITS) == {"consensus", "lss_peak", "entropy_spread", "norm_velocity", "thirds"}
+    with pytest.raises(LlmdynError, match="how must be one of"):
+        b.split("half")
+    with pytest.raises(LlmdynError, match="L >= 3"):
+        PhaseSplit.thirds(2)
+    with pytest.raises(LlmdynError, match="boundary must lie in 2"):
+        PhaseSplit.at(1, 30)

@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 from llmdyn import LlmdynError
+from llmdyn.phases import PhaseSplit
 from llmdyn.thought_fixation import (
     PAPER_TABLE1,
     alignment_profile,
@@ -12,13 +13,15 @@ from llmdyn.thought_fixation import (
 
 def test_phase_means_split_at_the_boundary():
     values = np.array([[0.0, 1, 2, 3, 4], [2.0, 3, 4, 5, 6]])  # (prompt=2, layer+1=5)
-    assert phase_means(values, 2) == (1.5, 4.0)  # layers 0-1 vs 2-4
-    assert phase_means(values[0], 4) == (1.5, 4.0)
+    assert phase_means(values, 2) == (2.0, 4.0)  # layer 1 vs 2-4; layer 0 is in neither
+    assert phase_means(values[0], 4) == (2.0, 4.0)
     padded = values.copy()
     padded[:, [0, 4]] = np.nan  # windows that do not fit
     assert phase_means(padded, 2) == (2.0, 3.5)
     t, f = phase_means(padded, 4)
     assert t == 3.0 and np.isnan(f)
+    # thirds of L = 4: Thought 1–1, Fixation 3–4 (⌈8/3⌉ = 3), layer 2 in neither
+    assert phase_means(values, PhaseSplit.thirds(4)) == (2.0, 4.5)
 
 
 def test_pair_phase_means_use_pairs_inside_each_phase():
@@ -29,7 +32,7 @@ def test_pair_phase_means_use_pairs_inside_each_phase():
     assert np.isnan(t) and f == np.mean([6, 7, 9, 11, 13, 14])
 
 
-@pytest.mark.parametrize("boundary", [0, 5, 2.0, True])
+@pytest.mark.parametrize("boundary", [0, 1, 5, 2.0, True])
 def test_boundary_is_checked(boundary):
     with pytest.raises(LlmdynError, match="boundary"):
         phase_means(np.ones((2, 5)), boundary)

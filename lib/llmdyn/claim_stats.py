@@ -1,9 +1,10 @@
 """Statistics of ``[prompt, layer+1]`` curves that the chapters' claims resample over prompts.
 
-Each function takes whole arrays (prompts on the first axis) and the first Fixation layer, and
-returns per-prompt values or one number, so `llmdyn.claims.Measure.of_rows` can bootstrap it.
-Thought is layers ``0 … boundary-1`` and Fixation ``boundary … L``, as in
-`llmdyn.thought_fixation.phase_means`; NaN entries (windows that do not fit) are ignored.
+Each function takes whole arrays (prompts on the first axis) and the phase split, and returns
+per-prompt values or one number, so `llmdyn.claims.Measure.of_rows` can bootstrap it. A split is
+a `llmdyn.phases.PhaseSplit` or the first Fixation layer ``b`` (Thought ``1 … b-1``, Fixation
+``b … L``; layer 0, the embedding, is in neither). NaN entries (windows that do not fit) are
+ignored.
 """
 
 from __future__ import annotations
@@ -11,17 +12,16 @@ from __future__ import annotations
 import numpy as np
 
 from llmdyn import LlmdynError, masked
+from llmdyn.phases import PhaseSplit, as_split
 
 
-def _curves(values, boundary: int) -> np.ndarray:
-    """``[prompt, layer+1]`` float64, with the boundary inside 1 … L."""
+def _curves(values, boundary: PhaseSplit | int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``[prompt, layer+1]`` float64 and the Thought and Fixation masks ``[layer+1]``."""
     values = np.asarray(values, dtype=np.float64)
     if values.ndim != 2 or values.shape[1] < 2:
         raise LlmdynError(f"values must be [prompt, layer+1], got shape {values.shape}")
-    n_layers = values.shape[1] - 1
-    if not 1 <= boundary <= n_layers:
-        raise LlmdynError(f"boundary must be a layer in 1 … {n_layers}, got {boundary}")
-    return values
+    thought, fixation = as_split(boundary, values.shape[1] - 1).masks()
+    return values, thought, fixation
 
 
 def _nanmean(x: np.ndarray, axis=None) -> np.ndarray:
@@ -29,31 +29,31 @@ def _nanmean(x: np.ndarray, axis=None) -> np.ndarray:
     return masked.finite_mean(x, axis=axis)
 
 
-def phase_means_per_prompt(values, boundary: int) -> tuple[np.ndarray, np.ndarray]:
+def phase_means_per_prompt(values, boundary: PhaseSplit | int) -> tuple[np.ndarray, np.ndarray]:
     """Each prompt's mean over the Thought layers and over the Fixation layers.
 
     Args:
         values: ``[prompt, layer+1]``.
-        boundary: the first Fixation layer.
+        boundary: the split, or the first Fixation layer (2 … L).
 
     Returns:
         (Thought ``[prompt]``, Fixation ``[prompt]``).
     """
-    v = _curves(values, boundary)
-    return _nanmean(v[:, :boundary], 1), _nanmean(v[:, boundary:], 1)
+    v, thought, fixation = _curves(values, boundary)
+    return _nanmean(v[:, thought], 1), _nanmean(v[:, fixation], 1)
 
 
-def spread_ratio(values, boundary: int, *, relative: bool = False) -> float:
+def spread_ratio(values, boundary: PhaseSplit | int, *, relative: bool = False) -> float:
     """Thought / Fixation ratio of the spread over prompts, averaged over each phase's layers.
 
     The spread at a layer is the std over prompts (divided by the mean with ``relative``, the
     coefficient of variation). Below 1: prompts agree more in Thought than in Fixation.
     """
-    v = _curves(values, boundary)
+    v, thought, fixation = _curves(values, boundary)
     sd = v.std(0)  # (layer+1,)
     if relative:
         sd = sd / v.mean(0)
-    return float(_nanmean(sd[:boundary]) / _nanmean(sd[boundary:]))
+    return float(_nanmean(sd[thought]) / _nanmean(sd[fixation]))
 
 
 def peak_position(values) -> float:
@@ -67,9 +67,10 @@ def peak_position(values) -> float:
     return float(np.nanargmax(curve) / (v.shape[1] - 1))
 
 
-def fraction_in_band(values, boundary: int, low: float, high: float) -> float:
+def fraction_in_band(values, boundary: PhaseSplit | int, low: float, high: float) -> float:
     """Share of the Fixation layers whose prompt-mean value lies in [low, high]."""
-    curve = _nanmean(_curves(values, boundary), 0)[boundary:]  # (fixation layers,)
+    v, _, fixation = _curves(values, boundary)
+    curve = _nanmean(v, 0)[fixation]  # (fixation layers,)
     curve = curve[np.isfinite(curve)]
     if curve.size == 0:
         return float("nan")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from llmdyn import LlmdynError
-from llmdyn.phases import CRITERIA
+from llmdyn.phases import SPLITS
 
 _PLAIN = (bool, int, float, str, list, tuple, dict, type(None))  # what a parameter cell holds
 
@@ -74,8 +74,8 @@ class ChapterParams:
         window = getattr(self, "window", 3)
         if window < 3 or window % 2 == 0:
             _fail("window", window, "odd and >= 3")
-        if getattr(self, "phase_criterion", "consensus") not in CRITERIA:
-            _fail("phase_criterion", self.phase_criterion, f"one of {CRITERIA} (llmdyn.phases)")
+        if getattr(self, "phase_criterion", "consensus") not in SPLITS:
+            _fail("phase_criterion", self.phase_criterion, f"one of {SPLITS} (llmdyn.phases)")
 
     @classmethod
     def from_cell(cls, namespace: Mapping[str, Any]):

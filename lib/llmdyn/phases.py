@@ -223,6 +223,73 @@ def norm_velocity_fit(norms: np.ndarray, *, min_size: int = 3,
 
 
 CRITERIA = ("consensus", "lss_peak", "entropy_spread", "norm_velocity")  # first_fixation()
+SPLITS = (*CRITERIA, "thirds")  # PhaseBoundary.split(): the criteria, or a fixed split of depth
+
+
+@dataclass(frozen=True)
+class PhaseSplit:
+    """Which layers ``0 … L`` count as Thought and which as Fixation (paper B §4, Table 1).
+
+    Layer 0 (the embedding) is in neither phase: it is the same vector for every prompt that
+    ends in the same token, so it would narrow Thought's spread over prompts and pull its means
+    towards the embedding's values. At a boundary ``b`` Thought is ``1 … b-1`` and Fixation
+    ``b … L``; :meth:`thirds` takes the first and last thirds of the depth and leaves the
+    middle third out, a split that needs no estimate at all.
+
+    Attributes:
+        name: the criterion that placed it (one of :data:`SPLITS`, or "boundary").
+        n_layers: the model's number of blocks L.
+        thought: (first, last) Thought layer, inclusive.
+        fixation: (first, last) Fixation layer, inclusive.
+    """
+
+    name: str
+    n_layers: int
+    thought: tuple[int, int]
+    fixation: tuple[int, int]
+
+    def __post_init__(self) -> None:
+        """Both phases non-empty, inside 1 … L, Thought before Fixation."""
+        (t0, t1), (f0, f1) = self.thought, self.fixation
+        if not 1 <= t0 <= t1 < f0 <= f1 <= self.n_layers:
+            raise LlmdynError(f"a phase split needs 1 <= Thought <= … < Fixation <= L = "
+                              f"{self.n_layers}, got Thought {self.thought}, Fixation "
+                              f"{self.fixation}; a boundary must lie in 2 … L")
+
+    @classmethod
+    def at(cls, boundary: int, n_layers: int, name: str = "boundary") -> PhaseSplit:
+        """Thought ``1 … boundary-1``, Fixation ``boundary … L``."""
+        if isinstance(boundary, bool) or not isinstance(boundary, int | np.integer):
+            raise LlmdynError(f"boundary must be the first Fixation layer (an int), got "
+                              f"{boundary!r}")
+        return cls(name, int(n_layers), (1, int(boundary) - 1), (int(boundary), int(n_layers)))
+
+    @classmethod
+    def thirds(cls, n_layers: int) -> PhaseSplit:
+        """Thought ``1 … ⌊L/3⌋``, Fixation ``⌈2L/3⌉ … L``; the middle third is in neither."""
+        if n_layers < 3:
+            raise LlmdynError(f"a split into thirds needs L >= 3 blocks, got {n_layers}")
+        return cls("thirds", int(n_layers), (1, n_layers // 3), (-(-2 * n_layers // 3), n_layers))
+
+    def masks(self) -> tuple[np.ndarray, np.ndarray]:
+        """Boolean ``[layer+1]`` masks of the Thought and the Fixation layers."""
+        depth = np.arange(self.n_layers + 1)
+        return ((depth >= self.thought[0]) & (depth <= self.thought[1]),
+                (depth >= self.fixation[0]) & (depth <= self.fixation[1]))
+
+    def label(self) -> str:
+        """E.g. "thirds: Thought 1–10, Fixation 20–30"."""
+        return (f"{self.name}: Thought {self.thought[0]}–{self.thought[1]}, Fixation "
+                f"{self.fixation[0]}–{self.fixation[1]}")
+
+
+def as_split(split: PhaseSplit | int, n_layers: int) -> PhaseSplit:
+    """A :class:`PhaseSplit` from itself or from the first Fixation layer (checked against L)."""
+    out = split if isinstance(split, PhaseSplit) else PhaseSplit.at(split, n_layers)
+    if out.n_layers != n_layers:
+        raise LlmdynError(f"the phase split is for L = {out.n_layers} blocks, the values have "
+                          f"L = {n_layers}")
+    return out
 
 
 def fit_window(window: int, n_layers: int) -> int:
@@ -276,14 +343,23 @@ class PhaseBoundary:
         return int(np.median(list(self.layers.values())))
 
     def first_fixation(self, criterion: str = "consensus") -> int:
-        """The first Fixation layer by ``criterion`` (one of CRITERIA), clipped to 1 … L.
+        """The first Fixation layer by ``criterion`` (one of CRITERIA), clipped to 2 … L.
 
-        The clip keeps both phases non-empty: layer 0 (the embedding) is always Thought.
+        The clip keeps both phases non-empty: layer 0 (the embedding) is in neither phase
+        (:class:`PhaseSplit`), so Thought needs at least layer 1.
         """
         if criterion not in CRITERIA:
             raise LlmdynError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
         layer = self.consensus if criterion == "consensus" else self.layers[criterion]
-        return int(np.clip(layer, 1, self.n_layers))
+        return int(np.clip(layer, 2, self.n_layers))
+
+    def split(self, how: str = "consensus") -> PhaseSplit:
+        """The Thought/Fixation split by a criterion, or ``"thirds"`` (one of SPLITS)."""
+        if how not in SPLITS:
+            raise LlmdynError(f"how must be one of {SPLITS}, got {how!r}")
+        if how == "thirds":
+            return PhaseSplit.thirds(self.n_layers)
+        return PhaseSplit.at(self.first_fixation(how), self.n_layers, name=how)
 
     @property
     def spread(self) -> int:

@@ -7,6 +7,7 @@ from typing import Literal
 import numpy as np
 
 from llmdyn import LlmdynError
+from llmdyn.phases import PhaseSplit, as_split
 
 __all__ = ["PAPER_TABLE1", "alignment_profile", "pair_phase_means", "phase_means"]
 
@@ -21,23 +22,16 @@ PAPER_TABLE1: dict[str, tuple[Phase, str]] = {
 }
 
 
-def _check_boundary(boundary: int, n_layers: int) -> None:
-    if isinstance(boundary, bool) or not isinstance(boundary, int | np.integer) \
-            or not 1 <= boundary <= n_layers:
-        raise LlmdynError(f"boundary must be the first Fixation layer, an int in 1..{n_layers}, "
-                          f"got {boundary!r}")
-
-
-def phase_means(values: np.ndarray, boundary: int) -> tuple[float, float]:
+def phase_means(values: np.ndarray, boundary: PhaseSplit | int) -> tuple[float, float]:
     """Mean of a per-layer measurement over the Thought layers and over the Fixation layers.
 
-    Layers ``0 … boundary-1`` are Thought and ``boundary … L`` Fixation (layer 0 is the
-    embedding). NaN entries (e.g. windows that do not fit at the ends) are ignored; a phase
-    with no finite entry gives NaN.
+    At a boundary ``b``, layers ``1 … b-1`` are Thought and ``b … L`` Fixation; layer 0 (the
+    embedding) is in neither (see :class:`llmdyn.phases.PhaseSplit`). NaN entries (e.g.
+    windows that do not fit at the ends) are ignored; a phase with no finite entry gives NaN.
 
     Args:
         values: ``[prompt, layer+1]`` or ``[layer+1]``.
-        boundary: the first Fixation layer, in 1 … L.
+        boundary: the split, or the first Fixation layer in 2 … L.
 
     Returns:
         (Thought mean, Fixation mean) over prompts and layers.
@@ -47,19 +41,19 @@ def phase_means(values: np.ndarray, boundary: int) -> tuple[float, float]:
         values = values[None]
     if values.ndim != 2 or values.shape[1] < 2:
         raise LlmdynError(f"values must be [prompt, layer+1] or [layer+1], got {values.shape}")
-    _check_boundary(boundary, values.shape[1] - 1)
-    return _nanmean(values[:, :boundary]), _nanmean(values[:, boundary:])
+    thought, fixation = as_split(boundary, values.shape[1] - 1).masks()
+    return _nanmean(values[:, thought]), _nanmean(values[:, fixation])
 
 
-def pair_phase_means(M: np.ndarray, boundary: int) -> tuple[float, float]:
+def pair_phase_means(M: np.ndarray, boundary: PhaseSplit | int) -> tuple[float, float]:
     """Mean of a block × block score over pairs i ≠ j that both lie in one phase.
 
-    Row/column b is block b, which produces layer b + 1 (the paper's depth l = b + 1); it is a
-    Thought block if ``b + 1 < boundary``, a Fixation block otherwise.
+    Row/column b is block b, which produces layer b + 1 (the paper's depth l = b + 1); it
+    belongs to the phase that holds layer b + 1.
 
     Args:
         M: ``[layer, layer]``, e.g. r(A_{i,j,K}) (paper B Fig. 6).
-        boundary: the first Fixation layer, in 1 … L.
+        boundary: the split, or the first Fixation layer in 2 … L.
 
     Returns:
         (Thought mean, Fixation mean); NaN for a phase with fewer than two blocks.
@@ -68,11 +62,10 @@ def pair_phase_means(M: np.ndarray, boundary: int) -> tuple[float, float]:
     if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] < 2:
         raise LlmdynError(f"M must be [layer, layer] with layer >= 2, got {M.shape}")
     n = M.shape[0]
-    _check_boundary(boundary, n)
     off = ~np.eye(n, dtype=bool)
-    thought = np.arange(n) + 1 < boundary  # (layer,)
     means = []
-    for in_phase in (thought, ~thought):
+    for layers in as_split(boundary, n).masks():
+        in_phase = layers[1:]  # (layer,): block b produces layer b + 1
         mask = off & in_phase[:, None] & in_phase[None, :]
         means.append(_nanmean(M[mask]) if mask.any() else float("nan"))
     return means[0], means[1]
