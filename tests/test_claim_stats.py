@@ -47,6 +47,19 @@ def test_rising_fraction_and_velocity_change():
     assert velocity_change(hinge) == pytest.approx(2.0)
 
 
+def test_velocity_gain_is_judged_against_a_reference():
+    from llmdyn.claim_stats import relative_velocity_change, velocity_gain_over
+
+    hinge = np.concatenate([np.arange(6.0), 5 + 3 * np.arange(1, 7.0)])[None]  # slope 1 then 3
+    line = 2.0 * np.arange(12.0)[None]
+    # known answer: change 2, mean slope (5 + 18) / 11 = 23/11, so 2 · 11/23
+    assert relative_velocity_change(hinge) == pytest.approx(22 / 23)
+    assert relative_velocity_change(line) == pytest.approx(0.0, abs=1e-9)
+    assert velocity_gain_over(hinge, line) == pytest.approx(22 / 23)
+    assert velocity_gain_over(hinge, 10 * hinge) == pytest.approx(0.0, abs=1e-9)  # same shape
+    assert np.isnan(relative_velocity_change(-line))  # falling norms: nothing to compare
+
+
 def test_most_aligned_position():
     from llmdyn.claim_stats import most_aligned_position
 

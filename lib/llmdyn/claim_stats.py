@@ -97,6 +97,36 @@ def velocity_change(norms, *, min_size: int = 3) -> float:
     return float(fit.after - fit.before)
 
 
+def relative_velocity_change(norms, *, min_size: int = 3) -> float:
+    """:func:`velocity_change` in units of the mean slope of the mean norm curve.
+
+    Dividing by the average increment per layer makes models (or twins) whose norms grow on
+    different scales comparable: 0 for a straight line, 2 when the slope after the knot exceeds
+    the slope before it by twice the average slope.
+    """
+    curve = np.asarray(norms, dtype=np.float64).mean(0)  # (layer+1,)
+    mean_slope = float(np.mean(np.diff(curve)))
+    if not mean_slope > 0:
+        return float("nan")  # no growth to compare a change of velocity with
+    return velocity_change(norms, min_size=min_size) / mean_slope
+
+
+def velocity_gain_over(norms, reference, *, min_size: int = 3) -> float:
+    """Relative velocity change of ``norms`` minus that of ``reference`` (e.g. the twin).
+
+    A hinge fit finds a positive change in any convex curve, so "norm velocity increases"
+    (paper B §4.1) is judged against the untrained twin on the same prompts: positive when the
+    trained model's norm speeds up more, relative to its own average growth, than the twin's.
+
+    Args:
+        norms: ``[prompt, layer+1]`` of the trained model.
+        reference: ``[prompt, layer+1]`` of the reference on the same prompts (paired rows).
+        min_size: fewest layers on either side of the knot.
+    """
+    return (relative_velocity_change(norms, min_size=min_size)
+            - relative_velocity_change(reference, min_size=min_size))
+
+
 def most_aligned_position(ratios) -> float:
     """Depth l / L of the block most aligned with the others, from ``[prompt, layer, layer]`` r(A).
 

@@ -127,3 +127,42 @@ def part_source(title: str, chapter: str, *, key: str = SCORECARD_KEY, intro: st
         lines += [intro.strip(), ""]
     lines += [f"```{{glue}} {key}", f":doc: executed/{chapter}.ipynb", "```", ""]
     return "\n".join(lines)
+
+
+def split_grid(claims: dict[str, Sequence[Claim]], *, label: Callable[[Claim], str] | None = None):
+    """One row per claim, one column per phase split: value [interval] and verdict.
+
+    Paper B's Thought/Fixation contrasts depend on where the boundary is drawn; this table
+    shows each contrast under every split side by side (chapters 02 and 04).
+
+    Args:
+        claims: split name -> the same claims, in the same order, judged under that split.
+        label: a row's label from its claim (default: the statement).
+
+    Returns:
+        An ``IPython.display.Markdown`` table.
+    """
+    from IPython.display import Markdown
+
+    if not claims:
+        raise LlmdynError("split_grid needs at least one split")
+    names = list(claims)
+    rows = [list(claims[n]) for n in names]
+    if len({len(r) for r in rows}) != 1:
+        raise LlmdynError("split_grid: every split must hold the same claims, got counts "
+                          f"{[len(r) for r in rows]}")
+    label = label or (lambda c: c.statement)
+    lines = ["| claim | " + " | ".join(names) + " |", "|" + " --- |" * (len(names) + 1)]
+    for same in zip(*rows, strict=True):
+        cells = [f"{c.measure.number(c.measure.estimate.value) if c.measure.estimate else 'n/a'}"
+                 f"{_interval(c)} **{c.verdict.grade}**" for c in same]
+        lines.append("| " + " | ".join(_md(x) for x in [label(same[0]), *cells]) + " |")
+    return Markdown("\n".join(lines))
+
+
+def _interval(claim: Claim) -> str:
+    """" [lo, hi]" in the measure's format, or "" without an interval."""
+    est = claim.measure.estimate
+    if est is None or not est.has_interval:
+        return ""
+    return f" [{claim.measure.number(est.lo)}, {claim.measure.number(est.hi)}]"

@@ -9,7 +9,8 @@ import numpy as np
 from llmdyn import LlmdynError
 from llmdyn.phases import PhaseSplit, as_split
 
-__all__ = ["PAPER_TABLE1", "alignment_profile", "pair_phase_means", "phase_means"]
+__all__ = ["PAPER_TABLE1", "alignment_profile", "contrast_claims", "pair_phase_means",
+           "phase_means", "table1_claims"]
 
 Phase = Literal["Thought", "Fixation"]
 
@@ -90,3 +91,109 @@ def alignment_profile(ratio: np.ndarray) -> np.ndarray:
         raise LlmdynError(f"ratio must be [layer, layer] with layer >= 2, got {ratio.shape}")
     off = ~np.eye(ratio.shape[0], dtype=bool)
     return np.array([row[mask].mean() for row, mask in zip(ratio, off, strict=True)])
+
+
+def table1_claims(name: str, split: PhaseSplit, *, lss: np.ndarray, equidistance: np.ndarray,
+                  entropy: np.ndarray, ratios: np.ndarray) -> list:
+    """Paper B's Table 1 for one model and one split, as claims (one per property).
+
+    Each property's measure is lower where the property is stronger, so each claim judges
+    "stronger phase − other phase < 0" with a bootstrap interval over prompts.
+
+    Args:
+        name: the model's name (claim ids end in its slug and the split's name).
+        split: the Thought/Fixation split (:meth:`llmdyn.phases.PhaseBoundary.split`).
+        lss: windowed LSS ``[prompt, layer+1]``.
+        equidistance: windowed equidistance ``[prompt, layer+1]``.
+        entropy: logit-lens entropy ``[prompt, layer+1]``.
+        ratios: r(A_{i,j,K}) per prompt, ``[prompt, layer, layer]`` (may hold fewer prompts).
+    """
+    from llmdyn.claim_stats import phase_means_per_prompt
+    from llmdyn.claims import Claim, Measure, below, slug
+
+    means = {"LINEAR": phase_means_per_prompt(lss, split),
+             "EQUISPACED": phase_means_per_prompt(equidistance, split),
+             "ALIGNED": np.array([pair_phase_means(M, split) for M in ratios]).T,
+             "CONFIDENT": phase_means_per_prompt(entropy, split)}
+    claims = []
+    for prop, (thought, fixation) in means.items():
+        stronger, measure = PAPER_TABLE1[prop]
+        other = "Thought" if stronger == "Fixation" else "Fixation"
+        mine, theirs = (fixation, thought) if stronger == "Fixation" else (thought, fixation)
+        claims.append(Claim(
+            f"table1_{prop.lower()}_{slug(name)}_{split.name}", "B", "Table 1",
+            f"{name}: {prop} is stronger in {stronger}", f"{stronger} (MORE there)",
+            Measure.difference(mine, theirs, f"{measure}: {stronger} − {other}", fmt=".3f",
+                               detail=f"Thought {_nanmean(thought):.3f} / Fixation "
+                               f"{_nanmean(fixation):.3f}; {split.label()} of {split.n_layers}"),
+            below(0)))
+    return claims
+
+
+def contrast_claims(name: str, split: PhaseSplit, *, norms: np.ndarray, lss: np.ndarray,
+                    equidistance: np.ndarray, entropy: np.ndarray) -> list:
+    """Paper B's phase contrasts along depth (§4.1–4.4, §5.1, §5.4) for one model and split.
+
+    Args:
+        name: the model's name (claim ids end in its slug and the split's name).
+        split: the Thought/Fixation split.
+        norms: ``[prompt, layer+1]`` norms of the last token's states.
+        lss: windowed LSS ``[prompt, layer+1]``, on the same prompts.
+        equidistance: windowed equidistance ``[prompt, layer+1]``.
+        entropy: logit-lens entropy ``[prompt, layer+1]``.
+
+    Returns:
+        Claims: the norm's relative spread over prompts (Thought/Fixation < 1), LSS and
+        equidistance lower in Fixation, Fixation equidistance ≤ 0.15 (paper: ≈ 0.1), Fixation
+        LSS in 2–3 at every Fixation layer, entropy spread over prompts (Thought/Fixation < 1),
+        Fixation LSS below the all-layer mean (Fig 12).
+    """
+    from functools import partial
+
+    from llmdyn.claim_stats import fraction_in_band, phase_means_per_prompt, spread_ratio
+    from llmdyn.claims import Claim, Measure, at_least, at_most, below, slug
+
+    sid = f"{slug(name)}_{split.name}"
+    lss_t, lss_f = phase_means_per_prompt(lss, split)
+    eq_t, eq_f = phase_means_per_prompt(equidistance, split)
+    where = split.label()
+    return [
+        Claim(f"geo_norm_prompts_{sid}", "B", "§4.1, Fig 2", f"{name}: the norm is "
+              "prompt-independent in Thought, prompt-dependent in Fixation",
+              "band narrow in Thought, wide in Fixation",
+              Measure.of_rows(partial(spread_ratio, boundary=split, relative=True), norms,
+                              quantity="Thought / Fixation std/mean of the norm over prompts",
+                              fmt=".2f", detail=where), below(1)),
+        Claim(f"geo_lss_drop_{sid}", "B", "§4.2, Fig 3", f"{name}: LSS falls in Fixation",
+              "lower LSS in Fixation", Measure.difference(
+                  lss_f, lss_t, "mean windowed LSS, Fixation − Thought", fmt=".2f",
+                  detail=where), below(0)),
+        Claim(f"geo_lss_range_{sid}", "B", "§5.1", f"{name}: LSS between 2.0 and 3.0 through "
+              "Fixation", "2.0–3.0", Measure.of_rows(
+                  partial(fraction_in_band, boundary=split, low=2.0, high=3.0), lss,
+                  quantity="share of Fixation layers with mean LSS in 2.0–3.0", fmt=".2f",
+                  detail=where), at_least(1)),
+        Claim(f"geo_eq_drop_{sid}", "B", "§4.3, Fig 4", f"{name}: equidistance drops in "
+              "Fixation", "≤ 0.3 in Thought, ≈ 0.1 in Fixation", Measure.difference(
+                  eq_f, eq_t, "mean equidistance, Fixation − Thought", fmt=".2f",
+                  detail=where), below(0)),
+        Claim(f"geo_eq_level_{sid}", "B", "§4.3, Fig 4", f"{name}: equidistance is about 0.1 "
+              "in Fixation", "≈ 0.1", Measure.mean(eq_f, "mean Fixation equidistance",
+                                                   fmt=".2f", detail=where), at_most(0.15)),
+        Claim(f"geo_entropy_spread_{sid}", "B", "§4.4, Fig 5", f"{name}: prompts agree in "
+              "confidence in Thought, disagree in Fixation", "low variation in Thought",
+              Measure.of_rows(partial(spread_ratio, boundary=split), entropy, fmt=".2f",
+                              quantity="Thought / Fixation std of the entropy over prompts",
+                              detail=where), below(1)),
+        Claim(f"geo_fixation_lss_{sid}", "B", "§5.4, Fig 12", f"{name}: over the Fixation "
+              "layers LSS is lower than over all layers", "for every model",
+              Measure.difference(lss_f, _row_means(lss), "mean LSS, Fixation − all layers",
+                                 fmt=".2f", detail=where), below(0)),
+    ]
+
+
+def _row_means(values: np.ndarray) -> np.ndarray:
+    """Each prompt's mean over the layers 1 … L that hold a value, ``[prompt]``."""
+    from llmdyn.masked import finite_mean
+
+    return finite_mean(np.asarray(values, dtype=float)[:, 1:], axis=1)
