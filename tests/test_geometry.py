@@ -100,3 +100,15 @@ def test_trajectory_summary_known_answers():
     np.testing.assert_allclose(s.last_step[0], 1.0)
     with pytest.raises(LlmdynError, match="window"):
         trajectory_summary(np.stack([line]), window=(5, 5))
+
+
+def test_seed_mean_averages_prompt_by_prompt():
+    from llmdyn.geometry import DepthProfile, seed_mean
+
+    ones = np.ones((2, 5))
+    a = DepthProfile(ones, np.where([0, 1, 1, 1, 0], 2.0, np.nan) * ones, ones, 3)
+    b = DepthProfile(3 * ones, np.where([0, 1, 1, 1, 0], 4.0, np.nan) * ones, ones, 3)
+    m = seed_mean([a, b])
+    assert (m.norms == 2).all() and np.isnan(m.lss[:, 0]).all() and (m.lss[:, 1:4] == 3).all()
+    with pytest.raises(LlmdynError, match="seed_mean"):
+        seed_mean([a, DepthProfile(ones[:1], ones[:1], ones[:1], 3)])

@@ -108,6 +108,27 @@ def depth_profile(states: np.ndarray, window: int = 11) -> DepthProfile:
                         window=int(window))
 
 
+def seed_mean(profiles: Sequence[DepthProfile]) -> DepthProfile:
+    """Prompt by prompt mean of several untrained twins' profiles (one per seed).
+
+    The twins see the same prompts as the trained model, so the mean keeps the pairing by
+    prompt that the chapters' trained-minus-untrained intervals rely on; the spread over
+    seeds is reported beside it from the single-seed profiles.
+
+    Args:
+        profiles: one :class:`DepthProfile` per seed, each ``[prompt, layer+1]``, same window.
+
+    Returns:
+        Their mean curves (a window's NaN ends stay NaN).
+    """
+    profiles = list(profiles)
+    if not profiles or len({(q.norms.shape, q.window) for q in profiles}) != 1:
+        raise LlmdynError("seed_mean needs one or more profiles of one shape and window, got "
+                          f"{[(q.norms.shape, q.window) for q in profiles]}")
+    return DepthProfile(*(np.mean([getattr(q, k) for q in profiles], axis=0)
+                          for k in ("norms", "lss", "equidistance")), window=profiles[0].window)
+
+
 def residuals(values: np.ndarray) -> np.ndarray:
     """Each prompt's curve minus the mean curve over prompts (paper B Fig 13).
 

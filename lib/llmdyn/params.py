@@ -266,11 +266,11 @@ class GeometryAlongDepthParams(CompareParams):
     n_prompts: int = 20  # question prompts (paper: 100)
     squad_articles: list[str] | None = None  # None: llmdyn.data.squad_prompts' default articles
     window: int = 11  # layers in each LSS/equidistance window, centred (paper: 11)
-    n_untrained: int = 3  # prompts traced through each untrained twin (0: no twins)
+    untrained_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # twins, same prompts
     min_size: int = 3  # fewest layers on each side of a change-point (llmdyn.phases)
     agree_within: float = 0.1  # criteria agree if their estimates span <= this fraction of L
 
-    at_least: ClassVar[dict[str, int]] = {"n_prompts": 2, "n_untrained": 0, "min_size": 1}
+    at_least: ClassVar[dict[str, int]] = {"n_prompts": 2, "min_size": 1}
 
     def __post_init__(self) -> None:
         """Check types, then values."""
