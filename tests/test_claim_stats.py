@@ -80,3 +80,11 @@ def test_inverse_depth_r2_gain_matches_the_ols_fit():
     assert inverse_depth_r2_gain(exact, noisy) == pytest.approx(1 - inverse_top_fit(noisy).r2)
     a = np.array([[0.0, 1, 2], [0.0, 1, 2]])
     assert profile_correlation(a, 2 * a + 1) == pytest.approx(1.0)
+
+
+def test_spread_ratio_without_fixation_spread_is_not_an_error():
+    same = np.ones((3, 5))  # every prompt identical: no spread anywhere
+    assert np.isnan(spread_ratio(same, 2))
+    v = same.copy()
+    v[0, 1] = 2.0  # spread in Thought only
+    assert spread_ratio(v, 2) == float("inf")

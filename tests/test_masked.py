@@ -48,4 +48,5 @@ def test_chapter_02_path_emits_no_runtime_warning():
         fig, ax = plt.subplots()
         plots.twin_bands(prof.lss, prof.equidistance, ax, twin_label="twin")
         plots.band(np.arange(21), prof.lss, ax, label="x", center="median", spread="iqr")
+        plots.residual_lines(np.arange(21), geometry.residuals(prof.lss), ax, label="±1 std")
         plt.close(fig)

@@ -53,7 +53,10 @@ def spread_ratio(values, boundary: PhaseSplit | int, *, relative: bool = False) 
     sd = v.std(0)  # (layer+1,)
     if relative:
         sd = sd / v.mean(0)
-    return float(_nanmean(sd[thought]) / _nanmean(sd[fixation]))
+    num, den = float(_nanmean(sd[thought])), float(_nanmean(sd[fixation]))
+    if not den > 0:  # no spread in Fixation (e.g. one prompt drawn twice by the bootstrap)
+        return float("nan") if not num > 0 else float("inf")
+    return num / den
 
 
 def peak_position(values) -> float:

@@ -117,7 +117,7 @@ def residual_lines(x, residuals, ax: Axes, *, label: str, color: str = TRAINED_C
     x = _as_numpy(x)
     for row in r:
         ax.plot(x, row, color=color, alpha=0.25, linewidth=0.7)
-    sd = np.nanstd(r, axis=0) if np.isfinite(r).any() else np.full(r.shape[1], np.nan)
+    sd = masked.columns(r, "std")  # NaN where no window fits, without a warning
     ax.plot(x, sd, color=color, linestyle=":", linewidth=1.8, label=label)
     ax.plot(x, -sd, color=color, linestyle=":", linewidth=1.8)
     ax.axhline(0, color="grey", linewidth=0.8)
