@@ -232,3 +232,12 @@ def test_cot_prompts_end_in_the_same_tokens_as_the_plain_ones(smollm2):
     for plain, with_cot in zip(gsm, D.zero_shot_cot(gsm), strict=True):
         a, b = (smollm2.tokenizer(p.text).input_ids for p in (plain, with_cot))
         assert a[-3:] == b[-3:]  # "\n", "Answer", ":": the token read is the same
+
+
+def test_question_texts_are_the_same_draw_for_every_chapter():
+    # chapters 04, 05 and 11 share cached Jacobians only if their texts are identical
+    twenty = D.question_texts(20, seed=0)
+    assert twenty[:6] == D.question_texts(6, seed=0) and twenty == D.question_texts(30)[:20]
+    assert all(t.endswith(" The answer is:") for t in twenty)
+    short = D.question_texts(3, max_chars=55)
+    assert all(len(t) <= 55 for t in short)

@@ -142,7 +142,7 @@ def test_fit_window(window, n_layers, expected):
 def test_first_fixation_by_criterion_is_clipped():
     b = PhaseBoundary("m", 30, lss_peak=0, entropy_spread=26, norm_velocity=22)
     assert b.first_fixation() == 22 and b.first_fixation("lss_peak") == 2  # Thought keeps l = 1
-    assert b.first_fixation("entropy_spread") == 26
+    assert b.first_fixation("entropy_spread") == 26 and b.first_fixation("thirds") == 20
     with pytest.raises(LlmdynError, match="criterion"):
         b.first_fixation("median")
 

@@ -363,6 +363,25 @@ def squad_prompts(
     return [_squad_prompt("squad", r, r["answer"]) for r in random.Random(seed).sample(pool, n)]
 
 
+def question_texts(n: int, *, articles: str | Sequence[str] | None = None, seed: int = 0,
+                   max_chars: int | None = None) -> list[str]:
+    """The texts of :func:`squad_prompts` (shortened by ``max_chars``): the shared question set.
+
+    Chapters 04, 05 and 11 read the last-token Jacobians of these same texts with the same k
+    and layers, so the results cache computes each one once for the whole book. With the
+    default articles (71 questions) the draw of the first n >= 6 questions does not depend on
+    n, so a chapter asking for fewer questions reuses the first ones.
+
+    Args:
+        n: number of questions.
+        articles: SQuAD article title(s), or None for the default (see :func:`squad_prompts`).
+        seed: seed of the draw.
+        max_chars: keep each prompt's last characters (None: whole prompts).
+    """
+    return [shorten_prompt(q, max_chars).text
+            for q in squad_prompts(n, articles=articles, seed=seed)]
+
+
 def shorten_prompt(prompt: str | Prompt, max_chars: int | None) -> str | Prompt:
     """Keep the end of a long prompt: at most `max_chars` characters, from a sentence start.
 

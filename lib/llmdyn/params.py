@@ -162,19 +162,26 @@ class DepthCouplingParams(CompareParams):
     """Chapter 05: coupling across depth (paper A §3.1, §5.1, Fig 3)."""
 
     example_prompt: str = "What is the capital of France? The capital is"
-    prompts: list[str] | None = None  # None: the named example prompts of both papers
+    prompts: list[str] | None = None  # None: the example, then chapter 04's SQuAD questions
     k: int = 30  # top singular vectors kept in A
     layers: list[int] = field(default_factory=lambda: list(range(8, 16)))  # blocks in the grid
-    n_prompts: int = 3  # prompts averaged in the heatmap
+    n_prompts: int = 20  # SQuAD questions after the example (the same draw as chapter 04)
+    squad_articles: list[str] | None = None  # as chapter 04 (None: the default articles)
+    max_prompt_chars: int | None = None  # as chapter 04 (None: whole prompts)
     n_compare_prompts: int = 1  # prompts for each compare model (1: the example, as Fig 20)
+    untrained_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # twins' seeds
+    n_seed_prompts: int = 3  # prompts for the twins after the first seed (their spread)
 
-    at_least: ClassVar[dict[str, int]] = {"k": 2, "n_prompts": 1, "n_compare_prompts": 1}
+    at_least: ClassVar[dict[str, int]] = {"k": 2, "n_prompts": 1, "n_compare_prompts": 1,
+                                          "n_seed_prompts": 1}
 
     def __post_init__(self) -> None:
         """Check types, then values."""
         super().__post_init__()
         if not self.layers:
             _fail("layers", self.layers, "a non-empty list of blocks, e.g. [8, 9, 10]")
+        if not self.untrained_seeds or len(set(self.untrained_seeds)) != len(self.untrained_seeds):
+            _fail("untrained_seeds", self.untrained_seeds, "a non-empty list of distinct seeds")
 
 
 @dataclass(frozen=True)
@@ -195,10 +202,12 @@ class JacobianAlignmentParams(QuestionParams):
     example_prompt: str = "What is the capital of France? The capital is"  # the |A| grids
     k: int = 30  # top singular vectors in A_{i,j,K} (paper: 30)
     grid_layers: list[int] = field(default_factory=lambda: list(range(8, 16)))  # 0-based blocks
-    n_questions: int = 2  # SQuAD prompts averaged in the r(A) heatmap (paper: 100)
+    n_questions: int = 20  # SQuAD prompts in the r(A) heatmap and claims (paper: 100)
+    n_compare_questions: int = 2  # of those, for each compare model (Jacobians cost ~5 s each)
     n_lens_questions: int = 20  # SQuAD prompts for the cheap per-layer quantities of Table 1
 
-    at_least: ClassVar[dict[str, int]] = {"k": 2, "n_questions": 1, "n_lens_questions": 2}
+    at_least: ClassVar[dict[str, int]] = {"k": 2, "n_questions": 1, "n_compare_questions": 1,
+                                          "n_lens_questions": 2}
 
     def __post_init__(self) -> None:
         """Check types, then values."""
@@ -212,7 +221,8 @@ class SpectraPromptsParams(CompareParams):
     """Chapter 11: spectra, linearisation, CoT, prompt length (paper A Figs 9, 15, 32–34)."""
 
     example_prompt: str = "What is the capital of France? The capital is"
-    n_spectra_prompts: int = 3  # named prompts (the example first) for the spectra
+    n_spectra_prompts: int = 20  # SQuAD questions after the example (chapter 04's draw)
+    squad_articles: list[str] | None = None  # as chapter 04 (None: the default articles)
     n_compare_prompts: int = 1  # of those, for each compare model
     k: int = 30  # top singular vectors in A; also the singular values kept
     n_top: int = 5  # singular values drawn per layer
@@ -277,6 +287,8 @@ class GeometryAlongDepthParams(CompareParams):
         super().__post_init__()
         if self.prompts is not None and len(self.prompts) < 2:
             _fail("prompts", self.prompts, "None or at least 2 texts")
+        if len(set(self.untrained_seeds)) != len(self.untrained_seeds):
+            _fail("untrained_seeds", self.untrained_seeds, "distinct seeds ([] for no twins)")
         if not 0 <= self.agree_within <= 1:
             _fail("agree_within", self.agree_within, "a fraction of depth in [0, 1]")
 

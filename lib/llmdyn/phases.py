@@ -343,13 +343,16 @@ class PhaseBoundary:
         return int(np.median(list(self.layers.values())))
 
     def first_fixation(self, criterion: str = "consensus") -> int:
-        """The first Fixation layer by ``criterion`` (one of CRITERIA), clipped to 2 … L.
+        """The first Fixation layer by ``criterion`` (one of SPLITS), clipped to 2 … L.
 
         The clip keeps both phases non-empty: layer 0 (the embedding) is in neither phase
-        (:class:`PhaseSplit`), so Thought needs at least layer 1.
+        (:class:`PhaseSplit`), so Thought needs at least layer 1. For ``"thirds"`` it is the
+        first layer of the last third (use :meth:`split`, which also leaves the middle out).
         """
+        if criterion == "thirds":
+            return PhaseSplit.thirds(self.n_layers).fixation[0]
         if criterion not in CRITERIA:
-            raise LlmdynError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
+            raise LlmdynError(f"criterion must be one of {SPLITS}, got {criterion!r}")
         layer = self.consensus if criterion == "consensus" else self.layers[criterion]
         return int(np.clip(layer, 2, self.n_layers))
 
