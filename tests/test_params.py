@@ -57,7 +57,7 @@ def test_from_cell_reads_fields_and_rejects_unknown_names():
     cell = {"model": "tiny-llama", "k": 4, "layers": [0, 1], "math": math, "KINDS": ("a",),
             "In": [""], "_": "", "get_ipython": print}
     p = DepthCouplingParams.from_cell(cell)
-    assert (p.model, p.k, p.layers, p.n_prompts) == ("tiny-llama", 4, [0, 1], 3)
+    assert (p.model, p.k, p.layers, p.n_prompts) == ("tiny-llama", 4, [0, 1], 20)
     with pytest.raises(LlmdynError, match=r"unknown notebook parameter 'kk' \(did you mean 'k'"):
         DepthCouplingParams.from_cell({**cell, "kk": 3})
 
@@ -94,7 +94,8 @@ def test_shared_bases_give_models_and_checks_once():
     assert UncertaintyParams(compare_models=["smollm2-135m", "x", "x"]).models() == \
         ["smollm2-135m", "x"]
     assert JacobianAlignmentParams().compared() == ["gemma3-270m"]
-    assert JacobianAlignmentParams().n_questions == 2 and UncertaintyParams().n_questions == 20
+    assert JacobianAlignmentParams().n_questions == 20 == UncertaintyParams().n_questions
+    assert JacobianAlignmentParams().n_compare_questions == 2
     for cls in (UncertaintyParams, JacobianAlignmentParams):
         with pytest.raises(LlmdynError, match="phase_criterion"):
             cls(phase_criterion="median")
