@@ -86,4 +86,3 @@ def test_summarize_depth_averages_pairs():
     per = prompt_scores(results)
     assert per.mis == pytest.approx([0.5, 0.7]) and per.share == pytest.approx([0.75, 0.51])
     assert per.share.mean() == pytest.approx(s.share)
-
