@@ -170,7 +170,8 @@ def load_model(
             model (``tiny-gpt2``, ``tiny-llama``, ``tiny-neox``, ``tiny-gemma3``), a local
             directory with ``config.json`` and safetensors, a local ``.gguf`` file (converted
             once), or a Hugging Face hub id.
-        untrained: return the "at initialisation" twin: same config, fresh weights from ``seed``.
+        untrained: return the "at initialisation" twin: same config, fresh weights from ``seed``,
+            drawn at the architecture's published scale (:func:`twin_config`).
         seed: seed for tiny models' and untrained twins' weights.
         device: torch device; ``"cuda"`` where a GPU exists.
         dtype: parameter dtype (float32 by default; float64 for finite-difference tests).
