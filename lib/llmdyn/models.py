@@ -16,7 +16,7 @@ from llmdyn.modelfiles import NEEDS, cache_dir, check_model_dir, dir_digest, loc
 from llmdyn.packaged import PACKAGED, PackagedModel, local_gguf, packaged_safetensors
 
 __all__ = ["ARCHITECTURES", "PACKAGED", "TINY_CONFIGS", "Architecture", "LoadedModel",
-           "PackagedModel", "cache_dir", "known_models", "load_model"]
+           "PackagedModel", "cache_dir", "known_models", "load_model", "twin_config"]
 
 
 @dataclass(frozen=True)
