@@ -100,17 +100,27 @@ def _leaf_through_model(model, ids: torch.Tensor, b: int):
     return g, remove
 
 
+def pull_back_through_model(model, ids: torch.Tensor, x: torch.Tensor, b: int,
+                            basis: torch.Tensor, chunk_size: int | None = None) -> torch.Tensor:
+    """Rows ``basis_i^T d f^b / d x`` through the HF model (block b's input swapped for a leaf).
+
+    ``basis`` is ``[n_vectors, tok, d]`` (output cotangents); returns ``[n_vectors, tok, d]``.
+    """
+    g, remove = _leaf_through_model(model, ids, b)
+    try:
+        _, pullback = torch.func.vjp(g, x)
+        (rows,) = torch.func.vmap(pullback, chunk_size=chunk_size)(basis)
+    finally:
+        remove()
+    return rows
+
+
 def hf_block(model, ids: torch.Tensor, x: torch.Tensor, b: int,
              chunk_size: int | None = None) -> torch.Tensor:
     """(b) d hidden_states[b+1] / d hidden_states[b] through the HF model, vmapped VJPs."""
-    g, remove = _leaf_through_model(model, ids, b)
     n_tok, d = x.shape
-    try:
-        _, pullback = torch.func.vjp(g, x)
-        basis = torch.eye(n_tok * d, dtype=x.dtype).view(n_tok * d, n_tok, d)  # e_(t, k)
-        (rows,) = torch.func.vmap(pullback, chunk_size=chunk_size)(basis)  # (tok*d, tok, d)
-    finally:
-        remove()
+    basis = torch.eye(n_tok * d, dtype=x.dtype).view(n_tok * d, n_tok, d)  # e_(t, k)
+    rows = pull_back_through_model(model, ids, x, b, basis, chunk_size)  # (tok*d, tok, d)
     full = rows.view(n_tok, d, n_tok, d)  # (tok_out, d_out, tok_in, d_in)
     return torch.stack([full[t, :, t, :] for t in range(n_tok)])  # (tok, d_out, d_in)
 
