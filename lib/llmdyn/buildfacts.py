@@ -69,8 +69,9 @@ def render(facts: BuildFacts) -> str:
     return (
         ":::{admonition} This build\n:class: tip\n\n"
         f"Built for **{models}** with llmdyn **{facts.version}** on "
-        f"{facts.built:%Y-%m-%d %H:%M} UTC. Its {facts.chapters} chapters ran from "
-        f"{facts.started:%Y-%m-%d %H:%M} to {facts.finished:%H:%M} UTC: "
-        f"{_duration(facts.run_seconds)} of notebook execution "
-        f"({_duration(span)} from the first start to the last end), measurements cached "
-        "under `results/` included.\n:::\n")
+        f"{facts.built:%Y-%m-%d %H:%M} UTC. Its {facts.chapters} "
+        f"chapter{'s' if facts.chapters != 1 else ''} ran from "
+        f"{facts.started:%Y-%m-%d %H:%M} to {facts.finished:%Y-%m-%d %H:%M} UTC: "
+        f"{_duration(facts.run_seconds)} of notebook execution in all "
+        f"({_duration(span)} from the first start to the last end; measurements already "
+        "cached under `results/` were loaded, not recomputed).\n:::\n")

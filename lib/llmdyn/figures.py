@@ -77,6 +77,7 @@ class PaperFigure:
 
     @property
     def key(self) -> str:
+        """``"A 3"``: the paper's letter and the figure's number."""
         return f"{self.paper} {self.figure}"
 
 
@@ -160,6 +161,7 @@ def publish(executed: Path, source_url: str, data: Path = DATA) -> list[Path]:
         executed: the directory of executed chapters (``book/executed``).
         source_url: the repository's address, e.g. ``https://github.com/o/r/blob/main``; the
             caption links ``<source_url>/notebooks/<chapter>.ipynb``.
+        data: the directory holding the figure tables.
 
     Returns:
         The SVG files written.

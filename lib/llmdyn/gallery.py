@@ -46,7 +46,12 @@ def gallery_rows(executed: Path, chapters: Sequence[str], data: Path = DATA) -> 
     return rows
 
 
+BADGES = {"regenerated": "bdg-success", "stand-in": "bdg-warning",  # sphinx-design badge roles
+          "not offline": "bdg-danger", "not reproduced": "bdg-secondary"}
+
+
 def _card(row: GalleryRow) -> str:
+    """One sphinx-design card: thumbnail and link to the figure, or the reason it is absent."""
     fig, drawn = row.figure, row.drawn
     title = f"{PAPERS[fig.paper]}, Fig {fig.figure}"
     lines = [f":::{{grid-item-card}} {title}"]
@@ -56,13 +61,14 @@ def _card(row: GalleryRow) -> str:
                   f":link: fig-{stem}", ":link-type: ref"]
     elif drawn:
         lines += [f":link: executed/{drawn[0].chapter}", ":link-type: doc"]
+    status = f"{{{BADGES[fig.status]}}}`{fig.status}`"
     lines += [":class-card: gallery-card", "", fig.subject, "",
-              f"*{STATUSES[fig.status]}*" + (f": {fig.reason}" if fig.reason else "")]
+              status + (f" {fig.reason}" if fig.reason else "")]
     if drawn:
-        chapters = sorted({f.chapter for f in drawn})
-        lines += ["", "Chapter " + ", ".join(f"{{doc}}`executed/{c}`" for c in chapters)]
-        if not row.thumbnail:
-            lines += ["", "Not drawn in this run (an optional part of the chapter was skipped)."]
+        chapters = dict.fromkeys(f.chapter for f in drawn)
+        lines += ["", "In " + ", ".join(f"{{doc}}`executed/{c}`" for c in chapters)
+                  + ("" if row.thumbnail else " (not drawn in this run: an optional part of the "
+                     "chapter was skipped)")]
     return "\n".join([*lines, ":::"])
 
 

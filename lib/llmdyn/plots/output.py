@@ -37,7 +37,7 @@ def caption_text(name: str) -> str:
 
 
 def show(name: str, fig: Figure | None = None) -> None:
-    """Display ``fig`` (default: the current figure) as the registered figure ``name``, and close it.
+    """Display ``fig`` (default: the current figure) as the registered figure ``name``; close it.
 
     Args:
         name: a row of ``data/book_figures.csv``; an unknown name raises ``LlmdynError``.
