@@ -71,7 +71,7 @@ def test_publish_writes_the_vector_file_and_captions_with_paper_figure_and_cell(
     assert md[0].startswith(":::{figure} figures/05_depth_coupling/coupling-grid.png\n"
                             ":name: fig-coupling-grid\n")
     assert ":name: fig-coupling-grid-2" in md[1]
-    assert "**Paper A, Fig 3.**" in md[0] and "cell `cell-04`" in md[0]
+    assert "**Regenerates Paper A, Fig 3.**" in md[0] and "cell `cell-04`" in md[0]
     assert "(https://example.org/r/blob/main/notebooks/05_depth_coupling.ipynb)" in md[0]
     assert "{download}`coupling-grid.svg <figures/05_depth_coupling/coupling-grid.svg>`" in md[0]
     assert figures.publish(tmp_path, "https://example.org/r/blob/main") == svgs  # rerun: same
@@ -87,7 +87,7 @@ def test_publish_refuses_a_figure_shown_by_another_chapter(monkeypatch, tmp_path
 def test_caption_text_joins_papers_and_panels():
     assert figures.figure("self-coupling").paper_text() == "Paper A, Fig 4 and Fig 17 and Fig 21"
     assert figures.figure("trajectories").paper_text() == "Paper B, Fig 1; Paper A, Fig 12"
-    assert figures.figure("growth-rates").paper_text() == "Not a paper figure"
+    assert figures.figure("growth-rates").paper_text() == "Not a figure of the papers"
 
 
 def test_every_figure_of_both_papers_is_listed_once():

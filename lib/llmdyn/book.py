@@ -100,7 +100,7 @@ def stage(out: Path, root: Path = REPO) -> Path:
         src = root / name
         if src.is_dir():
             shutil.copytree(src, out / name, dirs_exist_ok=True,
-                            ignore=shutil.ignore_patterns("executed"))
+                            ignore=shutil.ignore_patterns("executed", "generated"))
         else:
             shutil.copy2(src, out / name)
     return out

@@ -55,9 +55,9 @@ class BookFigure:
         return f"fig-{self.name}"
 
     def paper_text(self) -> str:
-        """``"Paper A, Fig 3 and Fig 20"``, or a sentence saying no paper figure is drawn."""
+        """``"Paper A, Fig 3 and Fig 20"``, or ``"Not a figure of the papers"``."""
         if not self.paper:
-            return "Not a paper figure"
+            return "Not a figure of the papers"
         by_paper: dict[str, list[str]] = {}
         for ref in self.paper:
             key, number = ref.split()
@@ -142,7 +142,8 @@ def figure_myst(entry: BookFigure, stem: str, chapter: str, cell_id: str | None,
     base = f"figures/{chapter}/{stem}"
     cell = f"cell `{cell_id}`" if cell_id else "a cell"
     return (f":::{{figure}} {base}.png\n:name: fig-{stem}\n:alt: {entry.paper_text()}: "
-            f"{entry.caption}\n\n**{entry.paper_text()}.** {entry.caption} "
+            f"{entry.caption}\n\n**{'Regenerates ' if entry.paper else ''}{entry.paper_text()}.** "
+            f"{entry.caption} "
             f"Vector file: {{download}}`{stem}.svg <{base}.svg>`. Drawn by {cell} of "
             f"[`notebooks/{chapter}.ipynb`]({source_url}) (executed copy: "
             f"{{download}}`{chapter}.ipynb <{chapter}.ipynb>`).\n:::\n")
