@@ -171,7 +171,11 @@ def build_html(book_root: Path, *, strict: bool = True) -> Path:
     if result.returncode != 0:
         raise LlmdynError(f"jupyter-book build failed:\n{result.stdout[-4000:]}\n"
                           f"{result.stderr[-4000:]}")
-    return book_root / "_build" / "html"
+    html = book_root / "_build" / "html"
+    # Every figure's vector file also at a path one can guess: html/figures/<chapter>/<name>.svg
+    shutil.copytree(book_root / "book" / "executed" / "figures", html / "figures",
+                    dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.png"))
+    return html
 
 
 def resolve_model(model: str) -> str:
