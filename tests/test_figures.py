@@ -74,6 +74,9 @@ def test_publish_writes_the_vector_file_and_captions_with_paper_figure_and_cell(
     assert "**Regenerates Paper A, Fig 3.**" in md[0] and "cell `cell-04`" in md[0]
     assert "(https://example.org/r/blob/main/notebooks/05_depth_coupling.ipynb)" in md[0]
     assert "{download}`coupling-grid.svg <figures/05_depth_coupling/coupling-grid.svg>`" in md[0]
+    html = nbformat.read(path, as_version=4).cells[0].outputs[0].data["text/html"]
+    assert html.startswith('<figure><img src="data:image/png;base64,' + bundle["image/png"])
+    assert "<strong>Regenerates Paper A, Fig 3.</strong>" in html and "cell-04" in html
     assert figures.publish(tmp_path, "https://example.org/r/blob/main") == svgs  # rerun: same
 
 

@@ -149,12 +149,31 @@ def figure_myst(entry: BookFigure, stem: str, chapter: str, cell_id: str | None,
             f"{{download}}`{chapter}.ipynb <{chapter}.ipynb>`).\n:::\n")
 
 
+def figure_html(entry: BookFigure, png_base64: str, cell_id: str | None, source_url: str) -> str:
+    """The same figure as self-contained HTML, for Jupyter front ends reading the executed copy.
+
+    JupyterLab (a Binder launch, a downloaded notebook) prefers ``text/html`` to
+    ``text/markdown`` and would show the MyST directive as text; the book prefers the MyST
+    figure (``nb_mime_priority_overrides`` in ``_config.yml``).
+    """
+    import html
+
+    cell = f" Drawn by cell <code>{html.escape(cell_id)}</code> of" if cell_id else " Drawn in"
+    paper = ("Regenerates " if entry.paper else "") + entry.paper_text()
+    return (f'<figure><img src="data:image/png;base64,{png_base64}" '
+            f'alt="{html.escape(paper)}"/><figcaption><strong>{html.escape(paper)}.</strong> '
+            f'{html.escape(entry.caption)}{cell} <a href="{html.escape(source_url)}">'
+            f"{html.escape(source_url.rsplit('/', 2)[-2] + '/' + source_url.rsplit('/', 1)[-1])}"
+            "</a>.</figcaption></figure>")
+
+
 def publish(executed: Path, source_url: str, data: Path = DATA) -> list[Path]:
     """Write every shown figure of the executed chapters to files and caption it on the page.
 
     For each output that ``plots.show`` tagged, writes ``figures/<chapter>/<name>.png`` and
     ``.svg`` beside the executed notebook and adds the MyST figure (:func:`figure_myst`) as the
-    output's ``text/markdown``, which the book renders in place of the bare image. A figure
+    output's ``text/markdown``, which the book renders in place of the bare image, and the
+    same captioned figure as ``text/html`` (:func:`figure_html`) for Jupyter front ends. A figure
     shown twice by one cell (a loop over models) gets ``<name>-2``, ``<name>-3``, ….
     Running it again rewrites the same files.
 
@@ -191,9 +210,10 @@ def publish(executed: Path, source_url: str, data: Path = DATA) -> list[Path]:
                 target.mkdir(parents=True, exist_ok=True)
                 (target / f"{stem}.png").write_bytes(base64.b64decode(out.data["image/png"]))
                 (target / f"{stem}.svg").write_text(out.data["image/svg+xml"], encoding="utf-8")
-                out.data["text/markdown"] = figure_myst(
-                    entry, stem, chapter, cell.get("id"),
-                    f"{source_url}/notebooks/{chapter}.ipynb")
+                url = f"{source_url}/notebooks/{chapter}.ipynb"
+                out.data["text/markdown"] = figure_myst(entry, stem, chapter, cell.get("id"), url)
+                out.data["text/html"] = figure_html(entry, out.data["image/png"], cell.get("id"),
+                                                    url)
                 written.append(target / f"{stem}.svg")
         nbformat.write(nb, path)
     return written
