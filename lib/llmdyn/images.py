@@ -71,7 +71,7 @@ class ImageData:
 
 
 def read_idx(path: str | Path) -> np.ndarray:
-    """An idx file (gzip-compressed or not) as a uint8 array of the shape its header gives.
+    """An idx file (gzip-compressed or not, told by its first bytes) as a uint8 array.
 
     Raises:
         LlmdynError: the file is missing, its magic number is not an unsigned-byte idx file,
@@ -79,7 +79,8 @@ def read_idx(path: str | Path) -> np.ndarray:
     """
     path = Path(path)
     try:
-        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+        raw = path.read_bytes()
+        raw = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw  # gzip's magic bytes
     except (OSError, gzip.BadGzipFile, EOFError) as err:
         raise LlmdynError(f"cannot read idx file {path}: {err}") from None
     if len(raw) < 4 or raw[:3] != b"\x00\x00\x08" or raw[3] == 0:

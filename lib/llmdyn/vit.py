@@ -125,7 +125,7 @@ class ViT(nn.Module):
         self._init_weights()
 
     def _init_weights(self) -> None:
-        """timm's ViT initialisation: truncated normal (std 0.02) weights, zero biases."""
+        """Timm's ViT initialisation: truncated normal (std 0.02) weights, zero biases."""
         nn.init.trunc_normal_(self.pos_embed, std=0.02)
         nn.init.trunc_normal_(self.cls_token, std=1e-6)
         for m in self.modules():

@@ -56,7 +56,7 @@ def cls_jacobians(model: ViT, image: torch.Tensor, layers: Sequence[int] | None 
 
 
 def image_coupling(model: ViT, image: torch.Tensor, k: int) -> DepthCoupling:
-    """Every depth-coupling score of one image's class-token Jacobians (`coupling_from_jacobians`)."""
+    """Every depth-coupling score of one image's class-token Jacobians."""
     return coupling_from_jacobians(cls_jacobians(model, image).double(), k)
 
 
