@@ -32,7 +32,15 @@ from llmdyn.images import ImageData
 from llmdyn.jacobians import record_block_calls, stack_jacobians
 from llmdyn.store import ResultStore
 from llmdyn.vit import ViT
-from llmdyn.vit_suite import VitGrid, default_root, get_grid, grid_data, load_vit, shape_for
+from llmdyn.vit_suite import (
+    VitGrid,
+    default_root,
+    final_checkpoint,
+    get_grid,
+    grid_data,
+    load_vit,
+    shape_for,
+)
 
 CLS = 0  # position of the class token
 
@@ -77,8 +85,7 @@ class GridCoupling:
 
 
 def _run_coupling(directory: Path, images: torch.Tensor, k: int, device: str) -> dict:
-    step = max(int(p.name[4:]) for p in directory.glob("step*") if p.name[4:].isdigit())
-    ckpt = directory / f"step{step}"
+    ckpt = final_checkpoint(directory)
     metrics = training.read_metrics(ckpt)
     store = ResultStore(f"vit-{metrics['weights_sha256'][:16]}", root=directory.parent / "_cache",
                         provenance={"checkpoint": str(ckpt), "sha256": metrics["weights_sha256"]})
@@ -153,9 +160,49 @@ def sd_slope(per_image: np.ndarray, drop_paths: np.ndarray) -> float:
 
 def trained_and_untrained(directory: str | Path, image: torch.Tensor, k: int, *,
                           seed: int = 0) -> dict[str, DepthCoupling]:
-    """Class-token coupling of one trained ViT and of its untrained twin (same shape, seeded)."""
-    trained = load_vit(directory).double()
+    """Class-token coupling of one trained ViT (its run directory) and of its untrained twin.
+
+    The twin has the same shape, freshly initialised with ``seed``.
+    """
+    trained = load_vit(final_checkpoint(directory)).double()
     torch.manual_seed(seed)
     twin = ViT(trained.shape, trained.blocks[-1].drop_path_rate).double().eval()
     x = image.double()
     return {"untrained": image_coupling(twin, x, k), "trained": image_coupling(trained, x, k)}
+
+
+def fits_by_sd(table: pd.DataFrame) -> dict[float, object]:
+    """OLS of test accuracy on coupling for each SD rate (Fig 6a): ``{sd: LinearFit | None}``.
+
+    None where there is nothing to fit (fewer than 3 runs, or coupling constant).
+    """
+    from llmdyn.stats import ols_or_none
+
+    return {float(sd): ols_or_none(rows.coupling, rows.test_accuracy)
+            for sd, rows in table.groupby("drop_path")}
+
+
+def run_intervals(per_image: np.ndarray, seed: int = 0) -> np.ndarray:
+    """95 % bootstrap interval of each run's mean coupling over images: ``[image, run] → [2, run]``.
+
+    The same image draws for every run (the images are shared), so the intervals are those of
+    the paired comparison the claims make.
+    """
+    from llmdyn.bootstrap import bootstrap, mean
+
+    est = [bootstrap(mean, per_image[:, j], seed=seed) for j in range(per_image.shape[1])]
+    return np.array([[e.lo for e in est], [e.hi for e in est]])
+
+
+def example_run(table: pd.DataFrame, weight_decay: float, name: str | None = None) -> str:
+    """``name`` if given (checked), else the run with the largest SD rate at ``weight_decay``."""
+    if name:
+        if name not in set(table.run):
+            raise LlmdynError(f"example_run {name!r} is not a run of the grid; runs: "
+                              f"{', '.join(table.run)}")
+        return name
+    rows = table[np.isclose(table.weight_decay, weight_decay)]
+    if rows.empty:
+        raise LlmdynError(f"no run with weight decay {weight_decay}; the grid's weight decays: "
+                          f"{sorted(set(table.weight_decay))}")
+    return str(rows.sort_values("drop_path").run.iloc[-1])

@@ -94,7 +94,7 @@ PAPER_DROP_PATHS = (0.0, 0.05, 0.1, 0.3)  # Fig 6a
 
 GRIDS: dict[str, VitGrid] = {
     "default": VitGrid(
-        "default", PAPER_DROP_PATHS, (0.005, 0.02, 0.06, 0.2),
+        "default", PAPER_DROP_PATHS, (0.005, 0.02, 0.04, 0.2),
         note="4 SD rates × 4 weight decays, width 64, depth 6, 300 updates of 128 images; "
              "about 4 minutes on 2 CPU cores"),
     "paper": VitGrid(
@@ -191,6 +191,16 @@ class ImageTask:
     def load_weights(self, model: torch.nn.Module, directory: Path) -> None:
         """Weights from a checkpoint directory."""
         model.load_state_dict(load_file(directory / training.WEIGHTS))
+
+
+def final_checkpoint(run_dir: str | Path) -> Path:
+    """The last ``step<N>`` directory of a finished run."""
+    run_dir = Path(run_dir)
+    if not (run_dir / "run.json").exists():
+        raise LlmdynError(f"run {run_dir} is not trained (no run.json); train its grid with "
+                          "`llmdyn train-vit --grid <grid>`")
+    return max((p for p in run_dir.glob("step*") if p.name[4:].isdigit()),
+               key=lambda p: int(p.name[4:]))
 
 
 def load_vit(directory: str | Path, device: str = "cpu") -> ViT:
