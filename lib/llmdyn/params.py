@@ -395,8 +395,8 @@ class VitParams(ChapterParams):
     dataset: str = "fashion-mnist"  # "fashion-mnist", "digits" or a CIFAR-10 binary directory
     root: str | None = None  # where the grid's runs are (None: results/vit/<grid>/<dataset>)
     n_images: int = 32  # held-out test images whose class-token coupling is averaged
-    k: int = 8  # top singular vectors: d_model / 8 (paper's LLMs: 30 of 576-8192)
+    k: int | None = None  # top singular vectors (None: d_model / 8; paper's LLMs: 30)
     fixed_weight_decay: float = 0.04  # Fig 6b's weight decay (paper: 0.04)
     example_run: str | None = None  # run shown trained vs untrained (None: largest SD, Fig 6b WD)
 
-    at_least: ClassVar[dict[str, int]] = {"n_images": 3, "k": 2}
+    at_least: ClassVar[dict[str, int]] = {"n_images": 3}

@@ -77,11 +77,13 @@ class GridCoupling:
             heldout_loss, coupling (mean over images), wall_s.
         per_image: ``[image, run]`` mean depth coupling per test image (for intervals).
         dataset: the data set's name.
+        k: the number of top singular vectors used.
     """
 
     table: pd.DataFrame
     per_image: np.ndarray
     dataset: str
+    k: int
 
 
 def _run_coupling(directory: Path, images: torch.Tensor, k: int, device: str) -> dict:
@@ -116,19 +118,23 @@ def heldout_images(data: ImageData, n: int, seed: int) -> torch.Tensor:
 
 
 def measure_grid(grid: VitGrid | str, root: str | Path | None = None, *, n_images: int = 32,
-                 k: int = 8, seed: int = 0, dataset: str | None = None, device: str = "cpu",
-                 progress: bool = True) -> GridCoupling:
+                 k: int | None = None, seed: int = 0, dataset: str | None = None,
+                 device: str = "cpu", progress: bool = True) -> GridCoupling:
     """Final test accuracy and class-token coupling of every trained run of a grid.
 
     Runs must be trained (`llmdyn.vit_suite.train_grid`); results are cached per checkpoint.
+    ``k`` defaults to d_model / 8 (8 for width 64, 24 for DeiT-Tiny's 192): enough directions
+    to hold most of a block's gain, few enough that unrelated bases are far from diagonal.
     """
     from tqdm.auto import tqdm
 
     grid = get_grid(grid) if isinstance(grid, str) else grid
     root = Path(root) if root is not None else default_root(grid, dataset)
     data = grid_data(grid, dataset)
-    if not 2 <= k <= shape_for(grid, data).d_model:
-        raise LlmdynError(f"k must be in [2, d_model = {grid.shape.d_model}], got {k}")
+    d_model = shape_for(grid, data).d_model
+    k = max(2, d_model // 8) if k is None else k
+    if not 2 <= k <= d_model:
+        raise LlmdynError(f"k must be in [2, d_model = {d_model}], got {k}")
     images = heldout_images(data, n_images, seed)
     rows, per_image = [], []
     for run in tqdm(grid.runs, desc=f"coupling {grid.name}", disable=not progress):
@@ -143,7 +149,7 @@ def measure_grid(grid: VitGrid | str, root: str | Path | None = None, *, n_image
                      "test_accuracy": out["test_accuracy"], "heldout_loss": out["heldout_loss"],
                      "coupling": float(np.mean(out["coupling"])),
                      "wall_s": json.loads(done.read_text())["wall_s"]})
-    return GridCoupling(pd.DataFrame(rows), np.stack(per_image, 1), data.name)
+    return GridCoupling(pd.DataFrame(rows), np.stack(per_image, 1), data.name, k)
 
 
 def sd_slope(per_image: np.ndarray, drop_paths: np.ndarray) -> float:
