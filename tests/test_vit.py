@@ -139,3 +139,14 @@ def test_bad_grids_are_clear_errors():
         vit_suite.VitGrid("x", (1.2,), (0.1,))
     with pytest.raises(LlmdynError, match="not divisible by 5 heads"):
         ViTShape(d_model=64, heads=5)
+
+
+def test_chapter_parameters():
+    from llmdyn.params import VitParams
+
+    p = VitParams.from_cell({"grid": "tiny", "dataset": "digits", "k": None})
+    assert p.k is None and p.n_images == 32 and p.fixed_weight_decay == 0.04
+    with pytest.raises(LlmdynError, match="'n_images' must be >= 3"):
+        VitParams(n_images=2)
+    with pytest.raises(LlmdynError, match="unknown notebook parameter 'gird'"):
+        VitParams.from_cell({"gird": "tiny"})
