@@ -359,11 +359,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     book.add_argument("--force", action="store_true",
                       help="let --out overwrite a non-empty directory that is not an llmdyn build")
     book.add_argument("--no-strict", action="store_true", help="do not treat warnings as errors")
-    from llmdyn import lab, measure, suite, workflow
+    from llmdyn import lab, measure, suite, vit_suite, workflow
 
     measure.add_parser(sub)
     workflow.add_parser(sub)
     suite.add_parser(sub)
+    vit_suite.add_parser(sub)
     lab.add_parser(sub)
     _add_examples(sub)
     args = parser.parse_args(argv)
@@ -379,6 +380,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return workflow.run_cli(args)
     if args.command in ("train", "fetch-corpus"):
         return suite.run_cli(args)
+    if args.command == "train-vit":
+        return vit_suite.run_cli(args)
     if args.command == "models":
         for name, entry in PACKAGED.items():
             print(f"{name:16s} {entry.description}")

@@ -39,8 +39,14 @@ class BlockCall:
         return self.args[0][0]
 
 
-def capture_block_calls(model: LoadedModel, input_ids: torch.Tensor) -> list[BlockCall]:
-    """Run the model once and record each block's call arguments (no cache, no gradients)."""
+def record_block_calls(blocks: Sequence[torch.nn.Module], run: Callable[[], Any]
+                       ) -> list[BlockCall]:
+    """Call ``run()`` once and record each block's call arguments (no gradients).
+
+    Any stack of residual blocks works (a causal LM's decoder layers, a ViT's encoder blocks):
+    each block must take its hidden states ``[1, tok, d_model]`` as the first positional
+    argument; everything else it receives is kept as given.
+    """
     calls: list[BlockCall] = []
 
     def record(_module, args, kwargs):
@@ -48,10 +54,10 @@ def capture_block_calls(model: LoadedModel, input_ids: torch.Tensor) -> list[Blo
         calls.append(BlockCall(tuple(a.detach() if torch.is_tensor(a) else a for a in args),
                                kwargs))
 
-    handles = [b.register_forward_pre_hook(record, with_kwargs=True) for b in model.blocks]
+    handles = [b.register_forward_pre_hook(record, with_kwargs=True) for b in blocks]
     try:
         with torch.no_grad():
-            model.hf(input_ids, use_cache=False)
+            run()
     finally:
         for handle in handles:
             handle.remove()
@@ -61,13 +67,17 @@ def capture_block_calls(model: LoadedModel, input_ids: torch.Tensor) -> list[Blo
     return calls
 
 
-def block_residual(model: LoadedModel, b: int, call: BlockCall) -> Callable:
-    """f^b(X) = block_b(X) − X for one prompt: ``[tok, d_model] → [tok, d_model]``.
+def capture_block_calls(model: LoadedModel, input_ids: torch.Tensor) -> list[BlockCall]:
+    """Run the language model once and record each block's call arguments (no cache)."""
+    return record_block_calls(model.blocks, lambda: model.hf(input_ids, use_cache=False))
 
-    The skip connection is removed (paper A eq. 8; paper B §3.6), everything else the block
-    received during the real forward pass (mask, rotary embeddings) is passed unchanged.
+
+def residual_map(block: torch.nn.Module, call: BlockCall) -> Callable:
+    """f(X) = block(X) − X for one input: ``[tok, d_model] → [tok, d_model]``.
+
+    The skip connection is removed (paper A eq. 8; paper B §3.6); everything else the block
+    received during the real forward pass (masks, rotary embeddings) is passed unchanged.
     """
-    block = model.blocks[b]
     rest = call.args[1:]
 
     def f(x: torch.Tensor) -> torch.Tensor:
@@ -76,6 +86,43 @@ def block_residual(model: LoadedModel, b: int, call: BlockCall) -> Callable:
         return out[0] - x
 
     return f
+
+
+def block_residual(model: LoadedModel, b: int, call: BlockCall) -> Callable:
+    """f^b(X) = block_b(X) − X of a loaded language model (:func:`residual_map`)."""
+    return residual_map(model.blocks[b], call)
+
+
+def stack_jacobians(blocks: Sequence[torch.nn.Module], calls: Sequence[BlockCall],
+                    layers: Sequence[int], pairs: Sequence[tuple[int, int]], *,
+                    chunk_size: int | None = 2048, progress: bool = False,
+                    desc: str = "Jacobians") -> torch.Tensor:
+    """Exact J[i, p] = ∂ f_b(X)_{t2} / ∂ x_{t1} for ``b = layers[i]``, ``(t1, t2) = pairs[p]``.
+
+    The model-agnostic core of :func:`block_jacobians`: a stack of residual blocks and the
+    arguments each received (:func:`record_block_calls`) suffice. Nothing here assumes causal
+    attention; a bidirectional block (a ViT's) gives non-zero J for t1 > t2 too.
+
+    Args:
+        blocks: the blocks, in order.
+        calls: one recorded call per block (same order).
+        layers: 0-based block indices (already checked).
+        pairs: (t1, t2) token positions (already checked).
+        chunk_size: how many reverse products run at once (bounds memory).
+        progress: progress bar over blocks (when there are four or more).
+        desc: its label.
+
+    Returns:
+        ``[len(layers), len(pairs), d_model, d_model]`` (rows = output coordinates).
+    """
+    out = []
+    for b in _progress(list(layers), desc=desc, enabled=progress):
+        x = calls[b].hidden.detach()
+        outputs = sorted({t2 for _, t2 in pairs})
+        rows = _rows_at_outputs(residual_map(blocks[b], calls[b]), x, outputs, chunk_size)
+        where = {t2: i for i, t2 in enumerate(outputs)}  # rows: (n_out, d, tok, d)
+        out.append(torch.stack([rows[where[t2], :, t1, :] for t1, t2 in pairs]))
+    return torch.stack(out).detach()  # (layer, pair, d_model, d_model)
 
 
 # Modules whose eager attention is exactly softmax(q k^T * scaling [softcapped] + mask) v with
@@ -298,20 +345,17 @@ def block_jacobians(
     if method == "own_position" and not diagonal:
         raise LlmdynError("method='own_position' gives diagonal pairs (t, t) only; "
                           "use method='exact' for t1 != t2")
-    out = []
-    for b in _progress(blocks, desc=f"Jacobians {model.name}", enabled=progress):
-        x = calls[b].hidden.detach()
-        f = block_residual(model, b, calls[b])
-        if method == "own_position":
+    if method == "exact":
+        jac = stack_jacobians(model.blocks, calls, blocks, token_pairs, chunk_size=chunk_size,
+                              progress=progress, desc=f"Jacobians {model.name}")
+    else:
+        out = []
+        for b in _progress(blocks, desc=f"Jacobians {model.name}", enabled=progress):
+            f = block_residual(model, b, calls[b])
             with own_position_attention(model):
-                diag = _diagonal_blocks(f, x, chunk_size)  # (tok, d, d)
+                diag = _diagonal_blocks(f, calls[b].hidden.detach(), chunk_size)  # (tok, d, d)
             out.append(torch.stack([diag[t1] for t1, _ in token_pairs]))
-        else:
-            outputs = sorted({t2 for _, t2 in token_pairs})
-            rows = _rows_at_outputs(f, x, outputs, chunk_size)  # (n_out, d, tok, d)
-            where = {t2: i for i, t2 in enumerate(outputs)}
-            out.append(torch.stack([rows[where[t2], :, t1, :] for t1, t2 in token_pairs]))
-    jac = torch.stack(out).detach()  # (layer, pair, d_model, d_model)
+        jac = torch.stack(out).detach()  # (layer, pair, d_model, d_model)
     if not torch.isfinite(jac).all():
         raise LlmdynError(f"non-finite values in the Jacobians of {model.name} for prompt "
                           f"{prompt[:40]!r}; the forward pass overflowed (try float64 or "
