@@ -76,6 +76,9 @@ class ChapterParams:
             _fail("window", window, "odd and >= 3")
         if getattr(self, "phase_criterion", "consensus") not in CRITERIA:
             _fail("phase_criterion", self.phase_criterion, f"one of {CRITERIA} (llmdyn.phases)")
+        if getattr(self, "lens", "paper") not in ("paper", "normed"):
+            _fail("lens", self.lens, "'paper' (softmax(M x^l), paper B §3.7) or 'normed' "
+                                     "(softmax(M norm(x^l)))")
 
     @classmethod
     def from_cell(cls, namespace: Mapping[str, Any]):
@@ -155,6 +158,11 @@ class QuestionParams(CompareParams):
     max_prompt_chars: int | None = None  # None: full prompts; else keep each prompt's last chars
     window: int = 11  # LSS window of the phase-boundary estimate (paper: 11), if it fits
     phase_criterion: str = "consensus"  # llmdyn.phases criterion splitting Thought/Fixation
+    lens: str = "paper"  # logit lens: "paper" (softmax(M x^l), B §3.7) or "normed" (M norm(x^l))
+
+    def other_lens(self) -> str:
+        """The logit lens shown beside ``lens`` as the named variant."""
+        return "normed" if self.lens == "paper" else "paper"
 
 
 @dataclass(frozen=True)

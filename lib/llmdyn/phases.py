@@ -353,7 +353,7 @@ def agree(boundaries: PhaseBoundary | Sequence[PhaseBoundary], tolerance_layers:
 
 
 def measure_boundary(model, prompts: Sequence[str], store=None, *, window: int = 11,
-                     min_size: int = 3) -> PhaseBoundary:
+                     min_size: int = 3, lens: str = "paper") -> PhaseBoundary:
     """Measure the curves of ``prompts`` on ``model`` (cached) and estimate its boundary.
 
     A convenience for chapters that only need the boundary: the last token's states come from
@@ -367,6 +367,8 @@ def measure_boundary(model, prompts: Sequence[str], store=None, *, window: int =
         window: LSS window length (paper B: 11), shrunk by :func:`fit_window` for shallow
             models.
         min_size: minimum points per segment for every fit.
+        lens: logit lens of the entropies, ``"paper"`` (paper B §3.7) or ``"normed"``
+            (:func:`llmdyn.lens.lens_entropy`).
 
     Returns:
         The boundary estimates, named after ``model.name``; ``.first_fixation(criterion)``
@@ -380,4 +382,5 @@ def measure_boundary(model, prompts: Sequence[str], store=None, *, window: int =
     profile = depth_profile(token_states(model, prompts, store),
                             fit_window(window, model.n_layers))
     return estimate_boundary(model.name, norms=profile.norms, windowed_lss=profile.lss,
-                             entropy=lens_entropy(model, prompts, store), min_size=min_size)
+                             entropy=lens_entropy(model, prompts, store, lens=lens),
+                             min_size=min_size)
