@@ -107,5 +107,6 @@ def test_paper_lens_sharpens_as_the_norm_grows(tiny_norm):
     entropies = {lens: [float(metrics.entropy(logit_lens(
         m, torch.cat([c * x[None], last]), lens=lens, last_point="block_output")[0]))
         for c in scales] for lens in ("paper", "normed")}
-    assert all(a > b for a, b in zip(entropies["paper"], entropies["paper"][1:]))
+    assert all(a > b for a, b in zip(entropies["paper"][:-1], entropies["paper"][1:],
+                                     strict=True))
     np.testing.assert_allclose(entropies["normed"], entropies["normed"][0], rtol=1e-4)
