@@ -13,7 +13,8 @@ Each has a ``*_fit`` twin returning the whole :class:`ChangePoint` (levels or sl
 All three use exhaustive two-segment least-squares fits (no thresholds): a mean shift
 (:func:`step_changepoint`) or a continuous broken line (:func:`hinge_changepoint`) over every
 admissible split, keeping the one with the smallest squared error. Layer indices count block
-boundaries as the curves do: index l is x^l, 0 = embeddings, L = last block output.
+boundaries as the curves do: index l is x^l, 0 = embeddings, L = the last block's output after
+the final norm (the papers' end point).
 """
 
 from __future__ import annotations
