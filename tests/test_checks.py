@@ -143,9 +143,9 @@ def test_clear_errors_stay_clear(tiny, call, match):
 
 
 def test_topk_refuses_non_integer_layers(tiny):
-    from llmdyn.topk import topk_block_svd, topk_coupling_matrices
+    from llmdyn.truncated_svd import truncated_block_svd, truncated_coupling_matrices
 
     with pytest.raises(LlmdynError, match="integer block indices, got 1.7"):
-        topk_block_svd(tiny, "hello", [1.7], k=2)
+        truncated_block_svd(tiny, "hello", [1.7], k=2)
     with pytest.raises(LlmdynError, match="integer block indices"):
-        topk_coupling_matrices(tiny, "hello", ["1"], k=2)
+        truncated_coupling_matrices(tiny, "hello", ["1"], k=2)

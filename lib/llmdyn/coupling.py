@@ -43,9 +43,13 @@ class DepthCoupling:
     def __post_init__(self) -> None:
         """Check that the fields describe the same layers and k."""
         n, _, k, _ = self.A.shape
-        for name in ("normalized", "ratio", "authors"):
-            assert getattr(self, name).shape == (n, n), name
-        assert self.S.shape == (n, k)
+        expected = {"normalized": (n, n), "ratio": (n, n), "authors": (n, n), "S": (n, k)}
+        for name, shape in expected.items():
+            got = tuple(getattr(self, name).shape)
+            if got != shape:
+                raise LlmdynError(f"DepthCoupling.{name}: got shape {got}; expected {shape} from "
+                                  f"A {tuple(self.A.shape)} = [layer, layer, k, k] (a stale or "
+                                  "foreign cache file? delete it to recompute)")
 
     def as_arrays(self) -> dict[str, np.ndarray]:
         """The fields by name, for the results store."""
