@@ -197,13 +197,13 @@ def entropy_spread_fit(entropy: np.ndarray, *, min_size: int = 3,
     return step_changepoint(curve, min_size=min_size)
 
 
-def norm_velocity_layer(norms: np.ndarray, *, min_size: int = 3, exclude_last: int = 0) -> int:
+def norm_velocity_layer(norms: np.ndarray, *, min_size: int = 3, exclude_last: int = 1) -> int:
     """``norm_velocity_fit(...).layer``: where the norm's growth rate changes (see there)."""
     return norm_velocity_fit(norms, min_size=min_size, exclude_last=exclude_last).layer
 
 
 def norm_velocity_fit(norms: np.ndarray, *, min_size: int = 3,
-                      exclude_last: int = 0) -> ChangePoint:
+                      exclude_last: int = 1) -> ChangePoint:
     """Layer where the growth rate of the mean norm changes (paper B §4.1, Fig 2).
 
     Paper B: norms grow steadily through Thought, and Fixation begins with an increase in token
@@ -216,7 +216,9 @@ def norm_velocity_fit(norms: np.ndarray, *, min_size: int = 3,
     Args:
         norms: ``[prompt, layer+1]`` norms ||x^l||.
         min_size: minimum points per segment.
-        exclude_last: trailing layers left out of the fit.
+        exclude_last: trailing layers left out of the fit. Default 1: under the papers' end
+            point x^L is the final norm's output, whose norm is that of a normalised vector
+            (SmolLM2: about 46 against 600 for x^(L-1)), a drop that is no velocity.
 
     Returns:
         The hinge fit; ``.layer`` is the index l of the knot (x^l), ``.before``/``.after`` the
