@@ -285,6 +285,20 @@ def _identity_key(identity: dict[str, Any]) -> str:
     return key
 
 
+@contextmanager
+def _no_progress_bars() -> Iterator[None]:
+    """Turn transformers' progress bars off for the block, restoring the previous setting."""
+    from transformers.utils import logging as hf_logging
+
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()
+
+
 def _wrap_nnsight(hf: torch.nn.Module, tokenizer: Any) -> Any:
     from nnsight import NNsight
 
@@ -311,20 +325,6 @@ def _load_pretrained(path_or_id: str, spec: str,
                           f"{err}. The file is corrupt or truncated; write it again with "
                           "save_pretrained, or delete it.") from None
     return hf, tokenizer
-
-
-@contextmanager
-def _no_progress_bars() -> Iterator[None]:
-    """Turn transformers' progress bars off for the block, restoring the previous setting."""
-    from transformers.utils import logging as hf_logging
-
-    enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if enabled:
-            hf_logging.enable_progress_bar()
 
 
 def _fresh_twin(config: Any, seed: int) -> torch.nn.Module:

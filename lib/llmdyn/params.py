@@ -76,9 +76,6 @@ class ChapterParams:
             _fail("window", window, "odd and >= 3")
         if getattr(self, "phase_criterion", "consensus") not in CRITERIA:
             _fail("phase_criterion", self.phase_criterion, f"one of {CRITERIA} (llmdyn.phases)")
-        if getattr(self, "lens", "paper") not in ("paper", "normed"):
-            _fail("lens", self.lens, "'paper' (softmax(M x^l), paper B §3.7) or 'normed' "
-                                     "(softmax(M norm(x^l)))")
 
     @classmethod
     def from_cell(cls, namespace: Mapping[str, Any]):
@@ -159,6 +156,13 @@ class QuestionParams(CompareParams):
     window: int = 11  # LSS window of the phase-boundary estimate (paper: 11), if it fits
     phase_criterion: str = "consensus"  # llmdyn.phases criterion splitting Thought/Fixation
     lens: str = "paper"  # logit lens: "paper" (softmax(M x^l), B §3.7) or "normed" (M norm(x^l))
+
+    def __post_init__(self) -> None:
+        """Check types, then the lens."""
+        super().__post_init__()
+        if self.lens not in ("paper", "normed"):
+            _fail("lens", self.lens, "'paper' (softmax(M x^l), paper B §3.7) or 'normed' "
+                                     "(softmax(M norm(x^l)))")
 
     def other_lens(self) -> str:
         """The logit lens shown beside ``lens`` as the named variant."""
