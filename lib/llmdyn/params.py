@@ -155,6 +155,18 @@ class QuestionParams(CompareParams):
     max_prompt_chars: int | None = None  # None: full prompts; else keep each prompt's last chars
     window: int = 11  # LSS window of the phase-boundary estimate (paper: 11), if it fits
     phase_criterion: str = "consensus"  # llmdyn.phases criterion splitting Thought/Fixation
+    lens: str = "paper"  # logit lens: "paper" (softmax(M x^l), B §3.7) or "normed" (M norm(x^l))
+
+    def __post_init__(self) -> None:
+        """Check types, then the lens."""
+        super().__post_init__()
+        if self.lens not in ("paper", "normed"):
+            _fail("lens", self.lens, "'paper' (softmax(M x^l), paper B §3.7) or 'normed' "
+                                     "(softmax(M norm(x^l)))")
+
+    def other_lens(self) -> str:
+        """The logit lens shown beside ``lens`` as the named variant."""
+        return "normed" if self.lens == "paper" else "paper"
 
 
 @dataclass(frozen=True)
