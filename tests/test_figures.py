@@ -136,9 +136,9 @@ def test_gallery_card_has_thumbnail_and_figure_link_when_drawn(tmp_path):
     card = card[: card.index("\n:::\n")]
     assert ":img-top: executed/figures/05_depth_coupling/coupling-grid.png" in card
     assert ":link: fig-coupling-grid\n:link-type: ref" in card
-    card6 = md[md.index(":::{grid-item-card} Paper A, Fig 6\n"):]
-    assert "{bdg-danger}`not offline` Needs ViTs trained on CIFAR-10" in card6[:400]
-    assert ":img-top:" not in card6[: card6.index("\n:::\n")]
+    card36 = md[md.index(":::{grid-item-card} Paper A, Fig 36\n"):]
+    assert "{bdg-danger}`not offline` Needs the coupling of many pretrained LLMs" in card36[:400]
+    assert ":img-top:" not in card36[: card36.index("\n:::\n")]
 
 
 def test_gallery_refuses_a_regenerated_figure_that_no_chapter_draws(tmp_path):
