@@ -40,6 +40,15 @@ def gemm_gflops(n: int = 1024, seconds: float = 2.0) -> float:
     return 2 * n**3 * count / (time.perf_counter() - start) / 1e9
 
 
+def seconds_per_call(update, steps: int) -> float:
+    """Mean wall seconds of ``update()`` over ``steps`` calls, after one untimed warm-up call."""
+    update()
+    start = time.perf_counter()
+    for _ in range(steps):
+        update()
+    return (time.perf_counter() - start) / steps
+
+
 def time_updates(size, suite, steps: int) -> dict:
     """Seconds per optimizer update of one size, after one warm-up update."""
     torch.manual_seed(0)
@@ -56,11 +65,7 @@ def time_updates(size, suite, steps: int) -> dict:
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    update()
-    start = time.perf_counter()
-    for _ in range(steps):
-        update()
-    seconds = (time.perf_counter() - start) / steps
+    seconds = seconds_per_call(update, steps)
     n = matmul_params(model)
     attention = 12 * size.n_layers * size.d_model * suite.seq_len
     return {"size": size.name, "layers": size.n_layers, "d_model": size.d_model,
@@ -88,11 +93,7 @@ def time_vit_updates(grid, steps: int) -> dict:
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    update()
-    start = time.perf_counter()
-    for _ in range(steps):
-        update()
-    seconds = (time.perf_counter() - start) / steps
+    seconds = seconds_per_call(update, steps)
     t = shape.n_tokens
     n = sum(m.weight.numel() for m in model.modules()
             if isinstance(m, torch.nn.Linear | torch.nn.Conv2d))  # matmul weights
