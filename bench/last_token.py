@@ -36,18 +36,12 @@ LONG_PROMPT = (
 def authors_last_block(model, ids: torch.Tensor, x: torch.Tensor, b: int,
                        chunk_size: int | None = None) -> torch.Tensor:
     """J^b_nn by the authors' route: d VJPs through the full-prompt model, ``[d_out, d_in]``."""
-    from jacobians import _leaf_through_model
+    from jacobians import pull_back_through_model
 
-    g, remove = _leaf_through_model(model, ids, b)
     n_tok, d = x.shape
-    try:
-        _, pullback = torch.func.vjp(g, x)
-        basis = torch.zeros(d, n_tok, d, dtype=x.dtype)
-        basis[:, -1, :] = torch.eye(d, dtype=x.dtype)  # e_k at the last position
-        (rows,) = torch.func.vmap(pullback, chunk_size=chunk_size)(basis)  # (d_out, tok, d_in)
-    finally:
-        remove()
-    return rows[:, -1, :]
+    basis = torch.zeros(d, n_tok, d, dtype=x.dtype)
+    basis[:, -1, :] = torch.eye(d, dtype=x.dtype)  # e_k at the last position
+    return pull_back_through_model(model, ids, x, b, basis, chunk_size)[:, -1, :]
 
 
 def _rel_fro(a: torch.Tensor, ref: torch.Tensor) -> float:

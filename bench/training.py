@@ -25,6 +25,8 @@ import torch.nn.functional as F
 from transformers import GPTNeoXForCausalLM
 
 from llmdyn.suite import get_suite, gpt_neox_config, matmul_params
+from llmdyn.vit import ViT, ViTShape
+from llmdyn.vit_suite import get_grid
 
 
 def gemm_gflops(n: int = 1024, seconds: float = 2.0) -> float:
@@ -36,6 +38,15 @@ def gemm_gflops(n: int = 1024, seconds: float = 2.0) -> float:
         a @ b
         count += 1
     return 2 * n**3 * count / (time.perf_counter() - start) / 1e9
+
+
+def seconds_per_call(update, steps: int) -> float:
+    """Mean wall seconds of ``update()`` over ``steps`` calls, after one untimed warm-up call."""
+    update()
+    start = time.perf_counter()
+    for _ in range(steps):
+        update()
+    return (time.perf_counter() - start) / steps
 
 
 def time_updates(size, suite, steps: int) -> dict:
@@ -54,17 +65,49 @@ def time_updates(size, suite, steps: int) -> dict:
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    update()
-    start = time.perf_counter()
-    for _ in range(steps):
-        update()
-    seconds = (time.perf_counter() - start) / steps
+    seconds = seconds_per_call(update, steps)
     n = matmul_params(model)
     attention = 12 * size.n_layers * size.d_model * suite.seq_len
     return {"size": size.name, "layers": size.n_layers, "d_model": size.d_model,
             "matmul_params": n, "s_per_update": seconds,
             "tokens_per_s": suite.tokens_per_step / seconds,
             "flops_per_token_6n": 6 * n, "flops_per_token_palm": 6 * n + attention}
+
+
+def time_vit_updates(grid, steps: int) -> dict:
+    """Seconds per update of the grid's ViT (SD 0.1, Fashion-MNIST's 28×28 shape), after one.
+
+    Model FLOPs per image: 6·N·T for the N matmul parameters applied to each of T tokens
+    (patch embedding included), plus attention 12·L·d·T² (PaLM's count, per image).
+    """
+    torch.manual_seed(0)
+    shape: ViTShape = grid.shape
+    model = ViT(shape, 0.1).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.05)
+    x = torch.randn(grid.batch_size, shape.channels, shape.image_size, shape.image_size)
+    y = torch.randint(0, shape.n_classes, (grid.batch_size,))
+
+    def update():
+        F.cross_entropy(model(x), y, label_smoothing=0.1).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    seconds = seconds_per_call(update, steps)
+    t = shape.n_tokens
+    n = sum(m.weight.numel() for m in model.modules()
+            if isinstance(m, torch.nn.Linear | torch.nn.Conv2d))  # matmul weights
+    return {"grid": grid.name, "depth": shape.depth, "d_model": shape.d_model, "tokens": t,
+            "batch_size": grid.batch_size, "s_per_update": seconds,
+            "flops_per_image": 6 * n * t + 12 * shape.depth * shape.d_model * t * t}
+
+
+def vit_report(row: dict, gflops: float, grid) -> dict:
+    """MFU of the ViT update and the whole grid's predicted time of updates."""
+    images_per_s = row["batch_size"] / row["s_per_update"]
+    return {**row, "images_per_s": images_per_s,
+            "mfu": row["flops_per_image"] * images_per_s / (gflops * 1e9),
+            "predicted_grid_s": len(grid.runs) * grid.steps * row["s_per_update"]}
 
 
 def report(rows: list[dict], gflops: float, suite) -> list[dict]:
@@ -95,6 +138,13 @@ def markdown(out: dict) -> str:
             lines.append(f"| {r['size']} | {r['layers']} × {r['d_model']} | "
                          f"{r['s_per_update']:.3f} | {r['tokens_per_s']:.0f} | "
                          f"{100 * r['mfu_6n']:.0f} % | {100 * r['mfu_palm']:.0f} % |")
+    vit = out.get("vit")
+    if vit:
+        lines += ["", f"ViT grid `{vit['grid']}` (chapter 10): depth {vit['depth']} × width "
+                  f"{vit['d_model']}, {vit['tokens']} tokens, batch {vit['batch_size']}: "
+                  f"{vit['s_per_update']:.3f} s per update, {vit['images_per_s']:.0f} images/s, "
+                  f"MFU {100 * vit['mfu']:.0f} % (6N·T + attention); the whole grid predicted "
+                  f"{vit['predicted_grid_s']:.0f} s of updates on these threads."]
     return "\n".join(lines) + "\n"
 
 
@@ -103,6 +153,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--suite", default="default")
     parser.add_argument("--steps", type=int, default=10, help="timed updates per size")
+    parser.add_argument("--vit-grid", default="default", help="ViT grid to time ('' to skip)")
     parser.add_argument("--out", type=Path, default=Path("bench/training.json"))
     parser.add_argument("--markdown", type=Path,
                         default=Path("book/performance_training_results.md"))
@@ -111,11 +162,13 @@ def main(argv: list[str] | None = None) -> None:
     before = gemm_gflops()
     sizes = list(dict.fromkeys(run.size for run in suite.runs))
     timed = [time_updates(size, suite, args.steps) for size in sizes]
+    vit = time_vit_updates(get_grid(args.vit_grid), args.steps) if args.vit_grid else None
     gflops = max(before, gemm_gflops())  # the peak, measured before and after the updates
     rows = report(timed, gflops, suite)
     out = {"machine": platform.processor() or platform.machine(),
            "threads": torch.get_num_threads(), "gemm_gflops": gflops, "suite": suite.name,
-           "batch_size": suite.batch_size, "seq_len": suite.seq_len, "rows": rows}
+           "batch_size": suite.batch_size, "seq_len": suite.seq_len, "rows": rows,
+           "vit": vit_report(vit, gflops, get_grid(args.vit_grid)) if vit else None}
     args.out.write_text(json.dumps(out, indent=1))
     args.markdown.write_text(markdown(out))
     print(markdown(out))

@@ -82,3 +82,37 @@ def test_last_token_and_batched_sections(bench):
     assert "| library within 1.5× its FLOP floor | 1.25 | yes |" in text  # 2.0 / 1.6
     assert "| library ≥ 25× the authors' route | 30.0 | yes |" in text
     assert "| 8 | 8.0 | 1.00 | 2.00 | 3.00 |" in text
+
+
+@pytest.fixture(scope="module")
+def tiny_model_and_calls():
+    import torch
+
+    from llmdyn.jacobians import capture_block_calls
+    from llmdyn.models import load_model
+    from llmdyn.trace import encode
+
+    model = load_model("tiny-llama", dtype=torch.float64)
+    ids = encode(model, "The capital of France is")
+    return model, ids, capture_block_calls(model, ids)
+
+
+def test_baseline_routes_agree_with_the_library(bench, tiny_model_and_calls, monkeypatch):
+    """The baselines the ratios are taken against compute the same Jacobians (float64, 1e-10)."""
+    import sys
+
+    from llmdyn.jacobians import block_jacobians
+    from llmdyn.step_jacobians import last_token_jacobians
+
+    monkeypatch.setitem(sys.modules, "jacobians", bench)  # last_token.py imports it by that name
+    monkeypatch.syspath_prepend(str(REPO / "bench"))
+    import last_token
+
+    model, ids, calls = tiny_model_and_calls
+    prompt, b = "The capital of France is", 1
+    x = calls[b].hidden.detach()
+    diagonal = bench.hf_block(model, ids, x, b)
+    ours = block_jacobians(model, prompt, [b], "diagonal", method="exact", progress=False)[0]
+    assert (diagonal - ours).abs().max() < 1e-10
+    last = last_token.authors_last_block(model, ids, x, b)
+    assert (last - last_token_jacobians(model, prompt, [b])[0]).abs().max() < 1e-10

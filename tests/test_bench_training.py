@@ -29,3 +29,18 @@ def test_mfu_is_model_flops_over_peak():
     text = bench.markdown({"machine": "x", "threads": 2, "gemm_gflops": 100.0,
                            "suite": "default", "batch_size": 8, "seq_len": 128, "rows": out})
     assert "| xs | 2 × 128 | 0.100 |" in text and "whole suite" in text
+
+
+def test_vit_mfu_and_grid_time():
+    from llmdyn.vit_suite import GRIDS
+
+    grid = GRIDS["default"]
+    row = {"grid": "default", "depth": 6, "d_model": 64, "tokens": 17, "batch_size": 128,
+           "s_per_update": 0.1, "flops_per_image": 5e7}
+    out = bench.vit_report(row, gflops=100.0, grid=grid)
+    assert out["images_per_s"] == pytest.approx(1280)
+    assert out["mfu"] == pytest.approx(5e7 * 1280 / 100e9)
+    assert out["predicted_grid_s"] == pytest.approx(16 * grid.steps * 0.1)
+    text = bench.markdown({"machine": "x", "threads": 2, "gemm_gflops": 100.0, "suite": "default",
+                           "batch_size": 8, "seq_len": 128, "rows": [], "vit": out})
+    assert "ViT grid `default`" in text and "0.100 s per update" in text

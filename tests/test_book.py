@@ -45,6 +45,30 @@ def test_chapter_html_contains_its_figures(built_book):
     assert "<table" in page  # the comparison, printed as Markdown, renders as a table
 
 
+def test_figures_are_captioned_with_the_paper_figure_and_kept_as_svg(built_book):
+    _, html = built_book
+    page = (html / "book" / "executed" / "05_depth_coupling.html").read_text()
+    assert '<figure class="align-default" id="fig-coupling-grid">' in page
+    caption = page[page.index('id="fig-coupling-grid"'):]
+    caption = caption[: caption.index("</figcaption>")]
+    assert "<strong>Regenerates Paper A, Fig 3.</strong>" in caption
+    assert "cell-04" in caption and "notebooks/05_depth_coupling.ipynb" in caption
+    svg = re.search(r'href="(\.\./\.\./_downloads/[0-9a-f]+/coupling-grid\.svg)"', caption)
+    assert svg and (html / "book" / "executed" / svg.group(1)).resolve().exists()
+    assert (html / "figures" / "05_depth_coupling" / "coupling-grid.svg").exists()
+    assert "Show the parameters in effect" in page  # the collapsed parameters block
+
+
+def test_gallery_and_landing_page_are_generated(built_book):
+    _, html = built_book
+    gallery = (html / "book" / "gallery.html").read_text()
+    assert gallery.count("sd-card-title") == 54  # every figure of paper A (36) and B (18)
+    assert 'href="executed/05_depth_coupling.html#fig-coupling-grid"' in gallery
+    assert "not offline" in gallery and "Needs ViTs trained on CIFAR-10" in gallery
+    intro = (html / "book" / "intro.html").read_text()
+    assert "This build" in intro and "tiny-llama" in intro and "of notebook execution" in intro
+
+
 def test_parameters_and_progress_bars_stay_off_the_page(built_book):
     _, html = built_book
     page = (html / "book" / "executed" / "05_depth_coupling.html").read_text()

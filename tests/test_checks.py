@@ -103,7 +103,8 @@ def test_negative_layers_give_the_same_result_and_cache_entry(tiny):
     store = ResultStore(tiny.model_id, provenance=tiny.identity)
     neg = coupling.depth_coupling(tiny, ["hello there"], k=2, layers=[-1, -2], store=store)
     assert store.missing("depth_coupling", {"k": 2, "layers": [2, 1], "token": -1,
-                                            "dtype": "float32"}, ["hello there"]) == []
+                                            "dtype": "float32", "last_point": "final_norm"},
+                         ["hello there"]) == []
     pos = coupling.depth_coupling(tiny, ["hello there"], k=2, layers=[2, 1])
     np.testing.assert_array_equal(neg[0].A, pos[0].A)
 
@@ -118,7 +119,7 @@ def test_inf_weight_raises_in_trajectory_and_logit_lens():
     with pytest.raises(LlmdynError, match="non-finite values in the hidden states"):
         trace.trajectory(m, "hello")
     with pytest.raises(LlmdynError, match="non-finite values in the logit-lens logits"):
-        trace.logit_lens(m, torch.ones(2, m.d_model))
+        trace.logit_lens(m, torch.ones(2, m.d_model), lens="normed")  # reads the bad norm
 
 
 # issue 15 item 6: the bad inputs that already answered clearly stay clear.
@@ -142,9 +143,9 @@ def test_clear_errors_stay_clear(tiny, call, match):
 
 
 def test_topk_refuses_non_integer_layers(tiny):
-    from llmdyn.topk import topk_block_svd, topk_coupling_matrices
+    from llmdyn.truncated_svd import truncated_block_svd, truncated_coupling_matrices
 
     with pytest.raises(LlmdynError, match="integer block indices, got 1.7"):
-        topk_block_svd(tiny, "hello", [1.7], k=2)
+        truncated_block_svd(tiny, "hello", [1.7], k=2)
     with pytest.raises(LlmdynError, match="integer block indices"):
-        topk_coupling_matrices(tiny, "hello", ["1"], k=2)
+        truncated_coupling_matrices(tiny, "hello", ["1"], k=2)

@@ -208,3 +208,37 @@ def test_converted_files_are_hashed_once_not_again_on_load(fake_packaged, monkey
     load_model("fake")  # converts: the manifest's hashes are remembered
     load_model("fake")
     assert hashed == ["fake.gguf"]  # only the GGUF's digest check, before converting
+
+
+def test_conversion_prints_nothing_and_keeps_its_log(fake_packaged, monkeypatch, capfd):
+    """What a conversion prints (print, a tqdm bar, transformers' log) goes to the conversion
+    log beside the converted directory, and loading shows no weight-loading bar: a chapter's
+    stdout and stderr stay empty."""
+    import logging
+
+    from tqdm.auto import tqdm
+    from transformers.utils import logging as hf_logging
+
+    out, calls, _ = fake_packaged
+    save = convert._save_converted
+
+    def noisy(gguf_path, tmp):
+        print("dequantising tensors")
+        for _ in tqdm(range(3), desc="Converting and de-quantizing GGUF tensors"):
+            pass
+        hf_logging.get_logger("transformers.modeling_utils").warning("a transformers warning")
+        save(gguf_path, tmp)
+
+    monkeypatch.setattr(convert, "_save_converted", noisy)
+    handlers = list(logging.getLogger("transformers").handlers)
+    capfd.readouterr()
+    model = load_model("fake")
+    printed = capfd.readouterr()
+    assert calls() == 1 and model.n_layers == 3
+    assert printed.out == "" and printed.err == "", printed
+    text = convert.conversion_log(out).read_text()
+    for line in ("dequantising tensors", "de-quantizing GGUF", "a transformers warning"):
+        assert line in text, line
+    load_model("fake")  # converted already: nothing printed, nothing rewritten
+    assert capfd.readouterr() == ("", "") and calls() == 1
+    assert logging.getLogger("transformers").handlers == handlers  # its own handler is back

@@ -86,3 +86,14 @@ def test_summarize_depth_averages_pairs():
     per = prompt_scores(results)
     assert per.mis == pytest.approx([0.5, 0.7]) and per.share == pytest.approx([0.75, 0.51])
     assert per.share.mean() == pytest.approx(s.share)
+
+
+def test_depth_coupling_with_mismatched_shapes_raises_a_clear_error():
+    n, k = 3, 2
+    good = dict(A=np.zeros((n, n, k, k)), S=np.ones((n, k)), normalized=np.zeros((n, n)),
+                ratio=np.zeros((n, n)), authors=np.zeros((n, n)))
+    DepthCoupling(**good)
+    with pytest.raises(LlmdynError, match=r"DepthCoupling.S: got shape \(3, 3\).*delete it"):
+        DepthCoupling(**{**good, "S": np.ones((n, n))})
+    with pytest.raises(LlmdynError, match="DepthCoupling.ratio"):
+        DepthCoupling(**{**good, "ratio": np.zeros((n + 1, n))})

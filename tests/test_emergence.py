@@ -48,7 +48,8 @@ def test_half_rise_step_interpolates():
 def test_window_scores_match_the_windowed_metric():
     m = load_model("tiny-neox")
     scores = _trajectory_scores(m, PROMPTS[0], 3, "final_norm")
-    states = with_final_norm(m, trajectory(m, PROMPTS[0]).states.double())
+    raw = trajectory(m, PROMPTS[0], last_point="block_output").states.double()
+    states = with_final_norm(m, raw)  # the papers' end point, built independently
     x = states.transpose(0, 1).numpy()  # (tok, layer+1, d_model)
     ref = metrics.windowed(metrics.line_shape_score, x, 3)[:, 1:-1].mean(0)
     np.testing.assert_allclose(scores["window_lss"], ref, rtol=1e-12)

@@ -27,10 +27,18 @@ def test_token_states_match_the_trajectory_and_are_cached(tiny64, tmp_path):
     got = token_states(tiny64, PROMPTS, store)
     L = tiny64.n_layers
     assert got.shape == (3, L + 1, tiny64.d_model) and got.dtype == np.float32
+    raw = trajectory(tiny64, PROMPTS[1], last_point="block_output").states[:, -1]
+    np.testing.assert_array_equal(got[1, :L], raw[:L].float().numpy())
+    # The papers' end point by default: x^L after the final norm (HF's hidden_states[-1]);
+    # the norm of one row here and of the whole prompt there: equal to float32 rounding.
     want = trajectory(tiny64, PROMPTS[1]).states[:, -1].float().numpy()
-    np.testing.assert_array_equal(got[1], want)
+    np.testing.assert_allclose(got[1], want, rtol=1e-6, atol=1e-6)
     assert store.missing("token_states", {"token": -1, "dtype": "float32"}, PROMPTS) == []
     np.testing.assert_array_equal(token_states(tiny64, PROMPTS, store), got)  # from the cache
+    # The other end point comes from the same cache entry, without a forward pass.
+    block = token_states(tiny64, PROMPTS, store, last_point="block_output")
+    np.testing.assert_array_equal(block[1], raw.float().numpy())
+    np.testing.assert_array_equal(block[:, :L], got[:, :L])
     first = token_states(tiny64, PROMPTS[:1], token=0)  # no store
     np.testing.assert_array_equal(first[0], trajectory(tiny64, FRANCE).states[:, 0].float())
 
@@ -40,6 +48,8 @@ def test_token_states_refuses_bad_input(tiny64):
         token_states(tiny64, FRANCE)
     with pytest.raises(LlmdynError, match="outside"):
         token_states(tiny64, ["abc"], token=10)
+    with pytest.raises(LlmdynError, match="last_point"):
+        token_states(tiny64, ["abc"], last_point="after")
 
 
 def test_depth_profile_of_straight_evenly_spaced_lines():

@@ -165,3 +165,39 @@ def test_last_pair_takes_the_one_step_route(tiny64, monkeypatch):
         fast = block_jacobians(tiny64, SHORT, pairs=pairs, progress=False)
         assert fast.shape == exact.shape == (tiny64.n_layers, 1, tiny64.d_model, tiny64.d_model)
         assert torch.allclose(fast, exact, rtol=0, atol=1e-6 * float(exact.abs().max()))
+
+
+def test_last_block_includes_the_final_norm(tiny64):
+    """The papers' convention: f^L(X) = norm(block_L(X)) − X. The Jacobian matches central
+    differences of that function written out here (the block called directly, then the norm);
+    "block_output" matches those of block_L(X) − X. Tolerances as in the test above."""
+    L = tiny64.n_layers
+    calls = capture_block_calls(tiny64, encode(tiny64, SHORT))
+    x, call = calls[L - 1].hidden, calls[L - 1]
+    h, tol = _fd_step_and_tolerance(tiny64)
+
+    def block(x):
+        out = tiny64.blocks[L - 1](x[None], *call.args[1:], **call.kwargs)
+        return (out[0] if isinstance(out, tuple) else out)[0]  # (tok, d_model)
+
+    refs = {"final_norm": lambda x: tiny64.final_norm(block(x)) - x,
+            "block_output": lambda x: block(x) - x}
+    pairs = [(4, 4), (2, 7), (-1, -1)]
+    n = x.shape[0]
+    for last_point, f in refs.items():
+        J = block_jacobians(tiny64, SHORT, layers=[-1], pairs=pairs, method="exact",
+                            progress=False, last_point=last_point)[0]
+        for p, (t1, t2) in enumerate(pairs):
+            ref = _finite_difference(f, x, t1 % n, h)[t2 % n]
+            if ref.norm() == 0:  # outside Gemma 3's sliding window
+                assert torch.count_nonzero(J[p]) == 0
+                continue
+            assert (J[p] - ref).norm() / ref.norm() < tol, (last_point, t1, t2)
+    # Only the last block depends on the convention; the fast last-token route agrees.
+    fast = block_jacobians(tiny64, SHORT, pairs="last", progress=False)[:, 0]
+    other = block_jacobians(tiny64, SHORT, pairs="last", progress=False,
+                            last_point="block_output")[:, 0]
+    torch.testing.assert_close(fast[:-1], other[:-1], rtol=0, atol=0)
+    exact = block_jacobians(tiny64, SHORT, pairs="last", method="exact", progress=False)[:, 0]
+    torch.testing.assert_close(fast, exact, rtol=1e-6, atol=1e-8)
+    assert not torch.allclose(fast[-1], other[-1])

@@ -45,6 +45,19 @@ def test_clean_run_reproduces_the_trajectory(tiny64):
     traj = trajectory(tiny64, FRANCE)
     assert torch.allclose(x0, traj.states[0].to(x0.dtype))
     assert torch.allclose(states[0], traj.states[:, -1].to(states.dtype), atol=1e-10)
+    _, raw = perturbed_last_states(tiny64, encode(tiny64, FRANCE), last_point="block_output")
+    block = trajectory(tiny64, FRANCE, last_point="block_output").states[:, -1]
+    assert torch.allclose(raw[0], block.to(raw.dtype), atol=1e-10)  # x^L before the norm
+    assert torch.equal(raw[0, :-1], states[0, :-1])  # only the last point differs
+
+
+def test_first_order_check_holds_under_both_end_points(tiny64):
+    """The last block's Jacobian and x^L follow the same convention, so small perturbations
+    follow the Jacobians through the last block under either (cos > 0.999 at 1e-5)."""
+    for last_point in ("final_norm", "block_output"):
+        check = linearization_check(tiny64, "Hi, you there", [1e-5], n_draws=2,
+                                    last_point=last_point)
+        assert np.all(check.cos_delta[0, :, -1] > 0.999), last_point
 
 
 def test_first_order_check_tends_to_one(tiny64):

@@ -127,3 +127,12 @@ def test_parameters_render_as_a_table():
     table = DepthCouplingParams(k=4)._repr_markdown_().splitlines()
     assert table[:2] == ["| parameter | value |", "| --- | --- |"]
     assert "| `k` | `4` |" in table and "| `model` | `'smollm2-135m'` |" in table
+
+
+def test_lens_parameter_of_paper_b_chapters():
+    from llmdyn.params import JacobianAlignmentParams, UncertaintyParams
+
+    assert UncertaintyParams().lens == "paper" and UncertaintyParams().other_lens() == "normed"
+    assert JacobianAlignmentParams(lens="normed").other_lens() == "paper"
+    with pytest.raises(LlmdynError, match="notebook parameter 'lens'"):
+        UncertaintyParams(lens="tuned")

@@ -64,7 +64,7 @@ def test_trajectory_regularity_checks_shape():
 def test_regularity_on_a_model(tiny):
     block, normed = (regularity(tiny, PROMPTS, last_point=lp)
                      for lp in ("block_output", "final_norm"))
-    traj = trajectory(tiny, PROMPTS[0])
+    traj = trajectory(tiny, PROMPTS[0], last_point="block_output")
     want = trajectory_regularity(traj.per_token())
     np.testing.assert_allclose(block[0].lss, want.lss)
     assert block[0].lss.shape == (len(traj.tokens),)
@@ -74,6 +74,8 @@ def test_regularity_on_a_model(tiny):
     np.testing.assert_allclose(normed[0].expodistance,
                                trajectory_regularity(states.transpose(0, 1)).expodistance)
     assert not np.allclose(normed[0].expodistance, block[0].expodistance)
+    default = regularity(tiny, PROMPTS[:1])  # the papers' end point unless asked otherwise
+    np.testing.assert_array_equal(default[0].lss, normed[0].lss)
 
 
 def test_regularity_caches_both_conventions(tiny, monkeypatch):
@@ -86,7 +88,7 @@ def test_regularity_caches_both_conventions(tiny, monkeypatch):
     monkeypatch.setattr("llmdyn.regularity.trajectory", fail)
     again = regularity(tiny, PROMPTS, store=store, progress=False)
     np.testing.assert_array_equal(first[1].step_cv, again[1].step_cv)
-    regularity(tiny, PROMPTS, store=store, last_point="final_norm", progress=False)
+    regularity(tiny, PROMPTS, store=store, last_point="block_output", progress=False)
 
 
 def test_regularity_rejects_bad_arguments(tiny):
@@ -123,7 +125,7 @@ def test_per_prompt_known_answers():
         per_prompt([a], "lss", reduce="max")
     from llmdyn.regularity import series
 
-    results = {"m": {"trained": {"block_output": [a, b]}, "untrained": {"block_output": [b]}}}
+    results = {"m": {"trained": {"final_norm": [a, b]}, "untrained": {"final_norm": [b]}}}
     got = series(results, ["m"], "lss")
     assert list(got) == ["trained", "untrained"]
     np.testing.assert_allclose(got["trained"][0], [16 / 3, 5])

@@ -61,3 +61,13 @@ def test_split_grid_has_one_column_per_split():
     lines = text.splitlines()
     assert lines[0] == "| claim | lss_peak | consensus | thirds |"
     assert len(lines) == 2 + 4 and text.count("**holds**") == 12
+
+
+def test_table1_has_a_row_for_the_other_lens():
+    curves, ratios = _paper_like()
+    t1 = table1_claims("m", PhaseSplit.thirds(L), lss=curves["lss"],
+                       equidistance=curves["equidistance"], entropy=curves["entropy"],
+                       ratios=ratios, other_entropy=("normed", curves["entropy"]))
+    assert [c.id for c in t1][-1] == "table1_confident_normed_lens_m_thirds"
+    assert t1[-1].statement == "m: CONFIDENT (normed lens) is stronger in Fixation"
+    assert t1[-1].verdict.grade == "holds"

@@ -101,7 +101,8 @@ def test_depth_coupling_batches_prompts_and_caches_each(tiny64, tmp_path, monkey
         ref = coupling_from_jacobians(last_token_jacobians(tiny64, prompt), 4)
         assert abs(res.S - ref.S).max() <= 1e-6 * abs(ref.S).max()
         assert abs(res.A - ref.A).max() <= 1e-6 * abs(ref.A).max()
-    params = {"k": 4, "layers": list(range(tiny64.n_layers)), "token": -1, "dtype": "float32"}
+    params = {"k": 4, "layers": list(range(tiny64.n_layers)), "token": -1, "dtype": "float32",
+              "last_point": "final_norm"}
     assert store.missing("depth_coupling", params, prompts) == []
     again = depth_coupling(tiny64, prompts, k=4, store=store)  # all from the cache
     assert all(abs(a.A - b.A).max() <= 1e-6 * abs(b.A).max()

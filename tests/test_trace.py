@@ -13,15 +13,25 @@ def _hf_reference(model, ids):
 
 
 def test_trajectory_matches_output_hidden_states(tiny64):
+    """The papers' end point (default): X^L after the final norm, HF's hidden_states[-1]."""
     tr = trajectory(tiny64, FRANCE)
     hs, logits = _hf_reference(tiny64, tr.input_ids)
     L = tiny64.n_layers
     assert tr.states.shape == (L + 1, len(tr.tokens), tiny64.d_model)
-    # Same operations in the same order: equal to the last bit.
+    assert tr.last_point == "final_norm"
+    # Same operations in the same order: equal to the last bit before the norm; the norm is
+    # applied to [tok, d] here and to [1, tok, d] in HF, so allow float64 rounding there.
     assert torch.equal(tr.states[:L], hs[:L])
-    # HF's last hidden state has the final norm applied; ours is the raw block output.
-    assert torch.equal(tiny64.final_norm(tr.states[L]), hs[L])
-    assert torch.allclose(logit_lens(tiny64, tr.states[L]), logits, rtol=0, atol=1e-12)
+    assert torch.allclose(tr.states[L], hs[L], rtol=0, atol=1e-12)
+    # The other convention: the raw output of the last block, whose norm is HF's last state.
+    raw = trajectory(tiny64, FRANCE, last_point="block_output")
+    assert raw.last_point == "block_output" and torch.equal(raw.states[:L], hs[:L])
+    assert torch.allclose(tiny64.final_norm(raw.states[L]), hs[L], rtol=0, atol=1e-12)
+    assert not torch.allclose(raw.states[L], hs[L])
+    for lens in ("paper", "normed"):  # both lenses end at the model's own logits
+        for states, lp in ((tr.states, "final_norm"), (raw.states, "block_output")):
+            got = logit_lens(tiny64, states, lens=lens, last_point=lp)[L]
+            assert torch.allclose(got, logits, rtol=0, atol=1e-12), (lens, lp)
 
 
 @pytest.mark.slow
@@ -29,6 +39,7 @@ def test_smollm2_trajectory_and_logit_lens(smollm2):
     tr = trajectory(smollm2, FRANCE)
     hs, logits = _hf_reference(smollm2, tr.input_ids)
     assert torch.equal(tr.states[:30], hs[:30])
+    assert torch.allclose(tr.states[30], hs[30], rtol=0, atol=1e-5)  # X^L after the norm
     lens = logit_lens(smollm2, tr.states[:, -1])  # (layer+1, vocab)
     # float32 with a different batch shape in the head's matmul: logits of size ~20 agree to
     # a few ulps of their magnitude.
@@ -49,3 +60,12 @@ def test_prompt_longer_than_context_is_refused(tiny64):
 def test_logit_lens_checks_width(tiny64):
     with pytest.raises(LlmdynError, match="d_model=32"):
         logit_lens(tiny64, torch.zeros(3, 31))
+
+
+def test_conventions_refuse_unknown_names(tiny64):
+    with pytest.raises(LlmdynError, match="last_point must be"):
+        trajectory(tiny64, FRANCE, last_point="normed")
+    with pytest.raises(LlmdynError, match="lens must be"):
+        logit_lens(tiny64, torch.zeros(3, 32), lens="tuned")
+    with pytest.raises(LlmdynError, match="layer axis"):
+        logit_lens(tiny64, torch.zeros(32))

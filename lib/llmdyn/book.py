@@ -100,7 +100,7 @@ def stage(out: Path, root: Path = REPO) -> Path:
         src = root / name
         if src.is_dir():
             shutil.copytree(src, out / name, dirs_exist_ok=True,
-                            ignore=shutil.ignore_patterns("executed"))
+                            ignore=shutil.ignore_patterns("executed", "generated"))
         else:
             shutil.copy2(src, out / name)
     return out
@@ -131,8 +131,37 @@ def _offline_mathjax(book_root: Path) -> Path:
     return path
 
 
+def source_url(book_root: Path) -> str:
+    """Where the notebooks' sources are read on the web: ``<repository>/blob/<branch>``."""
+    repo = yaml.safe_load((book_root / "_config.yml").read_text()).get("repository", {})
+    return f"{repo.get('url', '').rstrip('/')}/blob/{repo.get('branch', 'main')}"
+
+
+def write_generated(book_root: Path) -> Path:
+    """Before the HTML build: publish the chapters' figures, write the gallery and build facts.
+
+    The figures go to ``book/executed/figures/<chapter>/`` (see :func:`llmdyn.figures.publish`);
+    the gallery cards and the landing page's build facts go to ``book/generated/``, which the
+    committed pages ``book/gallery.md`` and ``book/intro.md`` include. Returns that directory.
+    """
+    from llmdyn import buildfacts, figures, gallery
+
+    executed, names = book_root / "book" / "executed", chapters(book_root)
+    figures.publish(executed, source_url(book_root))
+    generated = book_root / "book" / "generated"
+    generated.mkdir(parents=True, exist_ok=True)
+    (generated / "gallery.md").write_text(gallery.gallery_markdown(executed, names))
+    (generated / "build_facts.md").write_text(
+        buildfacts.render(buildfacts.collect(executed, names)))
+    return generated
+
+
 def build_html(book_root: Path, *, strict: bool = True) -> Path:
-    """Build ``<book_root>/_build/html`` with Jupyter Book 1 (no execution, offline)."""
+    """Build ``<book_root>/_build/html`` with Jupyter Book 1 (no execution, offline).
+
+    The figures, the gallery and the build facts are generated first (:func:`write_generated`).
+    """
+    write_generated(book_root)
     jupyter_book = Path(sys.executable).with_name("jupyter-book")
     cmd = [str(jupyter_book), "build", str(book_root), "--builder", "html",
            "--config", str(_offline_mathjax(book_root))]
@@ -142,7 +171,11 @@ def build_html(book_root: Path, *, strict: bool = True) -> Path:
     if result.returncode != 0:
         raise LlmdynError(f"jupyter-book build failed:\n{result.stdout[-4000:]}\n"
                           f"{result.stderr[-4000:]}")
-    return book_root / "_build" / "html"
+    html = book_root / "_build" / "html"
+    # Every figure's vector file also at a path one can guess: html/figures/<chapter>/<name>.svg
+    shutil.copytree(book_root / "book" / "executed" / "figures", html / "figures",
+                    dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.png"))
+    return html
 
 
 def resolve_model(model: str) -> str:
@@ -326,11 +359,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     book.add_argument("--force", action="store_true",
                       help="let --out overwrite a non-empty directory that is not an llmdyn build")
     book.add_argument("--no-strict", action="store_true", help="do not treat warnings as errors")
-    from llmdyn import lab, measure, suite, workflow
+    from llmdyn import lab, measure, suite, vit_suite, workflow
 
     measure.add_parser(sub)
     workflow.add_parser(sub)
     suite.add_parser(sub)
+    vit_suite.add_parser(sub)
     lab.add_parser(sub)
     _add_examples(sub)
     args = parser.parse_args(argv)
@@ -346,6 +380,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return workflow.run_cli(args)
     if args.command in ("train", "fetch-corpus"):
         return suite.run_cli(args)
+    if args.command == "train-vit":
+        return vit_suite.run_cli(args)
     if args.command == "models":
         for name, entry in PACKAGED.items():
             print(f"{name:16s} {entry.description}")

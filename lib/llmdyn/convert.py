@@ -8,7 +8,8 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from filelock import FileLock
 from llmdyn import LlmdynError
 from llmdyn.modelfiles import cache_dir, file_sha256, remember, sha256_of
 
-__all__ = ["MANIFEST", "converted", "verify_converted"]
+__all__ = ["MANIFEST", "conversion_log", "converted", "verify_converted"]
 
 log = logging.getLogger(__name__)
 MANIFEST = "llmdyn-converted.json"  # {gguf_sha256, files: {name: sha256}}: written last
@@ -106,11 +107,36 @@ def _owner_alive(tmp: Path) -> bool:
     return pid != os.getpid()
 
 
+def conversion_log(out: Path) -> Path:
+    """The file that holds what the conversion into `out` printed (beside `out`)."""
+    return out.with_name(f"{out.name}.convert.log")
+
+
+@contextmanager
+def _quiet(log_path: Path) -> Iterator[None]:
+    """Send what a conversion prints to `log_path`, so that a chapter shows none of it.
+
+    Covers stdout, stderr (tqdm bars, warnings) and transformers' log records, whose own handler
+    holds the original stderr: the logger's handlers are swapped for one on the file meanwhile.
+    """
+    logger = logging.getLogger("transformers")
+    saved = logger.handlers[:], logger.propagate
+    with open(log_path, "w", encoding="utf-8") as fh, redirect_stdout(fh), redirect_stderr(fh):
+        logger.handlers, logger.propagate = [logging.StreamHandler(fh)], False
+        try:
+            yield
+        finally:
+            logger.handlers, logger.propagate = saved
+
+
 def _convert_into(out: Path, gguf: Path, gguf_sha256: str) -> None:
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.{os.getpid()}.",
                                 suffix=".tmp"))
     try:
-        _save_converted(gguf, tmp)
+        with _quiet(conversion_log(out)):
+            _save_converted(gguf, tmp)
+        log.info("llmdyn: converted %s to float32 safetensors in %s (log: %s)", gguf.name, out,
+                 conversion_log(out))
         files = _write_manifest(tmp, gguf_sha256)
         _swap(tmp, out)
         for name, digest in files.items():  # hashed once here, not again on the next load

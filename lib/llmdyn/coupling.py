@@ -13,6 +13,7 @@ from llmdyn.jacobians import block_jacobians
 from llmdyn.models import LoadedModel
 from llmdyn.step_jacobians import last_token_jacobians_batched
 from llmdyn.store import ResultStore
+from llmdyn.trace import LastPoint, check_last_point
 
 # Prompts whose last-token Jacobians share one vmapped batch: on a CPU the loop is already at
 # the matmul floor and batching is neutral (Performance page); on a GPU, where one prompt does
@@ -42,9 +43,13 @@ class DepthCoupling:
     def __post_init__(self) -> None:
         """Check that the fields describe the same layers and k."""
         n, _, k, _ = self.A.shape
-        for name in ("normalized", "ratio", "authors"):
-            assert getattr(self, name).shape == (n, n), name
-        assert self.S.shape == (n, k)
+        expected = {"normalized": (n, n), "ratio": (n, n), "authors": (n, n), "S": (n, k)}
+        for name, shape in expected.items():
+            got = tuple(getattr(self, name).shape)
+            if got != shape:
+                raise LlmdynError(f"DepthCoupling.{name}: got shape {got}; expected {shape} from "
+                                  f"A {tuple(self.A.shape)} = [layer, layer, k, k] (a stale or "
+                                  "foreign cache file? delete it to recompute)")
 
     def as_arrays(self) -> dict[str, np.ndarray]:
         """The fields by name, for the results store."""
@@ -84,6 +89,7 @@ def depth_coupling(
     layers: Sequence[int] | None = None,
     token: int = -1,
     store: ResultStore | None = None,
+    last_point: LastPoint = "final_norm",
 ) -> list[DepthCoupling]:
     """Depth coupling at one token of each prompt, cached per prompt.
 
@@ -96,6 +102,8 @@ def depth_coupling(
             decoding step, several prompts per batch, by
             :func:`llmdyn.step_jacobians.last_token_jacobians_batched`).
         store: results cache (None: compute without caching).
+        last_point: ``"final_norm"`` (the papers': the last block includes the final norm,
+            f^L(x) = norm(block_L(x)) − x) or ``"block_output"``; part of the cache key.
 
     Returns:
         One :class:`DepthCoupling` per prompt.
@@ -106,7 +114,9 @@ def depth_coupling(
     if isinstance(token, bool) or not isinstance(token, int):
         raise LlmdynError(f"token must be an int index such as -1, got {token!r}")
 
-    params = {"k": k, "layers": layers, "token": token, "dtype": "float32"}
+    check_last_point(last_point)
+    params = {"k": k, "layers": layers, "token": token, "dtype": "float32",
+              "last_point": last_point}
     todo = list(prompts) if store is None else store.missing("depth_coupling", params, prompts)
     pending = list(dict.fromkeys(todo))  # prompts not yet computed, in order
     ready: dict[str, dict[str, np.ndarray]] = {}  # computed in a batch, not yet handed out
@@ -119,10 +129,12 @@ def depth_coupling(
             batch = pending[start:start + PROMPTS_PER_BATCH] or [prompt]
             del pending[start:start + PROMPTS_PER_BATCH]
             for p, J in zip(batch, last_token_jacobians_batched(
-                    model, batch, layers, prompts_per_batch=PROMPTS_PER_BATCH), strict=True):
+                    model, batch, layers, prompts_per_batch=PROMPTS_PER_BATCH,
+                    last_point=last_point), strict=True):
                 ready[p] = coupling_from_jacobians(J, k).as_arrays()
             return ready.pop(prompt)
-        J = block_jacobians(model, prompt, layers, pairs=[(token, token)], progress=False)
+        J = block_jacobians(model, prompt, layers, pairs=[(token, token)], progress=False,
+                            last_point=last_point)
         return coupling_from_jacobians(J[:, 0], k).as_arrays()
 
     if store is None:

@@ -21,9 +21,8 @@ from llmdyn.checkpoints import Checkpoint, by_run, suite_checkpoints
 from llmdyn.coupling import depth_coupling, diagonal_share, offdiagonal_mean
 from llmdyn.models import LoadedModel, load_model
 from llmdyn.phases import fit_window
-from llmdyn.regularity import LastPoint, with_final_norm
 from llmdyn.store import ResultStore
-from llmdyn.trace import trajectory
+from llmdyn.trace import LastPoint, trajectory
 
 
 @dataclass(frozen=True)
@@ -68,9 +67,7 @@ class CheckpointProfile:
 
 def _trajectory_scores(model: LoadedModel, prompt: str, window: int,
                        last_point: LastPoint) -> dict[str, np.ndarray]:
-    states = trajectory(model, prompt).states.double()  # (layer+1, tok, d_model)
-    if last_point == "final_norm":
-        states = with_final_norm(model, states)
+    states = trajectory(model, prompt, last_point=last_point).states.double()  # (layer+1, tok, d)
     x = states.transpose(0, 1).numpy()  # (tok, layer+1, d_model)
     views = np.lib.stride_tricks.sliding_window_view(x, window, axis=1)  # (tok, c, d, w)
     windows = np.swapaxes(views, -1, -2)  # (tok, centre, window, d_model)

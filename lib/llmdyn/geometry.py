@@ -11,7 +11,7 @@ import numpy as np
 from llmdyn import LlmdynError, checks, masked, metrics
 from llmdyn.models import LoadedModel
 from llmdyn.store import ResultStore
-from llmdyn.trace import trajectory
+from llmdyn.trace import LastPoint, check_last_point, final_norm, trajectory
 
 
 def _prompts(prompts: Sequence[str]) -> list[str]:
@@ -24,35 +24,46 @@ def token_states(
     store: ResultStore | None = None,
     *,
     token: int = -1,
+    last_point: LastPoint = "final_norm",
 ) -> np.ndarray:
     """Hidden states x^0 … x^L of one token of each prompt, one forward pass per prompt, cached.
+
+    Both end points are cached together (the block output and its image under the final norm),
+    so the other convention costs nothing later; `last_point` only picks which one row L holds.
 
     Args:
         model: a loaded model.
         prompts: texts; each is one cached item (keyed by its text).
         store: results cache (None: compute without caching).
         token: which token (default the last one, whose next token the model predicts).
+        last_point: ``"final_norm"`` (the papers': x^L after the final norm, as HF's
+            ``hidden_states[-1]``) or ``"block_output"`` (x^L before it).
 
     Returns:
-        ``[prompt, layer+1, d_model]`` float32; entry ``[:, L]`` is the raw output of the last
-        block, before the final norm (as ``llmdyn.trace.trajectory``).
+        ``[prompt, layer+1, d_model]`` float32.
     """
     prompts = _prompts(prompts)
+    check_last_point(last_point)
     if isinstance(token, bool) or not isinstance(token, int):
         raise LlmdynError(f"token must be an int index such as -1, got {token!r}")
 
     def compute(prompt: str) -> dict[str, np.ndarray]:
-        tr = trajectory(model, prompt)
+        tr = trajectory(model, prompt, last_point="block_output")
         n_tok = len(tr.tokens)
         if not -n_tok <= token < n_tok:
             raise LlmdynError(f"token={token} is outside the {n_tok} tokens of {prompt[:40]!r}")
-        return {"states": tr.states[:, token].float().numpy()}  # (layer+1, d_model)
+        states = tr.states[:, token]  # (layer+1, d_model), ending at the block output
+        return {"states": states.float().numpy(),
+                "final_norm": final_norm(model, states[-1]).float().numpy()}  # (d_model,)
 
     if store is None:
         rows = [compute(p) for p in prompts]
     else:
         rows = store.map("token_states", {"token": token, "dtype": "float32"}, prompts, compute)
-    return np.stack([r["states"] for r in rows])  # (prompt, layer+1, d_model)
+    out = np.stack([r["states"] for r in rows])  # (prompt, layer+1, d_model)
+    if last_point == "final_norm":
+        out[:, -1] = np.stack([r["final_norm"] for r in rows])
+    return out
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from transformers import AttentionInterface
 
 from llmdyn import LlmdynError
 from llmdyn.models import LoadedModel
-from llmdyn.trace import encode
+from llmdyn.trace import LastPoint, check_last_point, encode
 
 Pairs = Literal["diagonal", "last"] | Sequence[tuple[int, int]]
 OWN_POSITION_ATTENTION = "llmdyn_own_position"
@@ -39,8 +39,14 @@ class BlockCall:
         return self.args[0][0]
 
 
-def capture_block_calls(model: LoadedModel, input_ids: torch.Tensor) -> list[BlockCall]:
-    """Run the model once and record each block's call arguments (no cache, no gradients)."""
+def record_block_calls(blocks: Sequence[torch.nn.Module], run: Callable[[], Any]
+                       ) -> list[BlockCall]:
+    """Call ``run()`` once and record each block's call arguments (no gradients).
+
+    Any stack of residual blocks works (a causal LM's decoder layers, a ViT's encoder blocks):
+    each block must take its hidden states ``[1, tok, d_model]`` as the first positional
+    argument; everything else it receives is kept as given.
+    """
     calls: list[BlockCall] = []
 
     def record(_module, args, kwargs):
@@ -48,10 +54,10 @@ def capture_block_calls(model: LoadedModel, input_ids: torch.Tensor) -> list[Blo
         calls.append(BlockCall(tuple(a.detach() if torch.is_tensor(a) else a for a in args),
                                kwargs))
 
-    handles = [b.register_forward_pre_hook(record, with_kwargs=True) for b in model.blocks]
+    handles = [b.register_forward_pre_hook(record, with_kwargs=True) for b in blocks]
     try:
         with torch.no_grad():
-            model.hf(input_ids, use_cache=False)
+            run()
     finally:
         for handle in handles:
             handle.remove()
@@ -61,13 +67,18 @@ def capture_block_calls(model: LoadedModel, input_ids: torch.Tensor) -> list[Blo
     return calls
 
 
-def block_residual(model: LoadedModel, b: int, call: BlockCall) -> Callable:
-    """f^b(X) = block_b(X) − X for one prompt: ``[tok, d_model] → [tok, d_model]``.
+def capture_block_calls(model: LoadedModel, input_ids: torch.Tensor) -> list[BlockCall]:
+    """Run the language model once and record each block's call arguments (no cache)."""
+    return record_block_calls(model.blocks, lambda: model.hf(input_ids, use_cache=False))
 
-    The skip connection is removed (paper A eq. 8; paper B §3.6), everything else the block
-    received during the real forward pass (mask, rotary embeddings) is passed unchanged.
+
+def residual_map(block: Callable[..., Any], call: BlockCall) -> Callable:
+    """f(X) = block(X) − X for one input: ``[tok, d_model] → [tok, d_model]``.
+
+    The skip connection is removed (paper A eq. 8; paper B §3.6); everything else the block
+    received during the real forward pass (masks, rotary embeddings) is passed unchanged.
+    ``block`` is a module or any callable with its signature (:func:`block_function`).
     """
-    block = model.blocks[b]
     rest = call.args[1:]
 
     def f(x: torch.Tensor) -> torch.Tensor:
@@ -76,6 +87,68 @@ def block_residual(model: LoadedModel, b: int, call: BlockCall) -> Callable:
         return out[0] - x
 
     return f
+
+
+def block_function(model: LoadedModel, b: int,
+                   last_point: LastPoint = "final_norm") -> Callable[..., torch.Tensor]:
+    """Block b as the papers count it, ``[batch, tok, d_model] → [batch, tok, d_model]``.
+
+    ``block_b`` itself, and for the last block under ``last_point="final_norm"`` also the
+    final norm, ``norm(block_L(·))`` (paper A eq. 7, paper B §2). Returns the block's first
+    output (the hidden states).
+    """
+    check_last_point(last_point)
+    block = model.blocks[b]
+    norm = model.final_norm if last_point == "final_norm" and b == model.n_layers - 1 else None
+
+    def g(x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+        out = block(x, *args, **kwargs)
+        out = out[0] if isinstance(out, tuple) else out  # (batch, tok, d_model)
+        return out if norm is None else norm(out)
+
+    return g
+
+
+def block_residual(model: LoadedModel, b: int, call: BlockCall,
+                   last_point: LastPoint = "final_norm") -> Callable:
+    """f^b(X) = block_b(X) − X for one prompt: ``[tok, d_model] → [tok, d_model]``.
+
+    :func:`residual_map` of :func:`block_function`: for the last block under the papers'
+    ``last_point="final_norm"`` the final norm is part of it, f^L(X) = norm(block_L(X)) − X.
+    """
+    return residual_map(block_function(model, b, last_point), call)
+
+
+def stack_jacobians(blocks: Sequence[Callable[..., Any]], calls: Sequence[BlockCall],
+                    layers: Sequence[int], pairs: Sequence[tuple[int, int]], *,
+                    chunk_size: int | None = 2048, progress: bool = False,
+                    desc: str = "Jacobians") -> torch.Tensor:
+    """Exact J[i, p] = ∂ f_b(X)_{t2} / ∂ x_{t1} for ``b = layers[i]``, ``(t1, t2) = pairs[p]``.
+
+    The model-agnostic core of :func:`block_jacobians`: a stack of residual blocks and the
+    arguments each received (:func:`record_block_calls`) suffice. Nothing here assumes causal
+    attention; a bidirectional block (a ViT's) gives non-zero J for t1 > t2 too.
+
+    Args:
+        blocks: the blocks, in order (modules, or callables such as :func:`block_function`).
+        calls: one recorded call per block (same order).
+        layers: 0-based block indices (already checked).
+        pairs: (t1, t2) token positions (already checked).
+        chunk_size: how many reverse products run at once (bounds memory).
+        progress: progress bar over blocks (when there are four or more).
+        desc: its label.
+
+    Returns:
+        ``[len(layers), len(pairs), d_model, d_model]`` (rows = output coordinates).
+    """
+    out = []
+    for b in _progress(list(layers), desc=desc, enabled=progress):
+        x = calls[b].hidden.detach()
+        outputs = sorted({t2 for _, t2 in pairs})
+        rows = _rows_at_outputs(residual_map(blocks[b], calls[b]), x, outputs, chunk_size)
+        where = {t2: i for i, t2 in enumerate(outputs)}  # rows: (n_out, d, tok, d)
+        out.append(torch.stack([rows[where[t2], :, t1, :] for t1, t2 in pairs]))
+    return torch.stack(out).detach()  # (layer, pair, d_model, d_model)
 
 
 # Modules whose eager attention is exactly softmax(q k^T * scaling [softcapped] + mask) v with
@@ -223,7 +296,8 @@ def _progress(items: list[int], desc: str, enabled: bool):
 
 
 def _last_token_route(model: LoadedModel, prompt: str, blocks: list[int],
-                      chunk_size: int | None, progress: bool) -> torch.Tensor | None:
+                      chunk_size: int | None, progress: bool,
+                      last_point: LastPoint) -> torch.Tensor | None:
     """J_nn from one decoding step (:mod:`llmdyn.step_jacobians`), ``[layer, d_model, d_model]``.
 
     None where the model's cache cannot be recorded; then the full-prompt route runs.
@@ -232,7 +306,7 @@ def _last_token_route(model: LoadedModel, prompt: str, blocks: list[int],
 
     try:
         return last_token_jacobians(model, prompt, blocks, chunk_size=chunk_size,
-                                    progress=progress)  # (layer, d_model, d_model)
+                                    progress=progress, last_point=last_point)  # (layer, d, d)
     except LlmdynError as err:
         if "could not record" not in str(err):
             raise
@@ -248,12 +322,14 @@ def block_jacobians(
     method: Literal["auto", "exact", "own_position"] = "auto",
     chunk_size: int | None = 2048,
     progress: bool = True,
+    last_point: LastPoint = "final_norm",
 ) -> torch.Tensor:
     """Block Jacobians without the skip connection (paper A eq. 8, paper B §3.6).
 
     ``J[i, p] = ∂ f_b(X)_{t2} / ∂ x_{t1}`` for ``b = layers[i]`` and ``(t1, t2) = pairs[p]``,
     where ``f_b(X) = block_b(X) − X`` and X = X^b. Rows index output coordinates. Zero for
-    t1 > t2 (causal attention).
+    t1 > t2 (causal attention). Under the papers' ``last_point="final_norm"`` the last block
+    includes the final norm: ``f_L(X) = norm(block_L(X)) − X``.
 
     Args:
         model: a loaded model.
@@ -271,6 +347,8 @@ def block_jacobians(
             cost instead of the prompt's).
         chunk_size: how many reverse products run at once (bounds memory).
         progress: show a progress bar over blocks (when there are four or more).
+        last_point: ``"final_norm"`` (the papers') or ``"block_output"`` (the last block
+            without the final norm); only the last block's Jacobian depends on it.
 
     Returns:
         ``[len(layers), len(pairs), d_model, d_model]``, float32 (or the model's dtype).
@@ -283,13 +361,14 @@ def block_jacobians(
 
     layers = checks.layer_indices(layers, model.n_layers)
     method = checks.choice(method, ("auto", "exact", "own_position"), "method")
+    check_last_point(last_point)
     ids = encode(model, prompt)
     blocks = _resolve_layers(model, layers)
     token_pairs = _resolve_pairs(pairs, ids.shape[1])
     diagonal = all(t1 == t2 for t1, t2 in token_pairs)
     n = ids.shape[1] - 1
     if method == "auto" and token_pairs == [(n, n)]:
-        jac = _last_token_route(model, prompt, blocks, chunk_size, progress)
+        jac = _last_token_route(model, prompt, blocks, chunk_size, progress, last_point)
         if jac is not None:
             return jac[:, None]  # (layer, 1, d_model, d_model)
     if method == "auto":
@@ -298,20 +377,18 @@ def block_jacobians(
     if method == "own_position" and not diagonal:
         raise LlmdynError("method='own_position' gives diagonal pairs (t, t) only; "
                           "use method='exact' for t1 != t2")
-    out = []
-    for b in _progress(blocks, desc=f"Jacobians {model.name}", enabled=progress):
-        x = calls[b].hidden.detach()
-        f = block_residual(model, b, calls[b])
-        if method == "own_position":
+    if method == "exact":
+        functions = [block_function(model, b, last_point) for b in range(model.n_layers)]
+        jac = stack_jacobians(functions, calls, blocks, token_pairs, chunk_size=chunk_size,
+                              progress=progress, desc=f"Jacobians {model.name}")
+    else:
+        out = []
+        for b in _progress(blocks, desc=f"Jacobians {model.name}", enabled=progress):
+            f = block_residual(model, b, calls[b], last_point)
             with own_position_attention(model):
-                diag = _diagonal_blocks(f, x, chunk_size)  # (tok, d, d)
+                diag = _diagonal_blocks(f, calls[b].hidden.detach(), chunk_size)  # (tok, d, d)
             out.append(torch.stack([diag[t1] for t1, _ in token_pairs]))
-        else:
-            outputs = sorted({t2 for _, t2 in token_pairs})
-            rows = _rows_at_outputs(f, x, outputs, chunk_size)  # (n_out, d, tok, d)
-            where = {t2: i for i, t2 in enumerate(outputs)}
-            out.append(torch.stack([rows[where[t2], :, t1, :] for t1, t2 in token_pairs]))
-    jac = torch.stack(out).detach()  # (layer, pair, d_model, d_model)
+        jac = torch.stack(out).detach()  # (layer, pair, d_model, d_model)
     if not torch.isfinite(jac).all():
         raise LlmdynError(f"non-finite values in the Jacobians of {model.name} for prompt "
                           f"{prompt[:40]!r}; the forward pass overflowed (try float64 or "

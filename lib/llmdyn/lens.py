@@ -13,7 +13,7 @@ from llmdyn.data import Prompt, shorten_prompt  # noqa: F401  (re-exported, olde
 from llmdyn.geometry import token_states
 from llmdyn.models import LoadedModel
 from llmdyn.store import ResultStore
-from llmdyn.trace import logit_lens
+from llmdyn.trace import Lens, check_lens, logit_lens
 
 __all__ = ["LensReadout", "decode_top", "entropy_spread", "lens_entropy", "lens_readouts",
            "readout_from_logits", "top_text"]
@@ -117,12 +117,13 @@ def readout_from_logits(logits: torch.Tensor, top_k: int = 5) -> LensReadout:
 
 def lens_readouts(model: LoadedModel, prompts: Sequence[PromptLike],
                   store: ResultStore | None = None, *, top_k: int = 5,
-                  token: int = -1) -> list[LensReadout]:
+                  token: int = -1, lens: Lens = "paper") -> list[LensReadout]:
     """Logit-lens readouts of one token of several prompts at every layer.
 
     The hidden states come from :func:`llmdyn.geometry.token_states`, cached per prompt text
     in `store` (one forward pass per prompt, shared with the trajectory measurements); the
-    readouts are recomputed from them through the model's final norm and head, which is cheap.
+    readouts are recomputed from them by :func:`llmdyn.trace.logit_lens`, which is cheap, so
+    both lenses share one cache entry.
 
     Args:
         model: a loaded model.
@@ -130,33 +131,43 @@ def lens_readouts(model: LoadedModel, prompts: Sequence[PromptLike],
         store: results cache (None: compute without caching).
         top_k: number of most probable tokens kept per layer.
         token: which token (default the last, whose next token is the prediction).
+        lens: ``"paper"``: P^l = softmax(M x^l) for l < L (paper B §3.7, no final norm);
+            ``"normed"``: P^l = softmax(M norm(x^l)) (the tuned-lens convention). Both read
+            the model's own output at l = L.
 
     Returns:
         One readout per prompt, in order, over ``layer+1`` = L + 1 layers.
     """
     _check_k(top_k)
-    states = token_states(model, _texts(prompts), store, token=token)  # (prompt, layer+1, d)
-    return [readout_from_logits(logit_lens(model, torch.from_numpy(x)), top_k)  # (layer+1, V)
+    check_lens(lens)
+    states = token_states(model, _texts(prompts), store, token=token,
+                          last_point="final_norm")  # (prompt, layer+1, d)
+    return [readout_from_logits(logit_lens(model, torch.from_numpy(x), lens=lens,
+                                           last_point="final_norm"), top_k)  # (layer+1, V)
             for x in states]
 
 
 def lens_entropy(model: LoadedModel, prompts: Sequence[PromptLike],
-                 store: ResultStore | None = None, *, token: int = -1) -> np.ndarray:
+                 store: ResultStore | None = None, *, token: int = -1,
+                 lens: Lens = "paper") -> np.ndarray:
     """Logit-lens entropy of one token at every layer, for every prompt (paper B Fig. 5).
 
-    ``S(P^l) = -Σ_v P^l(v) ln P^l(v)`` with ``P^l = softmax(M norm(x^l))`` (paper B §3.7), read
-    through the model's own final norm and head, so entry L is the entropy of its prediction.
+    ``S(P^l) = -Σ_v P^l(v) ln P^l(v)`` with ``P^l = softmax(M x^l)`` for l < L (paper B §3.7,
+    ``lens="paper"``) or ``softmax(M norm(x^l))`` (``lens="normed"``); entry L is the entropy
+    of the model's own prediction under both.
 
     Args:
         model: a loaded model.
         prompts: texts or :class:`~llmdyn.data.Prompt` objects (length: prompt).
         store: results cache of the hidden states (None: compute without caching).
         token: which token (default the last).
+        lens: ``"paper"`` or ``"normed"`` (as in :func:`lens_readouts`).
 
     Returns:
         ``[prompt, layer+1]`` entropies in nats; the maximum possible is ln(vocab).
     """
-    return np.stack([r.entropy for r in lens_readouts(model, prompts, store, token=token)])
+    return np.stack([r.entropy for r in lens_readouts(model, prompts, store, token=token,
+                                                      lens=lens)])
 
 
 def decode_top(model: LoadedModel, readout: LensReadout) -> list[list[str]]:

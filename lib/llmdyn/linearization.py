@@ -12,7 +12,7 @@ import torch
 from llmdyn import LlmdynError
 from llmdyn.models import LoadedModel
 from llmdyn.step_jacobians import last_token_jacobians
-from llmdyn.trace import encode
+from llmdyn.trace import LastPoint, check_last_point, encode, with_final_norm
 
 NoiseTokens = Literal["all", "last"]
 
@@ -76,7 +76,9 @@ def relative_noise(x0: torch.Tensor, level: float, n_draws: int, generator: torc
 
 
 def perturbed_last_states(model: LoadedModel, input_ids: torch.Tensor,
-                          noise: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                          noise: torch.Tensor | None = None, *,
+                          last_point: LastPoint = "final_norm"
+                          ) -> tuple[torch.Tensor, torch.Tensor]:
     """Run the model with X^0 + noise and keep the last token's state at every block boundary.
 
     The noise is added to the input of the first block (the embeddings as the blocks see them,
@@ -86,6 +88,8 @@ def perturbed_last_states(model: LoadedModel, input_ids: torch.Tensor,
         model: a loaded model.
         input_ids: ``[1, tok]``.
         noise: ``[draw, tok, d_model]`` (None: one clean run).
+        last_point: ``"final_norm"`` (the papers': x^L after the final norm) or
+            ``"block_output"``.
 
     Returns:
         The clean X^0 ``[tok, d_model]`` and the last token's states ``[draw, layer+1, d_model]``.
@@ -115,7 +119,10 @@ def perturbed_last_states(model: LoadedModel, input_ids: torch.Tensor,
     finally:
         for handle in handles:
             handle.remove()
-    return x0[0], torch.stack(states, dim=1)  # (tok, d), (draw, layer+1, d)
+    out = torch.stack(states, dim=1)  # (draw, layer+1, d)
+    if check_last_point(last_point) == "final_norm":
+        out = with_final_norm(model, out.transpose(0, 1)).transpose(0, 1)
+    return x0[0], out  # (tok, d), (draw, layer+1, d)
 
 
 @dataclass(frozen=True)
@@ -170,6 +177,7 @@ def linearization_check(
     seed: int = 0,
     tokens: NoiseTokens = "all",
     jacobians: torch.Tensor | np.ndarray | None = None,
+    last_point: LastPoint = "final_norm",
 ) -> LinearizationCheck:
     """Compare the product of (I + J^l_{nn}) along depth with the true last-token states.
 
@@ -183,7 +191,10 @@ def linearization_check(
         n_draws: perturbations per level.
         seed: seed of the noise.
         tokens: which input embeddings the paper's check perturbs (``"all"`` or ``"last"``).
-        jacobians: ``[layer, d_model, d_model]`` precomputed J^l_{nn} (None: computed here).
+        jacobians: ``[layer, d_model, d_model]`` precomputed J^l_{nn} (None: computed here),
+            under the same `last_point`.
+        last_point: ``"final_norm"`` (the papers': the last block and x^L include the final
+            norm) or ``"block_output"``.
 
     Returns:
         The cosine similarities at every depth.
@@ -194,19 +205,21 @@ def linearization_check(
     if not isinstance(n_draws, int) or n_draws < 1:
         raise LlmdynError(f"n_draws must be a positive int, got {n_draws!r}")
     ids = encode(model, prompt)
-    J = last_token_jacobians(model, prompt) if jacobians is None else jacobians
+    check_last_point(last_point)
+    J = last_token_jacobians(model, prompt, last_point=last_point) if jacobians is None \
+        else jacobians
     if tuple(J.shape) != (model.n_layers, model.d_model, model.d_model):
         raise LlmdynError(f"jacobians must be [{model.n_layers}, {model.d_model}, "
                           f"{model.d_model}] (every block), got {tuple(J.shape)}")
     J = np.asarray(J.detach().cpu() if torch.is_tensor(J) else J, dtype=np.float64)
-    x0, clean = perturbed_last_states(model, ids)  # (tok, d), (1, layer+1, d)
+    x0, clean = perturbed_last_states(model, ids, last_point=last_point)  # (tok, d), (1, L+1, d)
     clean = clean[0].double().numpy()  # (layer+1, d)
     cos_clean = cosine(propagate(J, x0[-1]), clean)
     generator = torch.Generator().manual_seed(seed)
     cos_state, cos_step, cos_delta = [], [], []
     for level in levels:
         noise = relative_noise(x0, level, n_draws, generator, tokens)  # (draw, tok, d)
-        _, true = perturbed_last_states(model, ids, noise)  # (draw, layer+1, d)
+        _, true = perturbed_last_states(model, ids, noise, last_point=last_point)
         start = x0[-1].double().numpy() + noise[:, -1].double().numpy()  # (draw, d)
         true = true.double().numpy()  # (draw, layer+1, d)
         cos_state.append(cosine(propagate(J, start), true))
@@ -215,7 +228,7 @@ def linearization_check(
                                        axis=1))  # (draw, layer+1): (I + J^l) x̃^{l-1} vs x̃^l
         last = noise.clone()
         last[:, :-1] = 0  # the first-order check perturbs the last token only
-        _, moved = perturbed_last_states(model, ids, last)
+        _, moved = perturbed_last_states(model, ids, last, last_point=last_point)
         delta = propagate(J, last[:, -1].double().numpy())  # (draw, layer+1, d)
         cos_delta.append(cosine(delta, moved.double().numpy() - clean))
     return LinearizationCheck(levels=np.asarray(levels), cos_clean=cos_clean,

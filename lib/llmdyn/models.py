@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -286,6 +288,20 @@ def _identity_key(identity: dict[str, Any]) -> str:
     return key
 
 
+@contextmanager
+def _no_progress_bars() -> Iterator[None]:
+    """Turn transformers' progress bars off for the block, restoring the previous setting."""
+    from transformers.utils import logging as hf_logging
+
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()
+
+
 def _wrap_nnsight(hf: torch.nn.Module, tokenizer: Any) -> Any:
     from nnsight import NNsight
 
@@ -299,12 +315,13 @@ def _load_pretrained(path_or_id: str, spec: str,
     # Never trust_remote_code; safetensors only (no pickle checkpoints); eager attention
     # because forward-mode AD and vmapped backward do not work well through CPU SDPA.
     try:
-        hf = AutoModelForCausalLM.from_pretrained(
-            path_or_id, revision=revision, trust_remote_code=False, use_safetensors=True,
-            attn_implementation="eager", dtype=torch.float32,
-        )
-        tokenizer = AutoTokenizer.from_pretrained(path_or_id, revision=revision,
-                                                  trust_remote_code=False)
+        with _no_progress_bars():  # a chapter shows no "Loading weights" bar
+            hf = AutoModelForCausalLM.from_pretrained(
+                path_or_id, revision=revision, trust_remote_code=False, use_safetensors=True,
+                attn_implementation="eager", dtype=torch.float32,
+            )
+            tokenizer = AutoTokenizer.from_pretrained(path_or_id, revision=revision,
+                                                      trust_remote_code=False)
     except SafetensorError as err:
         files = ", ".join(str(p) for p in sorted(Path(path_or_id).glob("*.safetensors")))
         raise LlmdynError(f"model {spec!r}: cannot read its safetensors ({files or path_or_id}): "

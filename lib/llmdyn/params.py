@@ -155,6 +155,18 @@ class QuestionParams(CompareParams):
     max_prompt_chars: int | None = None  # None: full prompts; else keep each prompt's last chars
     window: int = 11  # LSS window of the phase-boundary estimate (paper: 11), if it fits
     phase_criterion: str = "consensus"  # llmdyn.phases criterion splitting Thought/Fixation
+    lens: str = "paper"  # logit lens: "paper" (softmax(M x^l), B §3.7) or "normed" (M norm(x^l))
+
+    def __post_init__(self) -> None:
+        """Check types, then the lens."""
+        super().__post_init__()
+        if self.lens not in ("paper", "normed"):
+            _fail("lens", self.lens, "'paper' (softmax(M x^l), paper B §3.7) or 'normed' "
+                                     "(softmax(M norm(x^l)))")
+
+    def other_lens(self) -> str:
+        """The logit lens shown beside ``lens`` as the named variant."""
+        return "normed" if self.lens == "paper" else "paper"
 
 
 @dataclass(frozen=True)
@@ -396,3 +408,19 @@ class GeneralizationParams(ChapterParams):
     def packaged(self) -> list[str]:
         """``model`` first, then the packaged models, each once."""
         return list(dict.fromkeys([self.model, *self.packaged_models]))
+
+
+@dataclass(frozen=True)
+class VitParams(ChapterParams):
+    """Chapter 10: coupling in vision transformers, SD × weight decay (paper A §3.4, Figs 6, 10)."""
+
+    model: str = "vit"  # the chapter trains its own ViTs; the book's model is not used
+    grid: str = "default"  # a grid from llmdyn.vit_suite.GRIDS (trained here if missing)
+    dataset: str = "fashion-mnist"  # "fashion-mnist", "digits" or a CIFAR-10 binary directory
+    root: str | None = None  # where the grid's runs are (None: results/vit/<grid>/<dataset>)
+    n_images: int = 32  # held-out test images whose class-token coupling is averaged
+    k: int | None = None  # top singular vectors (None: d_model / 8; paper's LLMs: 30)
+    fixed_weight_decay: float = 0.04  # Fig 6b's weight decay (paper: 0.04)
+    example_run: str | None = None  # run shown trained vs untrained (None: largest SD, Fig 6b WD)
+
+    at_least: ClassVar[dict[str, int]] = {"n_images": 3}

@@ -13,7 +13,8 @@ Each has a ``*_fit`` twin returning the whole :class:`ChangePoint` (levels or sl
 All three use exhaustive two-segment least-squares fits (no thresholds): a mean shift
 (:func:`step_changepoint`) or a continuous broken line (:func:`hinge_changepoint`) over every
 admissible split, keeping the one with the smallest squared error. Layer indices count block
-boundaries as the curves do: index l is x^l, 0 = embeddings, L = last block output.
+boundaries as the curves do: index l is x^l, 0 = embeddings, L = the last block's output after
+the final norm (the papers' end point).
 """
 
 from __future__ import annotations
@@ -193,13 +194,13 @@ def entropy_spread_fit(entropy: np.ndarray, *, min_size: int = 3,
     return step_changepoint(curve, min_size=min_size)
 
 
-def norm_velocity_layer(norms: np.ndarray, *, min_size: int = 3, exclude_last: int = 0) -> int:
+def norm_velocity_layer(norms: np.ndarray, *, min_size: int = 3, exclude_last: int = 1) -> int:
     """``norm_velocity_fit(...).layer``: where the norm's growth rate changes (see there)."""
     return norm_velocity_fit(norms, min_size=min_size, exclude_last=exclude_last).layer
 
 
 def norm_velocity_fit(norms: np.ndarray, *, min_size: int = 3,
-                      exclude_last: int = 0) -> ChangePoint:
+                      exclude_last: int = 1) -> ChangePoint:
     """Layer where the growth rate of the mean norm changes (paper B §4.1, Fig 2).
 
     Paper B: norms grow steadily through Thought, and Fixation begins with an increase in token
@@ -212,7 +213,9 @@ def norm_velocity_fit(norms: np.ndarray, *, min_size: int = 3,
     Args:
         norms: ``[prompt, layer+1]`` norms ||x^l||.
         min_size: minimum points per segment.
-        exclude_last: trailing layers left out of the fit.
+        exclude_last: trailing layers left out of the fit. Default 1: under the papers' end
+            point x^L is the final norm's output, whose norm is that of a normalised vector
+            (SmolLM2: about 46 against 600 for x^(L-1)), a drop that is no velocity.
 
     Returns:
         The hinge fit; ``.layer`` is the index l of the knot (x^l), ``.before``/``.after`` the
@@ -429,7 +432,7 @@ def agree(boundaries: PhaseBoundary | Sequence[PhaseBoundary], tolerance_layers:
 
 
 def measure_boundary(model, prompts: Sequence[str], store=None, *, window: int = 11,
-                     min_size: int = 3) -> PhaseBoundary:
+                     min_size: int = 3, lens: str = "paper") -> PhaseBoundary:
     """Measure the curves of ``prompts`` on ``model`` (cached) and estimate its boundary.
 
     A convenience for chapters that only need the boundary: the last token's states come from
@@ -443,6 +446,8 @@ def measure_boundary(model, prompts: Sequence[str], store=None, *, window: int =
         window: LSS window length (paper B: 11), shrunk by :func:`fit_window` for shallow
             models.
         min_size: minimum points per segment for every fit.
+        lens: logit lens of the entropies, ``"paper"`` (paper B §3.7) or ``"normed"``
+            (:func:`llmdyn.lens.lens_entropy`).
 
     Returns:
         The boundary estimates, named after ``model.name``; ``.first_fixation(criterion)``
@@ -456,4 +461,5 @@ def measure_boundary(model, prompts: Sequence[str], store=None, *, window: int =
     profile = depth_profile(token_states(model, prompts, store),
                             fit_window(window, model.n_layers))
     return estimate_boundary(model.name, norms=profile.norms, windowed_lss=profile.lss,
-                             entropy=lens_entropy(model, prompts, store), min_size=min_size)
+                             entropy=lens_entropy(model, prompts, store, lens=lens),
+                             min_size=min_size)

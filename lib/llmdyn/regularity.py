@@ -12,12 +12,11 @@ import torch
 from llmdyn import LlmdynError, checks, metrics
 from llmdyn.models import LoadedModel
 from llmdyn.store import ResultStore
-from llmdyn.trace import trajectory
+from llmdyn.trace import LastPoint, check_last_point, trajectory, with_final_norm
 
 Score = Literal["lss", "expodistance", "step_cv", "expodistance_no_first"]
 SCORES: tuple[Score, ...] = ("lss", "expodistance", "step_cv", "expodistance_no_first")
 _STORED = ("lss", "expodistance", "step_cv", "alpha")  # arrays cached per prompt
-LastPoint = Literal["block_output", "final_norm"]
 
 
 @dataclass(frozen=True)
@@ -74,18 +73,11 @@ def trajectory_regularity(traj: np.ndarray | torch.Tensor) -> Regularity:
                       step_cv=metrics.equidistance(x), alpha=metrics.layerwise_alpha(x))
 
 
-def with_final_norm(model: LoadedModel, states: torch.Tensor) -> torch.Tensor:
-    """``[layer+1, tok, d_model]`` with the last point passed through the model's final norm."""
-    with torch.no_grad():
-        last = model.final_norm(states[-1].to(model.device, next(model.hf.parameters()).dtype))
-    return torch.cat([states[:-1], last.cpu().to(states.dtype)[None]])  # (layer+1, tok, d_model)
-
-
 def regularity(
     model: LoadedModel,
     prompts: Sequence[str],
     *,
-    last_point: LastPoint = "block_output",
+    last_point: LastPoint = "final_norm",
     store: ResultStore | None = None,
     progress: bool = True,
 ) -> list[Regularity]:
@@ -97,9 +89,9 @@ def regularity(
     Args:
         model: a loaded model.
         prompts: texts; each is one cached item.
-        last_point: ``"block_output"`` ends each trajectory at the last block's output (as
-            `llmdyn.trace` does); ``"final_norm"`` passes that point through the final norm, as
-            HF's ``output_hidden_states`` does (which the paper's code probably read).
+        last_point: ``"final_norm"`` (the papers', paper A eq. 7: the final norm belongs to the
+            last block, as in HF's ``output_hidden_states``) or ``"block_output"`` (each
+            trajectory ends at the raw output of the last block).
         store: results cache (None: compute without caching).
         progress: show a progress bar over prompts (with a store).
 
@@ -107,12 +99,10 @@ def regularity(
         One :class:`Regularity` per prompt.
     """
     prompts = checks.prompt_texts(prompts)
-    if last_point not in ("block_output", "final_norm"):
-        raise LlmdynError(f"last_point: got {last_point!r}; expected 'block_output' or "
-                          "'final_norm'")
+    check_last_point(last_point)
 
     def compute(prompt: str) -> dict[str, np.ndarray]:
-        states = trajectory(model, prompt).states.double()  # (layer+1, tok, d_model)
+        states = trajectory(model, prompt, last_point="block_output").states.double()
         out = {}
         for name, s in (("block_output", states), ("final_norm", with_final_norm(model, states))):
             r = trajectory_regularity(s.transpose(0, 1))  # on (tok, layer+1, d_model)
@@ -174,7 +164,7 @@ def per_prompt(results: Sequence[Regularity], score: Score, *,
 
 
 def series(results: Mapping[str, Mapping[str, Mapping[str, Sequence[Regularity]]]],
-           names: Sequence[str], score: Score, *, last: str = "block_output",
+           names: Sequence[str], score: Score, *, last: LastPoint = "final_norm",
            reduce: Literal["mean", "median"] = "mean",
            skip_first: bool = False) -> dict[str, list[np.ndarray]]:
     """Per-prompt values of one score for each state, one ``[prompt]`` array per model.
@@ -184,7 +174,7 @@ def series(results: Mapping[str, Mapping[str, Mapping[str, Sequence[Regularity]]
             :class:`Regularity` per prompt (what chapter 07 computes).
         names: the models, in the order of the arrays.
         score: one of `SCORES`.
-        last: the trajectory's last point, "block_output" or "final_norm".
+        last: the trajectory's last point, "final_norm" (the papers') or "block_output".
         reduce: as in :func:`per_prompt`.
         skip_first: as in :func:`per_prompt`.
 

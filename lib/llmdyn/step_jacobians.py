@@ -11,10 +11,10 @@ from torch.func import vjp, vmap
 from transformers import Cache, DynamicCache
 
 from llmdyn import LlmdynError
-from llmdyn.jacobians import BlockCall, _progress, _resolve_layers
+from llmdyn.jacobians import BlockCall, _progress, _resolve_layers, block_function
 from llmdyn.models import LoadedModel
 from llmdyn.step_attention import frozen_prefix, supports_frozen_prefix
-from llmdyn.trace import encode
+from llmdyn.trace import LastPoint, check_last_point, encode
 
 
 class FrozenPrefix:
@@ -183,13 +183,12 @@ def merge_calls(per_prompt: list[list[BlockCall]]) -> list[BlockCall]:
 
 
 def _batch_jacobian(model: LoadedModel, b: int, call: BlockCall, eye: torch.Tensor,
-                    chunk_size: int | None) -> torch.Tensor:
+                    chunk_size: int | None, last_point: LastPoint = "final_norm") -> torch.Tensor:
     """J^b_nn of every prompt in the call from d reverse products: ``[prompt, d_out, d_in]``."""
-    block, rest = model.blocks[b], call.args[1:]
+    block, rest = block_function(model, b, last_point), call.args[1:]
 
     def f(x: torch.Tensor) -> torch.Tensor:
-        y = block(x[:, None], *rest, **call.kwargs)
-        y = y[0] if isinstance(y, tuple) else y  # (prompt, 1, d_model)
+        y = block(x[:, None], *rest, **call.kwargs)  # (prompt, 1, d_model)
         return y[:, 0] - x  # f^b(x_n) of each prompt: the block's residual at its last token
 
     x = call.args[0][:, 0].detach()  # (prompt, d_model)
@@ -217,6 +216,7 @@ def last_token_jacobians_batched(
     prompts_per_batch: int = 8,
     chunk_size: int | None = None,
     progress: bool = False,
+    last_point: LastPoint = "final_norm",
 ) -> torch.Tensor:
     """:func:`last_token_jacobians` for many prompts, several prompts per vmapped batch.
 
@@ -233,10 +233,13 @@ def last_token_jacobians_batched(
         prompts_per_batch: prompts per batch (1: one at a time).
         chunk_size: reverse products run at once (None: all d_model).
         progress: show a progress bar over batches and blocks.
+        last_point: ``"final_norm"`` (the papers': the last block includes the final norm) or
+            ``"block_output"``.
 
     Returns:
         ``[prompt, layer, d_model, d_model]`` (rows = output coordinates), detached.
     """
+    check_last_point(last_point)
     if isinstance(prompts, str) or not prompts:
         raise LlmdynError(f"prompts must be a non-empty list of texts, got {prompts!r:.60}")
     if int(prompts_per_batch) < 1:
@@ -249,7 +252,7 @@ def last_token_jacobians_batched(
         calls = merge_calls([capture_last_step(model, encode(model, p)) for p in batch])
         x = calls[0].args[0]
         eye = torch.eye(d, dtype=x.dtype, device=x.device)  # cotangents e_k, built once
-        jac = [_batch_jacobian(model, b, calls[b], eye, chunk_size)
+        jac = [_batch_jacobian(model, b, calls[b], eye, chunk_size, last_point)
                for b in _progress(blocks, desc=f"last-token Jacobians {model.name}",
                                   enabled=progress)]
         out.append(torch.stack(jac, dim=1).detach())  # (prompt, layer, d_model, d_model)
@@ -269,6 +272,7 @@ def last_token_jacobians(
     *,
     chunk_size: int | None = None,
     progress: bool = False,
+    last_point: LastPoint = "final_norm",
 ) -> torch.Tensor:
     """Block Jacobians J^l_{nn} of the last token n, exactly, at a cost independent of length.
 
@@ -285,6 +289,8 @@ def last_token_jacobians(
         layers: 0-based blocks (None: all); negative indices count from the end.
         chunk_size: reverse products run at once (None: all d_model).
         progress: show a progress bar over blocks.
+        last_point: ``"final_norm"`` (the papers': f^L(x) = norm(block_L(x)) − x) or
+            ``"block_output"``.
 
     Returns:
         ``[layer, d_model, d_model]`` (rows = output coordinates), detached.
@@ -296,4 +302,5 @@ def last_token_jacobians(
         raise LlmdynError(f"prompt must be one text, got {type(prompt).__name__}; for a list "
                           "use last_token_jacobians_batched")
     return last_token_jacobians_batched(model, [prompt], layers, prompts_per_batch=1,
-                                        chunk_size=chunk_size, progress=progress)[0]
+                                        chunk_size=chunk_size, progress=progress,
+                                        last_point=last_point)[0]

@@ -94,7 +94,8 @@ def alignment_profile(ratio: np.ndarray) -> np.ndarray:
 
 
 def table1_claims(name: str, split: PhaseSplit, *, lss: np.ndarray, equidistance: np.ndarray,
-                  entropy: np.ndarray, ratios: np.ndarray) -> list:
+                  entropy: np.ndarray, ratios: np.ndarray,
+                  other_entropy: tuple[str, np.ndarray] | None = None) -> list:
     """Paper B's Table 1 for one model and one split, as claims (one per property).
 
     Each property's measure is lower where the property is stronger, so each claim judges
@@ -107,6 +108,8 @@ def table1_claims(name: str, split: PhaseSplit, *, lss: np.ndarray, equidistance
         equidistance: windowed equidistance ``[prompt, layer+1]``.
         entropy: logit-lens entropy ``[prompt, layer+1]``.
         ratios: r(A_{i,j,K}) per prompt, ``[prompt, layer, layer]`` (may hold fewer prompts).
+        other_entropy: (lens name, ``[prompt, layer+1]``) of the logit lens shown beside
+            ``entropy`` (e.g. ``("normed", …)``): one more CONFIDENT row.
     """
     from llmdyn.claim_stats import phase_means_per_prompt
     from llmdyn.claims import Claim, Measure, below, slug
@@ -115,13 +118,16 @@ def table1_claims(name: str, split: PhaseSplit, *, lss: np.ndarray, equidistance
              "EQUISPACED": phase_means_per_prompt(equidistance, split),
              "ALIGNED": np.array([pair_phase_means(M, split) for M in ratios]).T,
              "CONFIDENT": phase_means_per_prompt(entropy, split)}
+    if other_entropy is not None:
+        means[f"CONFIDENT ({other_entropy[0]} lens)"] = phase_means_per_prompt(other_entropy[1],
+                                                                              split)
     claims = []
     for prop, (thought, fixation) in means.items():
-        stronger, measure = PAPER_TABLE1[prop]
+        stronger, measure = PAPER_TABLE1[prop.split()[0]]
         other = "Thought" if stronger == "Fixation" else "Fixation"
         mine, theirs = (fixation, thought) if stronger == "Fixation" else (thought, fixation)
         claims.append(Claim(
-            f"table1_{prop.lower()}_{slug(name)}_{split.name}", "B", "Table 1",
+            f"table1_{slug(prop)}_{slug(name)}_{split.name}", "B", "Table 1",
             f"{name}: {prop} is stronger in {stronger}", f"{stronger} (MORE there)",
             Measure.difference(mine, theirs, f"{measure}: {stronger} − {other}", fmt=".3f",
                                detail=f"Thought {_nanmean(thought):.3f} / Fixation "

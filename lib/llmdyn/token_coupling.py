@@ -13,7 +13,7 @@ from llmdyn import LlmdynError, checks, metrics
 from llmdyn.jacobians import block_jacobians
 from llmdyn.models import LoadedModel
 from llmdyn.store import ResultStore
-from llmdyn.trace import encode
+from llmdyn.trace import LastPoint, check_last_point, encode
 
 Kind = Literal["self", "fixed_input", "fixed_output"]
 KINDS: tuple[Kind, ...] = ("self", "fixed_input", "fixed_output")
@@ -131,12 +131,14 @@ class TokenCoupling:
 
 
 def _compute(model: LoadedModel, prompt: str, layers: list[int], kinds: Sequence[str], k: int,
-             input_token: int, output_token: int) -> dict[str, np.ndarray]:
+             input_token: int, output_token: int,
+             last_point: LastPoint = "final_norm") -> dict[str, np.ndarray]:
     n_tok = encode(model, prompt).shape[1]
     wanted = {kind: kind_pairs(kind, n_tok, input_token=input_token, output_token=output_token)
               for kind in kinds}
     union = sorted({pair for pairs in wanted.values() for pair in pairs})
-    J = block_jacobians(model, prompt, layers, pairs=union, progress=False)  # [2|1, pair, d, d]
+    J = block_jacobians(model, prompt, layers, pairs=union, progress=False,
+                        last_point=last_point)  # [2|1, pair, d, d]
     row, ref = J[0], J[-1]  # layer l and layer l′ (the same when l = l′)
     where = {pair: i for i, pair in enumerate(union)}
     out = {}
@@ -158,6 +160,7 @@ def token_coupling(
     output_token: int = -1,
     kinds: Sequence[Kind] = KINDS,
     store: ResultStore | None = None,
+    last_point: LastPoint = "final_norm",
 ) -> list[dict[str, TokenCoupling]]:
     """Coupling across tokens at blocks l = ``layer`` and l′ = ``ref_layer``, cached per prompt.
 
@@ -177,6 +180,8 @@ def token_coupling(
         output_token: t2 of fixed-output coupling (negative counts from the end).
         kinds: which kinds to compute (default all three).
         store: results cache (None: compute without caching).
+        last_point: ``"final_norm"`` (the papers': the last block includes the final norm) or
+            ``"block_output"``; matters only when the last block is one of the two.
 
     Returns:
         One dict per prompt, kind -> :class:`TokenCoupling`.
@@ -189,17 +194,18 @@ def token_coupling(
     if bad or not kinds:
         raise LlmdynError(f"kinds: got {kinds!r}; expected a non-empty subset of {KINDS}")
     metrics._check_k(k, model.d_model)
+    check_last_point(last_point)
     layers = [int(layer)] if layer == ref_layer else [int(layer), int(ref_layer)]
 
     def compute(prompt: str) -> dict[str, np.ndarray]:
-        return _compute(model, prompt, layers, kinds, k, input_token, output_token)
+        return _compute(model, prompt, layers, kinds, k, input_token, output_token, last_point)
 
     if store is None:
         results = [compute(p) for p in prompts]
     else:
         params = {"layer": int(layer), "ref_layer": int(ref_layer), "k": k, "kinds": kinds,
                   "input_token": int(input_token), "output_token": int(output_token),
-                  "dtype": "float32"}
+                  "dtype": "float32", "last_point": last_point}
         results = store.map("token_coupling", params, prompts, compute)
     return [{kind: TokenCoupling(kind, r[f"{kind}_pairs"], r[f"{kind}_A"]) for kind in kinds}
             for r in results]

@@ -1,13 +1,45 @@
-"""Token trajectories X^0 … X^L and logit-lens distributions, traced with nnsight."""
+"""Token trajectories X^0 … X^L and logit-lens distributions, traced with nnsight.
+
+Two conventions where the papers can be read two ways (``book/methods.md``, "Conventions"):
+
+- where a trajectory ends (``last_point``): ``"final_norm"`` (the papers', default) counts the
+  model's final norm as part of the last block, so X^L = norm(block_L(X^{L-1})), which is
+  Hugging Face's ``hidden_states[-1]``; ``"block_output"`` stops at the raw output of block L.
+- how the logit lens reads layer l < L (``lens``): ``"paper"`` (paper B §3.7, default) applies
+  the unembedding alone, P^l = softmax(M x^l); ``"normed"`` (the tuned-lens convention) applies
+  the final norm first, P^l = softmax(M norm(x^l)). Both equal the model's output at l = L.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 
 from llmdyn import LlmdynError
 from llmdyn.models import LoadedModel
+
+LastPoint = Literal["final_norm", "block_output"]
+LAST_POINTS: tuple[LastPoint, ...] = ("final_norm", "block_output")
+Lens = Literal["paper", "normed"]
+LENSES: tuple[Lens, ...] = ("paper", "normed")
+
+
+def check_last_point(last_point: str) -> str:
+    """Return `last_point` if it names a convention, else raise a clear LlmdynError."""
+    if last_point not in LAST_POINTS:
+        raise LlmdynError(f"last_point must be 'final_norm' (the papers': X^L after the final "
+                          f"norm) or 'block_output' (X^L before it), got {last_point!r}")
+    return last_point
+
+
+def check_lens(lens: str) -> str:
+    """Return `lens` if it names a logit lens, else raise a clear LlmdynError."""
+    if lens not in LENSES:
+        raise LlmdynError(f"lens must be 'paper' (softmax(M x^l), paper B §3.7) or 'normed' "
+                          f"(softmax(M norm(x^l)), the tuned-lens convention), got {lens!r}")
+    return lens
 
 
 @dataclass(frozen=True)
@@ -19,16 +51,20 @@ class Trajectory:
         tokens: the token strings, ``[tok]``.
         input_ids: token ids, ``[tok]``.
         states: ``[layer+1, tok, d_model]``; ``states[b]`` is the input of block ``b`` (X^b) and
-            ``states[L]`` the output of the last block, before the final norm.
+            ``states[L]`` the end point X^L under `last_point`.
+        last_point: ``"final_norm"`` (X^L after the model's final norm, paper A eq. 7 and
+            paper B §2) or ``"block_output"`` (the raw output of the last block).
     """
 
     prompt: str
     tokens: tuple[str, ...]
     input_ids: torch.Tensor
     states: torch.Tensor
+    last_point: LastPoint = "final_norm"
 
     def __post_init__(self) -> None:
         """Check that the shapes agree with each other."""
+        check_last_point(self.last_point)
         n_tok = len(self.tokens)
         if self.states.ndim != 3 or self.states.shape[1] != n_tok:
             raise LlmdynError(f"states must be [layer+1, tok={n_tok}, d_model], "
@@ -63,19 +99,26 @@ def _nn_blocks(model: LoadedModel):
     return blocks
 
 
-def trajectory(model: LoadedModel, prompt: str) -> Trajectory:
+def trajectory(model: LoadedModel, prompt: str, *,
+               last_point: LastPoint = "final_norm") -> Trajectory:
     """Trace one prompt and keep every token's hidden state at every block boundary.
+
+    Paper A eq. 7 and paper B §2 count the final norm as part of the last block, so by default
+    ``states[L] = norm(block_L(X^{L-1}))``, equal to Hugging Face's ``hidden_states[-1]``.
 
     Args:
         model: a loaded model.
         prompt: the text; tokenised as ``model.tokenizer(prompt, return_tensors="pt")``.
+        last_point: ``"final_norm"`` (the papers') or ``"block_output"`` (X^L before the norm).
 
     Returns:
         The trajectory, with ``states`` of shape ``[layer+1, tok, d_model]``.
 
     Raises:
-        LlmdynError: an empty or too long prompt, or a NaN or inf hidden state.
+        LlmdynError: an empty or too long prompt, an unknown `last_point`, or a NaN or inf
+            hidden state.
     """
+    check_last_point(last_point)
     ids = encode(model, prompt)
     blocks = _nn_blocks(model)
     saved = []  # nnsight keeps only objects created outside the trace context
@@ -87,39 +130,89 @@ def trajectory(model: LoadedModel, prompt: str) -> Trajectory:
     x0 = first_args[0] if first_args else first_kwargs["hidden_states"]
     outs = [out[0] if isinstance(out, tuple) else out for out in saved[1:]]
     states = torch.stack([x0[0]] + [out[0] for out in outs])  # (layer+1, tok, d_model)
+    if last_point == "final_norm":
+        states = with_final_norm(model, states)
     _check_finite(states, f"hidden states of {model.name} for prompt {prompt[:40]!r}")
     tokens = tuple(model.tokenizer.convert_ids_to_tokens(ids[0].tolist()))
     return Trajectory(prompt=prompt, tokens=tokens, input_ids=ids[0].cpu(),
-                      states=states.detach().cpu())
+                      states=states.detach().cpu(), last_point=last_point)
 
 
-def logit_lens(model: LoadedModel, states: torch.Tensor) -> torch.Tensor:
-    """Next-token logits read from hidden states through the model's own final norm and head.
+def _dtype(model: LoadedModel) -> torch.dtype:
+    return next(model.hf.parameters()).dtype
 
-    ``ℓ^l = M · norm(x^l)`` (paper B §3.7), with the model's final logit soft-capping if it has
-    one, so that the last layer reproduces the model's logits exactly.
 
-    Args:
-        model: the model the states came from.
-        states: ``[..., d_model]`` hidden states (e.g. ``[layer+1, d_model]`` for one token).
+def final_norm(model: LoadedModel, x: torch.Tensor) -> torch.Tensor:
+    """The model's final norm applied to ``[..., d_model]`` states (per position), on x's device.
+
+    Computed in the model's dtype on its device, returned in x's dtype.
+    """
+    with torch.no_grad():
+        out = model.final_norm(x.to(model.device, _dtype(model)))
+    return out.to(device=x.device, dtype=x.dtype)
+
+
+def with_final_norm(model: LoadedModel, states: torch.Tensor) -> torch.Tensor:
+    """Block-output states ``[layer+1, ..., d_model]`` with the last point put through the norm.
+
+    Turns the ``"block_output"`` convention into the papers' ``"final_norm"`` one.
+    """
+    return torch.cat([states[:-1], final_norm(model, states[-1])[None]])  # (layer+1, ..., d)
+
+
+def unembed(model: LoadedModel, x: torch.Tensor, *, normed: bool) -> torch.Tensor:
+    """Logits ``M x`` (``normed=False``) or ``M norm(x)`` (``normed=True``) of ``[..., d_model]``.
+
+    The model's final logit soft-capping, if it has one, is applied in both cases: it is part
+    of the model's read-out, and keeping it makes the last layer reproduce the model's logits.
 
     Returns:
-        Logits ``[..., vocab]``.
-
-    Raises:
-        LlmdynError: `states` of the wrong width, or NaN or inf logits.
+        Logits ``[..., vocab]`` on the CPU.
     """
-    if states.shape[-1] != model.d_model:
-        raise LlmdynError(f"states must end in d_model={model.d_model}, "
-                          f"got {tuple(states.shape)}")
+    if x.shape[-1] != model.d_model:
+        raise LlmdynError(f"states must end in d_model={model.d_model}, got {tuple(x.shape)}")
     with torch.no_grad():
-        x = states.to(device=model.device, dtype=next(model.hf.parameters()).dtype)
-        logits = model.head(model.final_norm(x))  # (..., vocab)
+        x = x.to(device=model.device, dtype=_dtype(model))
+        logits = model.head(model.final_norm(x) if normed else x)  # (..., vocab)
         cap = getattr(model.hf.config, "final_logit_softcapping", None)
         if cap:
             logits = torch.tanh(logits / cap) * cap
     _check_finite(logits, f"logit-lens logits of {model.name}")
     return logits.cpu()
+
+
+def logit_lens(model: LoadedModel, states: torch.Tensor, *, lens: Lens = "paper",
+               last_point: LastPoint = "final_norm") -> torch.Tensor:
+    """Next-token logits read from every layer of a trajectory (paper B §3.7).
+
+    ``ℓ^l = M x^l`` for l < L with ``lens="paper"`` (paper B's definition: no final norm, so
+    the growing norm of x^l itself sharpens P^l, paper B Proposition 1), or
+    ``ℓ^l = M norm(x^l)`` with ``lens="normed"`` (the tuned-lens convention). Row L is always
+    the model's own output ``M norm(x^L_block)``, whichever convention `states` ends with.
+
+    Args:
+        model: the model the states came from.
+        states: ``[layer+1, ..., d_model]``, layer axis first (e.g. ``[layer+1, d_model]`` for
+            one token, or ``Trajectory.states``), ending in X^L under `last_point`.
+        lens: ``"paper"`` or ``"normed"``.
+        last_point: how `states` ends: ``"final_norm"`` (X^L already normed, the default of
+            :func:`trajectory`) or ``"block_output"``.
+
+    Returns:
+        Logits ``[layer+1, ..., vocab]``.
+
+    Raises:
+        LlmdynError: `states` of the wrong width or without a layer axis, an unknown `lens` or
+            `last_point`, or NaN or inf logits.
+    """
+    check_lens(lens)
+    check_last_point(last_point)
+    if states.ndim < 2:
+        raise LlmdynError(f"states must be [layer+1, ..., d_model] with a layer axis first, "
+                          f"got {tuple(states.shape)}")
+    inner = unembed(model, states[:-1], normed=lens == "normed")  # (layer, ..., vocab)
+    last = unembed(model, states[-1:], normed=last_point == "block_output")  # (1, ..., vocab)
+    return torch.cat([inner, last])  # (layer+1, ..., vocab)
 
 
 def _check_finite(x: torch.Tensor, what: str) -> None:

@@ -3,6 +3,8 @@
 ``from llmdyn import plots; plots.style()`` and every figure function stay importable from
 ``llmdyn.plots``; the families live in ``plots.base``, ``matrices``, ``depth``, ``lens``,
 ``trajectories``, ``spectra`` and ``layout`` (figure grids shared by the chapters).
+``plots.show("<name>")`` (module ``output``) ends a figure cell: it shows the figure captioned
+with the paper figure it regenerates and keeps its SVG for the book (see ``llmdyn.figures``).
 """
 
 from llmdyn.plots.base import (  # noqa: F401
@@ -40,6 +42,7 @@ from llmdyn.plots.matrices import (  # noqa: F401
     layer_heatmap,
     token_coupling_grid,
 )
+from llmdyn.plots.output import show  # noqa: F401
 from llmdyn.plots.spectra import (  # noqa: F401
     fit_scatter,
     spectrum,

@@ -1,4 +1,4 @@
-"""Matrix-free top-K SVD of block Jacobians from Jacobian-vector and vector-Jacobian products."""
+"""Matrix-free truncated (top-K) SVD of block Jacobians from JVPs and VJPs."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ Products = Callable[[torch.Tensor], torch.Tensor]  # [tok, d_model, n] -> [tok, 
 
 
 @dataclass(frozen=True)
-class TopK:
+class TruncatedSVD:
     """Top-k singular triplets J ≈ U diag(S) V^T of block Jacobians J^b_tt (rows = outputs)."""
 
     U: torch.Tensor  # [layer, tok, d_model, k] left singular vectors, orthonormal columns
@@ -37,7 +37,7 @@ class TopK:
         for name, shape in {"U": (n, t, d, k), "S": (n, t, k), "V": (n, t, d, k)}.items():
             got = tuple(getattr(self, name).shape)
             if got != shape:
-                raise LlmdynError(f"TopK.{name}: got shape {got}; expected {shape} "
+                raise LlmdynError(f"TruncatedSVD.{name}: got shape {got}; expected {shape} "
                                   "= [layer, tok, (d_model,) k]")
 
 
@@ -91,7 +91,7 @@ def _orth(Y: torch.Tensor, against: torch.Tensor | None = None) -> torch.Tensor:
 
 
 def _ritz(Q: torch.Tensor, Z: torch.Tensor, k: int):
-    """Top-k SVD of J restricted to span(Q) from Z = J^T Q: (U, S, V) as in :class:`TopK`.
+    """Top-k SVD of J restricted to span(Q) from Z = J^T Q: (U, S, V) as in :class:`TruncatedSVD`.
 
     Q^T J = Z^T = Ub diag(S) V^T, so Z^T Z = Ub diag(S^2) Ub^T: an m x m eigenproblem instead of
     the SVD of an m x d_model matrix (m <= d_model). Squaring costs accuracy only for singular
@@ -128,12 +128,12 @@ def _products(f: Callable, x: torch.Tensor, tokens: Tokens,
         return full
 
     def jmul(vecs: torch.Tensor) -> torch.Tensor:
-        with record_function("llmdyn.topk.jvp"):
+        with record_function("llmdyn.truncated_svd.jvp"):
             out = vmap(lambda v: jvp(f, (x,), (v,))[1], chunk_size=chunk_size)(embed(vecs))
         return out[:, pos].permute(1, 2, 0).to(vecs.dtype)  # (n, tok, d) -> (tok_sel, d, n)
 
     def jtmul(vecs: torch.Tensor) -> torch.Tensor:
-        with record_function("llmdyn.topk.vjp"):
+        with record_function("llmdyn.truncated_svd.vjp"):
             if not pullback:
                 pullback.append(vjp(f, x)[1])
             (out,) = vmap(pullback[0], chunk_size=chunk_size)(embed(vecs))  # (n, tok, d)
@@ -175,7 +175,7 @@ def _krylov_svd(jmul: Products, jtmul: Products, shape: tuple[int, int], k: int,
         last, ext = width, ext + 1
 
 
-def topk_block_svd(
+def truncated_block_svd(
     model: LoadedModel,
     prompt: str,
     layers: Sequence[int] | None = None,
@@ -188,7 +188,7 @@ def topk_block_svd(
     seed: int = 0,
     tokens: Tokens = "diagonal",
     chunk_size: int | None = 512,
-) -> TopK:
+) -> TruncatedSVD:
     """Top-k SVD of J^b_tt = ∂f^b(X)_t / ∂x_t without forming J (paper A eq. 8-10).
 
     A randomized block Krylov (Lanczos) SVD. Each step is one vmapped batch of forward-mode
@@ -247,16 +247,16 @@ def topk_block_svd(
             iters.append(ext)
     dtype = calls[0].hidden.dtype
     U, S, V = (torch.stack([r[i] for r in out]).to(dtype) for i in range(3))  # [layer, tok, ..]
-    return TopK(U, S, V, tuple(blocks), positions, tuple(iters))
+    return TruncatedSVD(U, S, V, tuple(blocks), positions, tuple(iters))
 
 
-def topk_coupling_matrices(
+def truncated_coupling_matrices(
     model: LoadedModel,
     prompt: str,
     layers: Sequence[int] | None = None,
     k: int = 30,
     *,
-    svd: TopK | None = None,
+    svd: TruncatedSVD | None = None,
     chunk_size: int | None = 512,
     **svd_options,
 ) -> torch.Tensor:
@@ -271,9 +271,9 @@ def topk_coupling_matrices(
         prompt: the text.
         layers: 0-based blocks, None for all.
         k: number of singular vectors kept.
-        svd: ``topk_block_svd(..., tokens="last")`` of the same layers, or None to compute it.
+        svd: ``truncated_block_svd(..., tokens="last")`` of the same layers, or None to compute it.
         chunk_size: how many products ``vmap`` runs at once.
-        **svd_options: passed to :func:`topk_block_svd` (oversample, tol, block_size, ...).
+        **svd_options: passed to :func:`truncated_block_svd` (oversample, tol, block_size, ...).
 
     Returns:
         A ``[layer, layer, k, k]`` (axis 0: coupled Jacobian i, axis 1: basis j); A[i, i] is
@@ -281,7 +281,7 @@ def topk_coupling_matrices(
     """
     blocks = checks.layer_indices(layers, model.n_layers)
     if svd is None:
-        svd = topk_block_svd(model, prompt, blocks, k, tokens="last", chunk_size=chunk_size,
+        svd = truncated_block_svd(model, prompt, blocks, k, tokens="last", chunk_size=chunk_size,
                              **svd_options)
     ids = encode(model, prompt)
     if list(svd.layers) != blocks or svd.tokens != (ids.shape[1] - 1,) or svd.S.shape[-1] < k:

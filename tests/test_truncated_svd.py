@@ -1,4 +1,4 @@
-"""Tests for llmdyn.topk: matrix-free top-K SVD against exact Jacobians (float64)."""
+"""Tests for llmdyn.truncated_svd: matrix-free top-K SVD against exact Jacobians (float64)."""
 
 import math
 
@@ -9,7 +9,13 @@ from llmdyn import LlmdynError
 from llmdyn import metrics as M
 from llmdyn.jacobians import block_jacobians
 from llmdyn.models import load_model
-from llmdyn.topk import TopK, _krylov_svd, principal_angles, topk_block_svd, topk_coupling_matrices
+from llmdyn.truncated_svd import (
+    TruncatedSVD,
+    _krylov_svd,
+    principal_angles,
+    truncated_block_svd,
+    truncated_coupling_matrices,
+)
 
 PROMPT = "Fox jumps."
 K = 8
@@ -37,7 +43,7 @@ def test_full_krylov_space_is_exact(name):
     model, jac, (U, S, Vh) = tiny(name)
     s_tol, angle_tol = TIGHT[model.name]
     d = model.d_model
-    out = topk_block_svd(model, PROMPT, k=K, oversample=d - K)  # k + oversample >= d_model
+    out = truncated_block_svd(model, PROMPT, k=K, oversample=d - K)  # k + oversample >= d_model
     n_layer, n_tok = jac.shape[:2]
     assert out.U.shape == (n_layer, n_tok, d, K) and out.S.shape == (n_layer, n_tok, K)
     assert out.layers == tuple(range(n_layer)) and out.tokens == tuple(range(n_tok))
@@ -59,7 +65,7 @@ def test_full_krylov_space_is_exact(name):
 def test_tolerance_drives_small_blocks_to_convergence(name):
     model, _, (U, S, Vh) = tiny(name)
     _, angle_tol = TIGHT[model.name]
-    out = topk_block_svd(model, PROMPT, layers=[-1], k=K, oversample=2, block_size=4, tol=1e-9)
+    out = truncated_block_svd(model, PROMPT, layers=[-1], k=K, oversample=2, block_size=4, tol=1e-9)
     assert out.layers == (model.n_layers - 1,)
     assert principal_angles(out.U, U[-1:, ..., :K]).max() < angle_tol
     assert principal_angles(out.V, Vh[-1:, ..., :K, :].mT).max() < angle_tol
@@ -69,7 +75,7 @@ def test_tolerance_drives_small_blocks_to_convergence(name):
 def test_last_token_matches_diagonal_entry(name):
     model, _, (U, S, Vh) = tiny(name)
     s_tol, angle_tol = TIGHT[model.name]
-    out = topk_block_svd(model, PROMPT, k=K, oversample=model.d_model, tokens="last")
+    out = truncated_block_svd(model, PROMPT, k=K, oversample=model.d_model, tokens="last")
     assert out.tokens == (S.shape[1] - 1,) and out.U.shape[1] == 1
     assert ((out.S[:, 0] - S[:, -1, :K]).abs() / S[:, -1, :1]).max() < s_tol
     assert principal_angles(out.U[:, 0], U[:, -1, :, :K]).max() < angle_tol
@@ -81,7 +87,7 @@ def test_coupling_matrices_from_products_match_exact(name):
     s_tol, _ = TIGHT[model.name]
     last = block_jacobians(model, PROMPT, pairs="last")[:, 0]  # [layer, d_model, d_model]
     expected = M.coupling_matrices(last, K)  # [layer, layer, K, K]
-    got = topk_coupling_matrices(model, PROMPT, k=K, oversample=model.d_model)
+    got = truncated_coupling_matrices(model, PROMPT, k=K, oversample=model.d_model)
     assert got.shape == expected.shape
     torch.testing.assert_close(got, expected, rtol=0, atol=s_tol * 1e2 * expected.abs().max())
 
@@ -136,32 +142,32 @@ def test_principal_angles_known_answers():
 def test_bad_inputs_raise():
     model = tiny("tiny-gpt2")[0]
     with pytest.raises(LlmdynError, match="k: got 33"):
-        topk_block_svd(model, PROMPT, k=model.d_model + 1)
+        truncated_block_svd(model, PROMPT, k=model.d_model + 1)
     with pytest.raises(LlmdynError, match="k: got 0"):
-        topk_block_svd(model, PROMPT, k=0)
+        truncated_block_svd(model, PROMPT, k=0)
     with pytest.raises(LlmdynError, match="tokens"):
-        topk_block_svd(model, PROMPT, k=4, tokens="first")
+        truncated_block_svd(model, PROMPT, k=4, tokens="first")
     with pytest.raises(LlmdynError, match="tol"):
-        topk_block_svd(model, PROMPT, k=4, tol=0.0)
+        truncated_block_svd(model, PROMPT, k=4, tol=0.0)
     with pytest.raises(LlmdynError, match="block_size"):
-        topk_block_svd(model, PROMPT, k=4, block_size=0)
+        truncated_block_svd(model, PROMPT, k=4, block_size=0)
     with pytest.raises(LlmdynError, match="layers"):
-        topk_block_svd(model, PROMPT, layers=[7], k=4)
-    with pytest.raises(LlmdynError, match=r"TopK.S: got shape \(1, 3, 4\)"):
-        TopK(torch.zeros(1, 2, 5, 4), torch.zeros(1, 3, 4), torch.zeros(1, 2, 5, 4), (0,), (0, 1),
-             (0,))
-    diagonal = topk_block_svd(model, PROMPT, layers=[0], k=4)
+        truncated_block_svd(model, PROMPT, layers=[7], k=4)
+    with pytest.raises(LlmdynError, match=r"TruncatedSVD.S: got shape \(1, 3, 4\)"):
+        TruncatedSVD(torch.zeros(1, 2, 5, 4), torch.zeros(1, 3, 4), torch.zeros(1, 2, 5, 4),
+                     (0,), (0, 1), (0,))
+    diagonal = truncated_block_svd(model, PROMPT, layers=[0], k=4)
     with pytest.raises(LlmdynError, match="svd: got"):
-        topk_coupling_matrices(model, PROMPT, layers=[0], k=4, svd=diagonal)
+        truncated_coupling_matrices(model, PROMPT, layers=[0], k=4, svd=diagonal)
 
 
 @pytest.mark.slow
-def test_smollm2_topk_agrees_with_exact_on_one_block():
+def test_smollm2_truncated_svd_agrees_with_exact_on_one_block():
     model = load_model("smollm2-135m")
     prompt = "What is the capital of France? The capital is"
     jac = block_jacobians(model, prompt, layers=[3]).double()  # [1, tok, d_model, d_model]
     U, S, Vh = torch.linalg.svd(jac)
-    out = topk_block_svd(model, prompt, layers=[3], k=10, oversample=10, block_size=10,
+    out = truncated_block_svd(model, prompt, layers=[3], k=10, oversample=10, block_size=10,
                          tol=1e-4)
     # float32 products: singular values to ~1e-5, subspaces to the float32 noise over the gap
     assert ((out.S.double() - S[..., :10]).abs() / S[..., :1]).max() < 1e-4

@@ -1,0 +1,52 @@
+"""Show a chapter's figure once, as a raster for the page and a vector file for a paper.
+
+A figure cell ends with ``plots.show("<name>")`` instead of ``plt.show()``; ``<name>`` is a row
+of ``data/book_figures.csv`` (see :mod:`llmdyn.figures`). The figure is displayed as one output
+holding a PNG, an SVG and a plain-text caption, tagged with the figure's name in the output's
+metadata. Nothing is written while the chapter runs: when the book is built,
+:func:`llmdyn.figures.publish` reads those outputs from the executed notebook, writes
+``figures/<chapter>/<name>.{png,svg}`` beside it and captions the figure on the page.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from llmdyn import figures
+
+METADATA_KEY = "llmdyn_figure"  # output metadata: {"name": ..., "caption": ...}
+
+
+def render(fig: Figure) -> dict[str, str]:
+    """The figure as a Jupyter MIME bundle: ``image/png`` (base64) and ``image/svg+xml``."""
+    png, svg = io.BytesIO(), io.StringIO()
+    fig.savefig(png, format="png")
+    fig.savefig(svg, format="svg")
+    return {"image/png": base64.b64encode(png.getvalue()).decode("ascii"),
+            "image/svg+xml": svg.getvalue()}
+
+
+def caption_text(name: str) -> str:
+    """The plain caption: ``"Paper A, Fig 3: <what it shows>"``."""
+    entry = figures.figure(name)
+    return f"{entry.paper_text()}: {entry.caption}"
+
+
+def show(name: str, fig: Figure | None = None) -> None:
+    """Display ``fig`` (default: the current figure) as the registered figure ``name``; close it.
+
+    Args:
+        name: a row of ``data/book_figures.csv``; an unknown name raises ``LlmdynError``.
+        fig: the figure to show; ``None`` takes ``plt.gcf()``.
+    """
+    from IPython.display import display
+
+    entry = figures.figure(name)  # refuse an unregistered name before drawing anything
+    fig = fig if fig is not None else plt.gcf()
+    bundle = {**render(fig), "text/plain": caption_text(name)}
+    display(bundle, raw=True, metadata={METADATA_KEY: {"name": entry.name}})
+    plt.close(fig)  # the inline backend must not draw it a second time

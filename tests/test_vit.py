@@ -1,0 +1,152 @@
+"""ViTs: Jacobians against finite differences, the tiny grid's training, its coupling."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from llmdyn import LlmdynError, training, vit_coupling, vit_suite
+from llmdyn.jacobians import record_block_calls, residual_map, stack_jacobians
+from llmdyn.vit import ViT, ViTShape, drop_path
+from tests.test_images import write_fashion_mnist
+
+TINY = vit_suite.GRIDS["tiny"]
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    """Fake Fashion-MNIST files: the test needs no Debian package."""
+    return str(write_fashion_mnist(tmp_path_factory.mktemp("fmnist"), n_train=300, n_test=80))
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, dataset):
+    root = tmp_path_factory.mktemp("vit")
+    return root, vit_suite.train_grid(TINY, root, dataset=dataset, progress=False)
+
+
+def _fd_rows(f, x, t1, t2, h=1e-4):
+    """∂f(X)_{t2}/∂x_{t1} by central differences, Richardson-extrapolated: ``[d_out, d_in]``."""
+
+    def central(step):
+        cols = []
+        for i in range(x.shape[1]):
+            e = torch.zeros_like(x)
+            e[t1, i] = step
+            with torch.no_grad():
+                cols.append((f(x + e)[t2] - f(x - e)[t2]) / (2 * step))
+        return torch.stack(cols, 1)
+
+    return (4 * central(h / 2) - central(h)) / 3
+
+
+def test_vit_jacobians_match_finite_differences():
+    """Float64 throughout (the ViT's LayerNorm and softmax included): with h = 1e-4 the
+    extrapolated truncation error is O(h^4) ~ 1e-16 and rounding O(eps64 / h) ~ 1e-12, so a
+    relative error of 1e-8 leaves a wide margin."""
+    torch.manual_seed(0)
+    model = ViT(ViTShape(d_model=16, depth=3, heads=2), drop_path_rate=0.3).double().eval()
+    image = torch.randn(1, 28, 28, dtype=torch.float64)
+    calls = record_block_calls(model.blocks, lambda: model(image[None]))
+    pairs = [(0, 0), (5, 0), (0, 5), (7, 7)]  # t1 > t2 too: attention is bidirectional
+    jac = stack_jacobians(model.blocks, calls, [0, 2], pairs)  # (layer, pair, d, d)
+    for i, b in enumerate([0, 2]):
+        f = residual_map(model.blocks[b], calls[b])
+        for p, (t1, t2) in enumerate(pairs):
+            ref = _fd_rows(f, calls[b].hidden, t1, t2)
+            assert ref.norm() > 1e-3  # every pair is non-zero: no causal mask
+            assert (jac[i, p] - ref).norm() / ref.norm() < 1e-8, (b, t1, t2)
+    cls = vit_coupling.cls_jacobians(model, image)
+    assert cls.shape == (3, 16, 16) and torch.equal(cls[[0, 2]], jac[:, 0])
+
+
+def test_jacobians_refuse_training_mode():
+    model = ViT(ViTShape(d_model=16, depth=2, heads=2), 0.1)
+    with pytest.raises(LlmdynError, match="training mode"):
+        vit_coupling.cls_jacobians(model, torch.zeros(1, 28, 28))
+
+
+def test_drop_path_drops_whole_samples_and_keeps_the_mean():
+    torch.manual_seed(0)
+    x = torch.ones(4000, 3, 2)
+    y = drop_path(x, 0.25, training=True)
+    kept = y[:, 0, 0] != 0
+    assert torch.all(y[kept] == 1 / 0.75) and torch.all(y[~kept] == 0)
+    assert abs(kept.float().mean().item() - 0.75) < 0.03  # binomial sd 0.007
+    assert torch.equal(drop_path(x, 0.25, training=False), x)
+    rates = [b.drop_path_rate for b in ViT(ViTShape(depth=3, d_model=16), 0.3).blocks]
+    assert rates == pytest.approx([0.0, 0.15, 0.3])  # DeiT: linear over depth
+
+
+def test_tiny_grid_trains_once_and_learns(trained, dataset):
+    root, results = trained
+    assert [r.directory.name for r in results] == [r.name for r in TINY.runs]
+    assert len(results) == 4 and all(r.steps == [0, 3, 6] for r in results)
+    first = training.read_metrics(results[0].directory / "step0")
+    last = training.read_metrics(results[0].directory / "step6")
+    assert last["train_loss"] < first["train_loss"] and 0 <= last["test_accuracy"] <= 1
+    before = {p: p.stat().st_mtime_ns for p in root.rglob("model.safetensors")}
+    vit_suite.train_grid(TINY, root, dataset=dataset, progress=False)
+    assert before == {p: p.stat().st_mtime_ns for p in root.rglob("model.safetensors")}
+    config = json.loads((results[0].directory / "run_config.json").read_text())
+    assert config["dataset"] == "Fashion-MNIST" and config["n_train"] == TINY.n_train
+
+
+def test_tiny_grid_is_bitwise_deterministic_and_resumes(trained, tmp_path, dataset, monkeypatch):
+    root, _ = trained
+    run = TINY.runs[-1].name  # SD 0.3: the drop masks come from the restored RNG state
+    real_batch = vit_suite.ImageTask.batch
+
+    def dies_at_step_4(self, step):
+        if step == 4:
+            raise KeyboardInterrupt  # killed between checkpoints 3 and 6
+        return real_batch(self, step)
+
+    monkeypatch.setattr(vit_suite.ImageTask, "batch", dies_at_step_4)
+    with pytest.raises(KeyboardInterrupt):
+        vit_suite.train_grid(TINY, tmp_path, runs=[run], dataset=dataset, progress=False)
+    monkeypatch.setattr(vit_suite.ImageTask, "batch", real_batch)
+    vit_suite.train_grid(TINY, tmp_path, runs=[run], dataset=dataset, progress=False)
+    a = load_file(root / run / "step6" / training.WEIGHTS)
+    b = load_file(tmp_path / run / "step6" / training.WEIGHTS)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_grid_coupling_table(trained, dataset):
+    root, _ = trained
+    g = vit_coupling.measure_grid(TINY, root, n_images=3, k=4, dataset=dataset, progress=False)
+    assert list(g.table.run) == [r.name for r in TINY.runs] and g.per_image.shape == (3, 4)
+    assert np.all((g.per_image > 0) & (g.per_image <= 1))
+    np.testing.assert_allclose(g.table.coupling, g.per_image.mean(0))
+    again = vit_coupling.measure_grid(TINY, root, n_images=3, k=4, dataset=dataset,
+                                      progress=False)  # from the cache: identical
+    assert np.array_equal(again.per_image, g.per_image)
+    with pytest.raises(LlmdynError, match="not trained"):
+        vit_coupling.measure_grid(TINY, root / "empty", n_images=3, k=4, dataset=dataset)
+
+
+def test_sd_slope_known_answer():
+    per_image = np.array([[1.0, 2.0, 3.0], [3.0, 4.0, 5.0]])  # model means 2, 3, 4
+    assert vit_coupling.sd_slope(per_image, np.array([0.0, 0.1, 0.2])) == pytest.approx(10.0)
+
+
+def test_bad_grids_are_clear_errors():
+    with pytest.raises(LlmdynError, match="unknown ViT grid 'nope'"):
+        vit_suite.get_grid("nope")
+    with pytest.raises(LlmdynError, match="SD rates must be in"):
+        vit_suite.VitGrid("x", (1.2,), (0.1,))
+    with pytest.raises(LlmdynError, match="not divisible by 5 heads"):
+        ViTShape(d_model=64, heads=5)
+
+
+def test_chapter_parameters():
+    from llmdyn.params import VitParams
+
+    p = VitParams.from_cell({"grid": "tiny", "dataset": "digits", "k": None})
+    assert p.k is None and p.n_images == 32 and p.fixed_weight_decay == 0.04
+    with pytest.raises(LlmdynError, match="'n_images' must be >= 3"):
+        VitParams(n_images=2)
+    with pytest.raises(LlmdynError, match="unknown notebook parameter 'gird'"):
+        VitParams.from_cell({"gird": "tiny"})
