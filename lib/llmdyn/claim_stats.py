@@ -88,30 +88,35 @@ def rising_fraction(values) -> float:
     return float(np.mean(np.diff(v.mean(0)) > 0))
 
 
-def velocity_change(norms, *, min_size: int = 3) -> float:
+def velocity_change(norms, *, min_size: int = 3, exclude_last: int = 1) -> float:
     """After − before slope of the hinge fit to the mean norm curve (`phases.norm_velocity_fit`).
 
     Positive: the norm grows faster after the knot. A hinge on any convex curve gives a
     positive change, so a claim on it is compared with the untrained twin's in the chapter.
+    ``exclude_last`` trailing layers are left out, as in the fit (the final norm's output).
     """
     from llmdyn.phases import norm_velocity_fit
 
-    fit = norm_velocity_fit(np.asarray(norms, dtype=np.float64), min_size=min_size)
+    fit = norm_velocity_fit(np.asarray(norms, dtype=np.float64), min_size=min_size,
+                            exclude_last=exclude_last)
     return float(fit.after - fit.before)
 
 
-def relative_velocity_change(norms, *, min_size: int = 3) -> float:
+def relative_velocity_change(norms, *, min_size: int = 3, exclude_last: int = 1) -> float:
     """:func:`velocity_change` in units of the mean slope of the mean norm curve.
 
-    Dividing by the average increment per layer makes models (or twins) whose norms grow on
-    different scales comparable: 0 for a straight line, 2 when the slope after the knot exceeds
-    the slope before it by twice the average slope.
+    Dividing by the average increment per layer (over the same layers as the fit, so without
+    the final norm's drop at l = L) makes models or twins whose norms grow on different scales
+    comparable: 0 for a straight line, 2 when the slope after the knot exceeds the slope before
+    it by twice the average slope.
     """
     curve = np.asarray(norms, dtype=np.float64).mean(0)  # (layer+1,)
+    if exclude_last:
+        curve = curve[:-exclude_last]
     mean_slope = float(np.mean(np.diff(curve)))
     if not mean_slope > 0:
         return float("nan")  # no growth to compare a change of velocity with
-    return velocity_change(norms, min_size=min_size) / mean_slope
+    return velocity_change(norms, min_size=min_size, exclude_last=exclude_last) / mean_slope
 
 
 def velocity_gain_over(norms, reference, *, min_size: int = 3) -> float:
