@@ -10,7 +10,7 @@ from llmdyn.emergence import (
     measure_checkpoints,
 )
 from llmdyn.models import load_model
-from llmdyn.phases import fit_window
+from llmdyn.phases import window_that_fits
 from llmdyn.regularity import with_final_norm
 from llmdyn.store import ResultStore
 from llmdyn.suite import SUITES, train_suite
@@ -29,12 +29,12 @@ def tiny_suite(tmp_path_factory):
 
 
 def test_fit_window():
-    assert fit_window(11, 30) == 11
-    assert fit_window(11, 6) == 7  # 7 points of a 6-block model's 7
-    assert fit_window(11, 5) == 5  # 6 points: the largest odd window is 5
-    assert fit_window(3, 10) == 3
+    assert window_that_fits(11, 30) == 11
+    assert window_that_fits(11, 6) == 7  # 7 points of a 6-block model's 7
+    assert window_that_fits(11, 5) == 5  # 6 points: the largest odd window is 5
+    assert window_that_fits(3, 10) == 3
     with pytest.raises(LlmdynError, match="n_layers >= 2"):
-        fit_window(3, 1)
+        window_that_fits(3, 1)
 
 
 def test_half_rise_step_interpolates():

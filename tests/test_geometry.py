@@ -7,9 +7,9 @@ from llmdyn import LlmdynError
 from llmdyn.geometry import (
     DepthProfile,
     depth_profile,
-    depth_window,
     last_step_ratio,
     layer_mean,
+    layer_range,
     residuals,
     step_lengths,
     token_states,
@@ -78,13 +78,13 @@ def test_residuals_and_layer_mean():
 
 
 def test_depth_window():
-    assert depth_window((0.0, 0.5), 30) == (0, 15)
-    assert depth_window((0.5, 1.0), 18) == (9, 18)
-    assert depth_window((0.9, 1.0), 3) == (2, 3)  # at least one step
-    assert depth_window((0.5, 1.0), 30, skip_last=True) == (15, 29)
-    assert depth_window((0.9, 1.0), 3, skip_last=True) == (1, 2)
+    assert layer_range((0.0, 0.5), 30) == (0, 15)
+    assert layer_range((0.5, 1.0), 18) == (9, 18)
+    assert layer_range((0.9, 1.0), 3) == (2, 3)  # at least one step
+    assert layer_range((0.5, 1.0), 30, skip_last=True) == (15, 29)
+    assert layer_range((0.9, 1.0), 3, skip_last=True) == (1, 2)
     with pytest.raises(LlmdynError, match="fractions"):
-        depth_window((0.6, 0.4), 30)
+        layer_range((0.6, 0.4), 30)
 
 
 def test_step_lengths_and_last_step_ratio():

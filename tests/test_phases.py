@@ -10,13 +10,13 @@ from llmdyn.phases import (
     agree,
     entropy_spread_layer,
     estimate_boundary,
-    fit_window,
     hinge_changepoint,
     lss_peak_layer,
     measure_boundary,
     norm_velocity_fit,
     norm_velocity_layer,
     step_changepoint,
+    window_that_fits,
 )
 from llmdyn.store import ResultStore
 
@@ -136,7 +136,7 @@ def test_measure_boundary_runs_on_a_tiny_model(tmp_path):
 @pytest.mark.parametrize("window, n_layers, expected", [
     (11, 30, 11), (11, 18, 11), (11, 3, 3), (11, 4, 5), (11, 9, 9), (5, 18, 5)])
 def test_fit_window(window, n_layers, expected):
-    assert fit_window(window, n_layers) == expected
+    assert window_that_fits(window, n_layers) == expected
 
 
 def test_first_fixation_by_criterion_is_clipped():

@@ -12,7 +12,7 @@ from llmdyn import LlmdynError, plots  # noqa: E402
 
 
 def test_flat_names_stay_importable():
-    for name in ("style", "coupling_grid", "layer_heatmap", "band", "adjacency", "phase_boundary",
+    for name in ("style", "coupling_grid", "layer_heatmap", "band", "adjacency", "mark_boundary",
                  "entropy_lines", "topk_table", "spectrum", "fit_scatter", "token_label",
                  "pc_trajectories", "phase_criteria", "residual_lines", "size_points",
                  "token_coupling_grid", "model_medians", "grouped_bars", "TRAINED_COLOR",

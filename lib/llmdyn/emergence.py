@@ -20,7 +20,7 @@ from llmdyn import suite as suites
 from llmdyn.checkpoints import Checkpoint, by_run, suite_checkpoints
 from llmdyn.coupling import depth_coupling, diagonal_share, offdiagonal_mean
 from llmdyn.models import LoadedModel, load_model
-from llmdyn.phases import fit_window
+from llmdyn.phases import window_that_fits
 from llmdyn.store import ResultStore
 from llmdyn.trace import LastPoint, trajectory
 
@@ -87,7 +87,7 @@ def measure_checkpoint(model: LoadedModel, prompts: Sequence[str], *, k: int, wi
         model: the checkpoint, loaded.
         prompts: the texts (the same for every checkpoint).
         k: top singular vectors in the coupling matrices.
-        window: odd number of points per window (cut to the model's depth by `fit_window`).
+        window: odd number of points per window (cut to the model's depth by `window_that_fits`).
         last_point: ``"final_norm"`` (the papers') or ``"block_output"``.
         store: results cache (None: compute without caching).
     """
@@ -96,7 +96,7 @@ def measure_checkpoint(model: LoadedModel, prompts: Sequence[str], *, k: int, wi
     if last_point not in ("final_norm", "block_output"):
         raise LlmdynError(f"last_point must be 'final_norm' or 'block_output', got "
                           f"{last_point!r}")
-    w = fit_window(window, model.n_layers)
+    w = window_that_fits(window, model.n_layers)
     coupling = depth_coupling(model, prompts, k=k, store=store)
 
     def compute(prompt: str) -> dict[str, np.ndarray]:

@@ -176,7 +176,7 @@ def layer_mean(values: np.ndarray, first: int = 0, last: int | None = None) -> f
     return float(np.nanmean(block)) if np.isfinite(block).any() else float("nan")
 
 
-def depth_window(fractions: Sequence[float], n_layers: int, *,
+def layer_range(fractions: Sequence[float], n_layers: int, *,
                  skip_last: bool = False) -> tuple[int, int]:
     """Layers (first, last) covering a fraction range of depth, e.g. (0.5, 1.0) -> (L/2, L).
 

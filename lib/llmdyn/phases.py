@@ -295,7 +295,7 @@ def as_split(split: PhaseSplit | int, n_layers: int) -> PhaseSplit:
     return out
 
 
-def fit_window(window: int, n_layers: int) -> int:
+def window_that_fits(window: int, n_layers: int) -> int:
     """The LSS/equidistance window for a model of ``n_layers`` blocks: `window`, if it fits.
 
     Paper B uses 11 layers; a model with fewer than 11 points ``x^0 … x^L`` gets the largest
@@ -443,7 +443,7 @@ def measure_boundary(model, prompts: Sequence[str], store=None, *, window: int =
         model: a :class:`llmdyn.models.LoadedModel`.
         prompts: texts (paper B: 100 SQuAD questions with context).
         store: a :class:`llmdyn.store.ResultStore` for ``model`` (None: no caching).
-        window: LSS window length (paper B: 11), shrunk by :func:`fit_window` for shallow
+        window: LSS window length (paper B: 11), shrunk by :func:`window_that_fits` for shallow
             models.
         min_size: minimum points per segment for every fit.
         lens: logit lens of the entropies, ``"paper"`` (paper B §3.7) or ``"normed"``
@@ -459,7 +459,7 @@ def measure_boundary(model, prompts: Sequence[str], store=None, *, window: int =
 
     prompts = [p.text if isinstance(p, Prompt) else p for p in prompts]
     profile = depth_profile(token_states(model, prompts, store),
-                            fit_window(window, model.n_layers))
+                            window_that_fits(window, model.n_layers))
     return estimate_boundary(model.name, norms=profile.norms, windowed_lss=profile.lss,
                              entropy=lens_entropy(model, prompts, store, lens=lens),
                              min_size=min_size)

@@ -50,7 +50,7 @@ def band(
 PHASE_COLOR = "tab:red"  # paper B draws the Thought/Fixation transition as a dotted red line
 
 
-def phase_boundary(ax: Axes, boundary: float, *, heatmap: bool = False,
+def mark_boundary(ax: Axes, boundary: float, *, heatmap: bool = False,
                    label: str | None = "Thought | Fixation") -> Axes:
     """Mark the Thought/Fixation transition at layer ``boundary`` (paper B Figs 2–5).
 
