@@ -4,18 +4,20 @@ import numpy as np
 import pytest
 
 from llmdyn import LlmdynError
+from llmdyn.changepoints import (
+    entropy_spread_layer,
+    hinge_changepoint,
+    lss_peak_layer,
+    norm_velocity_fit,
+    norm_velocity_layer,
+    step_changepoint,
+)
 from llmdyn.models import load_model
 from llmdyn.phases import (
     PhaseBoundary,
     agree,
-    entropy_spread_layer,
     estimate_boundary,
-    hinge_changepoint,
-    lss_peak_layer,
     measure_boundary,
-    norm_velocity_fit,
-    norm_velocity_layer,
-    step_changepoint,
     window_that_fits,
 )
 from llmdyn.store import ResultStore

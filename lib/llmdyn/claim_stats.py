@@ -89,13 +89,13 @@ def rising_fraction(values) -> float:
 
 
 def velocity_change(norms, *, min_size: int = 3, exclude_last: int = 1) -> float:
-    """After − before slope of the hinge fit to the mean norm curve (`phases.norm_velocity_fit`).
+    """After − before slope of the hinge fit to the mean norm curve (`norm_velocity_fit`).
 
     Positive: the norm grows faster after the knot. A hinge on any convex curve gives a
     positive change, so a claim on it is compared with the untrained twin's in the chapter.
     ``exclude_last`` trailing layers are left out, as in the fit (the final norm's output).
     """
-    from llmdyn.phases import norm_velocity_fit
+    from llmdyn.changepoints import norm_velocity_fit
 
     fit = norm_velocity_fit(np.asarray(norms, dtype=np.float64), min_size=min_size,
                             exclude_last=exclude_last)

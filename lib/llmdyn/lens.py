@@ -179,7 +179,7 @@ def entropy_spread(entropy: np.ndarray) -> np.ndarray:
     """Spread of the entropy over prompts per layer, the standard deviation: ``[layer+1]``.
 
     Paper B §4.4 sees almost identical confidence among prompts in the Thought phase and
-    prompt-dependent confidence in Fixation; :func:`llmdyn.phases.entropy_spread_layer` finds
+    prompt-dependent confidence in Fixation; :func:`llmdyn.changepoints.entropy_spread_layer` finds
     the step in this curve.
 
     Args:

@@ -36,7 +36,8 @@ _STALE_TMP_S = 15 * 60  # temp files are written in one go: one untouched this l
 _PRESENTATION = ("book.py", "params.py", "plots.py", "plots/", "claims.py", "claims_render.py",
                  "bootstrap.py", "claim_stats.py", "training_summary.py",
                  "generalization.py", "sweep.py", "workflow.py", "measure.py", "suite.py",
-                 "training.py", "corpus.py", "checkpoints.py", "__main__.py")
+                 "training.py", "corpus.py", "checkpoints.py", "__main__.py", "figures.py",
+                 "gallery.py", "buildfacts.py")
 _CODE_HASH: str | None = None
 
 
