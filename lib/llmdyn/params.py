@@ -330,6 +330,7 @@ class RegularityParams(CompareParams):
                                                       "mmlu", "winogrande", "truthfulqa"])
     n_per_task: int = 20  # prompts drawn per task (paper: 200 per task, 1,200 in all)
     max_prompt_chars: int | None = None  # None: full prompts; else keep each prompt's last chars
+    extra_twin_seeds: list[int] = field(default_factory=lambda: [1, 2])  # twins beside `seed`
 
     at_least: ClassVar[dict[str, int]] = {"n_per_task": 1}
 
@@ -337,6 +338,11 @@ class RegularityParams(CompareParams):
         """Check types, then values."""
         super().__post_init__()
         from llmdyn.data import ALL_TASKS
+
+        seeds = [self.seed, *self.extra_twin_seeds]
+        if len(set(seeds)) != len(seeds):
+            _fail("extra_twin_seeds", self.extra_twin_seeds, f"seeds other than seed={self.seed}, "
+                  "each once ([] for one twin)")
 
         bad = [t for t in self.tasks if t not in ALL_TASKS]
         if bad or not self.tasks:
