@@ -331,8 +331,9 @@ class RegularityParams(CompareParams):
     n_per_task: int = 20  # prompts drawn per task (paper: 200 per task, 1,200 in all)
     max_prompt_chars: int | None = None  # None: full prompts; else keep each prompt's last chars
     extra_twin_seeds: list[int] = field(default_factory=lambda: [1, 2])  # twins beside `seed`
+    n_seed_prompts: int = 20  # prompts (evenly spread over the sample) the extra twins run on
 
-    at_least: ClassVar[dict[str, int]] = {"n_per_task": 1}
+    at_least: ClassVar[dict[str, int]] = {"n_per_task": 1, "n_seed_prompts": 1}
 
     def __post_init__(self) -> None:
         """Check types, then values."""
