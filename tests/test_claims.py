@@ -65,6 +65,15 @@ def test_slope_and_r2_on_an_exact_line():
     assert (r.value, r.lo, r.hi) == pytest.approx((1.0, 1.0, 1.0))
 
 
+def test_signed_r2_keeps_the_slope_sign():
+    x = np.arange(10.0)
+    assert bootstrap.signed_r2(x, 2 * x + 1) == pytest.approx(1.0)
+    assert bootstrap.signed_r2(x, -3 * x) == pytest.approx(-1.0)
+    y = np.array([0.0, 1, 0, 1])  # Pearson r = 1/sqrt(5) against 0..3
+    assert bootstrap.signed_r2(np.arange(4.0), y) == pytest.approx(0.2)
+    assert bootstrap.signed_r2(np.arange(4.0), -y) == pytest.approx(-0.2)
+
+
 def test_medians_and_relative_iqr():
     a, b = np.array([[1.0, 2, 3, 4, 5]]), np.array([[0.0, 0, 1, 9, 9]])
     assert bootstrap.difference_of_medians(a, b)[0] == 2.0

@@ -187,6 +187,17 @@ def r2(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return (dx * dy).sum(-1) ** 2 / ((dx * dx).sum(-1) * (dy * dy).sum(-1))
 
 
+def signed_r2(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """R² of the OLS line of y on x with the sign of its slope: in [−1, 1], r·|r| for Pearson r.
+
+    A claim that y *rises* with x needs both a good fit and a positive slope; plain R² is high
+    for a falling line too.
+    """
+    dx = x - x.mean(-1, keepdims=True)
+    dy = y - y.mean(-1, keepdims=True)
+    return np.sign((dx * dy).sum(-1)) * r2(x, y)
+
+
 def difference_of_medians(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """median(a) − median(b)."""
     return np.median(a, -1) - np.median(b, -1)

@@ -128,6 +128,11 @@ class Measure:
         return cls.of(bootstrap.r2, x, y, quantity=quantity, **kw)
 
     @classmethod
+    def signed_r2(cls, x, y, quantity: str, **kw) -> Measure:
+        """R² of y on x times the sign of the slope (:func:`bootstrap.signed_r2`)."""
+        return cls.of(bootstrap.signed_r2, x, y, quantity=quantity, **kw)
+
+    @classmethod
     def exact(cls, value: float | bool, quantity: str, **kw) -> Measure:
         """A single fact about one named input (no sample, no interval)."""
         return cls(quantity, bootstrap.exact(float(value)), **kw)
