@@ -64,7 +64,7 @@ def test_gallery_and_landing_page_are_generated(built_book):
     gallery = (html / "book" / "gallery.html").read_text()
     assert gallery.count("sd-card-title") == 54  # every figure of paper A (36) and B (18)
     assert 'href="executed/05_depth_coupling.html#fig-coupling-grid"' in gallery
-    assert "not offline" in gallery and "Needs ViTs trained on CIFAR-10" in gallery
+    assert "not offline" in gallery and "Needs the coupling of many pretrained LLMs" in gallery
     intro = (html / "book" / "intro.html").read_text()
     assert "This build" in intro and "tiny-llama" in intro and "of notebook execution" in intro
 

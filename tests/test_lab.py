@@ -159,5 +159,6 @@ def test_parameters_cell_is_the_first_code_cell_of_every_chapter():
         nb = nbformat.read(path, as_version=4)
         first = next(c for c in nb.cells if c.cell_type == "code")
         assert "parameters" in first.metadata.get("tags", []), path.name
-        assert "model = " in first.source, path.name
+        if path.stem != "10_vit":  # the ViT chapter trains its own models: no `model`
+            assert "model = " in first.source, path.name
         assert nb.metadata.kernelspec.name == KERNEL, path.name

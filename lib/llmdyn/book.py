@@ -150,7 +150,8 @@ def write_generated(book_root: Path) -> Path:
     figures.publish(executed, source_url(book_root))
     generated = book_root / "book" / "generated"
     generated.mkdir(parents=True, exist_ok=True)
-    (generated / "gallery.md").write_text(gallery.gallery_markdown(executed, names))
+    if "book/gallery" in (book_root / "_toc.yml").read_text():  # a partial book has no gallery
+        (generated / "gallery.md").write_text(gallery.gallery_markdown(executed, names))
     (generated / "build_facts.md").write_text(
         buildfacts.render(buildfacts.collect(executed, names)))
     return generated
@@ -173,8 +174,10 @@ def build_html(book_root: Path, *, strict: bool = True) -> Path:
                           f"{result.stderr[-4000:]}")
     html = book_root / "_build" / "html"
     # Every figure's vector file also at a path one can guess: html/figures/<chapter>/<name>.svg
-    shutil.copytree(book_root / "book" / "executed" / "figures", html / "figures",
-                    dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.png"))
+    figures = book_root / "book" / "executed" / "figures"
+    if figures.is_dir():  # absent when no chapter drew a figure through plots.show
+        shutil.copytree(figures, html / "figures", dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("*.png"))
     return html
 
 
