@@ -26,11 +26,12 @@ import pandas as pd
 import torch
 
 from llmdyn import LlmdynError, training
+from llmdyn.bootstrap import slope
 from llmdyn.coupling import DepthCoupling, coupling_from_jacobians
 from llmdyn.coupling_summary import mean_coupling
 from llmdyn.images import ImageData
 from llmdyn.jacobians import record_block_calls, stack_jacobians
-from llmdyn.store import ResultStore
+from llmdyn.store import ResultStore, content_hash
 from llmdyn.vit import ViT
 from llmdyn.vit_suite import (
     VitGrid,
@@ -91,7 +92,8 @@ def _run_coupling(directory: Path, images: torch.Tensor, k: int, device: str) ->
     metrics = training.read_metrics(ckpt)
     store = ResultStore(f"vit-{metrics['weights_sha256'][:16]}", root=directory.parent / "_cache",
                         provenance={"checkpoint": str(ckpt), "sha256": metrics["weights_sha256"]})
-    params = {"k": k, "n_images": len(images), "images_sha": _tensor_sha(images)}
+    params = {"k": k, "n_images": len(images),
+              "images_sha": content_hash({"images": images.numpy()})[:16]}
 
     def compute():
         model = load_vit(ckpt, device).double()
@@ -101,12 +103,6 @@ def _run_coupling(directory: Path, images: torch.Tensor, k: int, device: str) ->
 
     out = store.cached("cls_coupling", params, "all", compute)
     return {"coupling": out["coupling"], **metrics}
-
-
-def _tensor_sha(x: torch.Tensor) -> str:
-    import hashlib
-
-    return hashlib.sha256(x.numpy().tobytes()).hexdigest()[:16]
 
 
 def heldout_images(data: ImageData, n: int, seed: int) -> torch.Tensor:
@@ -158,10 +154,7 @@ def sd_slope(per_image: np.ndarray, drop_paths: np.ndarray) -> float:
     The statistic of the "coupling rises with SD" claim; resampling the images' rows gives its
     interval (`llmdyn.claims.Measure.of_rows`).
     """
-    y = per_image.mean(0)  # (run,)
-    x = np.asarray(drop_paths, dtype=np.float64)
-    x = x - x.mean()
-    return float((x * (y - y.mean())).sum() / (x * x).sum())
+    return float(slope(np.asarray(drop_paths, dtype=np.float64), per_image.mean(0)))
 
 
 def trained_and_untrained(directory: str | Path, image: torch.Tensor, k: int, *,
