@@ -247,3 +247,12 @@ def test_store_and_load_each(tmp_path):
     assert seen[0][3] != seen[1][3]  # twins never share a cache
     with pytest.raises(LlmdynError, match="kinds"):
         next(load_each(["tiny-llama"], kinds=("random",)))
+
+
+def test_load_twins_gives_one_seeded_twin_per_seed(tmp_path):
+    from llmdyn.models import load_twins
+
+    seen = [(seed, m.untrained, m.identity["untrained_seed"], m.store(tmp_path).model_id)
+            for seed, m in load_twins("tiny-llama", [4, 7])]
+    assert [s[:3] for s in seen] == [(4, True, 4), (7, True, 7)]
+    assert seen[0][3] != seen[1][3]  # each seed its own cache

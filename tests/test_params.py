@@ -136,3 +136,19 @@ def test_lens_parameter_of_paper_b_chapters():
     assert JacobianAlignmentParams(lens="normed").other_lens() == "paper"
     with pytest.raises(LlmdynError, match="notebook parameter 'lens'"):
         UncertaintyParams(lens="tuned")
+
+
+@pytest.mark.parametrize("cls, seeds, ok", [
+    ("UncertaintyParams", [0, 1, 2], True), ("UncertaintyParams", [], True),
+    ("UncertaintyParams", [1, 1], False), ("GeometryAlongDepthParams", [3, 3], False),
+    ("DepthCouplingParams", [], False), ("DepthCouplingParams", [4], True),
+])
+def test_twin_seeds_are_distinct_and_empty_only_where_twins_are_optional(cls, seeds, ok):
+    import llmdyn.params as params
+
+    make = getattr(params, cls)
+    if ok:
+        assert make(untrained_seeds=seeds).untrained_seeds == seeds
+    else:
+        with pytest.raises(LlmdynError, match="notebook parameter 'untrained_seeds'.*distinct"):
+            make(untrained_seeds=seeds)

@@ -55,3 +55,20 @@ def test_depth_panel_and_twin_bands():
     assert ax.get_xlim() == (-0.5, 4.5) and ax.get_title() == "m: curve"
     assert {"twin", "trained: mean (band: min–max)"} <= set(ax.get_legend_handles_labels()[1])
     plt.close(fig)
+
+
+def test_a_split_into_thirds_is_drawn_with_its_middle_shaded():
+    from llmdyn.phases import PhaseSplit
+
+    fig, ax = plt.subplots()
+    plots.mark_boundary(ax, PhaseSplit.thirds(30))  # Thought 1–10, Fixation 20–30
+    (line,) = ax.get_lines()
+    assert line.get_xdata()[0] == 20
+    (shade,) = ax.patches
+    x0, x1 = shade.get_x(), shade.get_x() + shade.get_width()
+    assert (x0, x1) == pytest.approx((10.5, 19.5))  # layers 11–19 are in neither phase
+    plt.close(fig)
+    fig, ax = plt.subplots()
+    plots.mark_boundary(ax, PhaseSplit.at(16, 30))  # no gap: the line alone, at the boundary
+    assert not ax.patches and ax.get_lines()[0].get_xdata()[0] == 16
+    plt.close(fig)

@@ -1,5 +1,6 @@
 import json
 import shutil
+import re
 import subprocess
 import sys
 
@@ -89,6 +90,20 @@ def test_dry_run_lists_every_chapter_and_the_html(tmp_path):
         for run in GRIDS["default"].runs:
             assert f"Train ViT {run.name} of grid default on fashion-mnist" in out.stdout
     assert str(SNAKEFILE).endswith("workflow/Snakefile")
+
+
+def test_chapter_05_waits_for_04_only_when_both_are_built(tmp_path):
+    def chapter_jobs(chosen):
+        out = run_workflow(chapters=chosen, directory=tmp_path, dry_run=True)
+        return sorted(set(re.findall(r"Chapter (\S+) with model", out)))
+
+    assert chapter_jobs(["05_depth_coupling"]) == ["05_depth_coupling"]
+    both = ["04_jacobian_alignment", "05_depth_coupling"]
+    assert chapter_jobs(both) == both
+    whole = subprocess.run(snakemake_command(dry_run=True, directory=tmp_path),
+                           capture_output=True, text=True, cwd=REPO, timeout=120).stdout
+    assert re.search(r"Chapter 05_depth_coupling .*\nReason: .*updated by another job: "
+                     r"book/executed/04_jacobian_alignment", whole), whole
 
 
 def _results(directory):

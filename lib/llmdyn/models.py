@@ -404,3 +404,16 @@ def load_each(names: list[str], *, kinds: tuple[str, ...] = ("trained", "untrain
             yield name, kind, load_model(name, untrained=kind == "untrained", seed=seed,
                                          device=device)
             gc.collect()
+
+
+def load_twins(name: str, seeds: list[int], *, device: str = "cpu"):
+    """Load the untrained twin of ``name`` for each seed in turn, freeing each before the next.
+
+    Yields:
+        ``(seed, model)``; keep only numpy results from each model, as with :func:`load_each`.
+    """
+    import gc
+
+    for seed in seeds:
+        yield seed, load_model(name, untrained=True, seed=seed, device=device)
+        gc.collect()

@@ -44,6 +44,13 @@ def _fail(name: str, value: Any, expected: str) -> None:
                       f"the parameters cell or the papermill -p/-y arguments")
 
 
+def _check_seeds(name: str, seeds: list[int], *, empty_ok: bool) -> None:
+    """Twins' seeds: distinct, and non-empty unless ``empty_ok`` ([] then means no twins)."""
+    if (not seeds and not empty_ok) or len(set(seeds)) != len(seeds):
+        _fail(name, seeds, "distinct seeds ([] for no twins)" if empty_ok else
+              "a non-empty list of distinct seeds")
+
+
 @dataclass(frozen=True)
 class ChapterParams:
     """Parameters every chapter shares; subclasses add their own fields and bounds."""
@@ -192,8 +199,7 @@ class DepthCouplingParams(CompareParams):
         super().__post_init__()
         if not self.layers:
             _fail("layers", self.layers, "a non-empty list of blocks, e.g. [8, 9, 10]")
-        if not self.untrained_seeds or len(set(self.untrained_seeds)) != len(self.untrained_seeds):
-            _fail("untrained_seeds", self.untrained_seeds, "a non-empty list of distinct seeds")
+        _check_seeds("untrained_seeds", self.untrained_seeds, empty_ok=False)
 
 
 @dataclass(frozen=True)
@@ -202,9 +208,14 @@ class UncertaintyParams(QuestionParams):
 
     top_k: int = 5  # tokens per layer in the top-k tables (paper: 5)
     n_table_layers: int = 8  # evenly spaced layers shown in the top-k tables (paper: 5–8)
-    untrained: bool = True  # also read the untrained twin's entropy
+    untrained_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # twins, same prompts
 
     at_least: ClassVar[dict[str, int]] = {"n_questions": 1, "top_k": 1, "n_table_layers": 2}
+
+    def __post_init__(self) -> None:
+        """Check types, then values."""
+        super().__post_init__()
+        _check_seeds("untrained_seeds", self.untrained_seeds, empty_ok=True)
 
 
 @dataclass(frozen=True)
@@ -299,8 +310,7 @@ class GeometryAlongDepthParams(CompareParams):
         super().__post_init__()
         if self.prompts is not None and len(self.prompts) < 2:
             _fail("prompts", self.prompts, "None or at least 2 texts")
-        if len(set(self.untrained_seeds)) != len(self.untrained_seeds):
-            _fail("untrained_seeds", self.untrained_seeds, "distinct seeds ([] for no twins)")
+        _check_seeds("untrained_seeds", self.untrained_seeds, empty_ok=True)
         if not 0 <= self.agree_within <= 1:
             _fail("agree_within", self.agree_within, "a fraction of depth in [0, 1]")
 

@@ -207,6 +207,8 @@ def run_workflow(*, model: str | None = None, profile: str | None = None,
         if profile == "slurm" and not dry_run:
             check_slurm()
     targets = [*(f"book/executed/{c}.ipynb" for c in chapters), *targets]
+    if chapters:  # chapters alone: 05 and 11 then do not pull in chapter 04 (see the Snakefile)
+        config = {**(config or {}), "only_chapters": list(chapters)}
     cmd = snakemake_command(model=model, profile=profile, targets=targets, cores=cores,
                             directory=directory, config=config, dry_run=dry_run, extra=extra)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

@@ -8,6 +8,7 @@ import numpy as np
 from matplotlib.axes import Axes
 
 from llmdyn import masked
+from llmdyn.phases import PhaseSplit
 from llmdyn.plots.base import TRAINED_COLOR, _as_numpy, _series_color
 
 
@@ -50,13 +51,15 @@ def band(
 PHASE_COLOR = "tab:red"  # paper B draws the Thought/Fixation transition as a dotted red line
 
 
-def mark_boundary(ax: Axes, boundary: float, *, heatmap: bool = False,
+def mark_boundary(ax: Axes, boundary: float | PhaseSplit, *, heatmap: bool = False,
                    label: str | None = "Thought | Fixation") -> Axes:
     """Mark the Thought/Fixation transition at layer ``boundary`` (paper B Figs 2–5).
 
     Args:
         ax: where to draw.
-        boundary: the first Fixation layer (x position of a line plot over layers 0 … L).
+        boundary: the first Fixation layer (x position of a line plot over layers 0 … L), or a
+            :class:`~llmdyn.phases.PhaseSplit`, drawn at its first Fixation layer; layers it
+            leaves out between the phases (the middle third of ``"thirds"``) are shaded grey.
         heatmap: on a :func:`layer_heatmap` of blocks (paper depth l = block + 1), draw both
             lines between depths ``boundary - 1`` and ``boundary``.
         label: legend label of the line (None: no legend entry).
@@ -65,6 +68,12 @@ def mark_boundary(ax: Axes, boundary: float, *, heatmap: bool = False,
         The axes.
     """
     style = dict(color=PHASE_COLOR, linestyle=":", linewidth=1.8)
+    if isinstance(boundary, PhaseSplit):
+        (_, last_thought), (first_fixation, _) = boundary.thought, boundary.fixation
+        if first_fixation - last_thought > 1 and not heatmap:
+            ax.axvspan(last_thought + 0.5, first_fixation - 0.5, color="0.85", zorder=0,
+                       label=f"in neither phase ({boundary.name})")
+        boundary = first_fixation
     if heatmap:
         ax.axvline(boundary - 0.5, **style, label=label)
         ax.axhline(boundary - 0.5, **style)
