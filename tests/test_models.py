@@ -148,16 +148,19 @@ def test_hub_model_is_keyed_by_resolved_commit(monkeypatch):
     tiny.hf.config._commit_hash = "0123456789abcdef"
     asked = []
 
-    def fake_load(path, spec, revision=None):
-        asked.append((path, revision))
-        return tiny.hf, tiny.tokenizer
+    def fake_load(path, spec, revision=None, weights=True):
+        asked.append((path, revision, weights))
+        return (tiny.hf if weights else None), tiny.tokenizer, tiny.hf.config
 
     monkeypatch.setattr(models, "_load_pretrained", fake_load)
     m = load_model("someone/model")
     assert m.model_id == "someone--model-01234567"
     assert m.identity["revision"] == "0123456789abcdef"
     load_model("EleutherAI/pythia-70m@step1000")  # a revision (Pythia's checkpoint branches)
-    assert asked[-1] == ("EleutherAI/pythia-70m", "step1000")
+    assert asked[-1] == ("EleutherAI/pythia-70m", "step1000", True)
+    twin = load_model("someone/model", untrained=True, seed=2)  # the config alone, no weights
+    assert asked[-1] == ("someone/model", None, False)
+    assert twin.model_id == "someone--model-01234567-untrained-s2"
 
 
 @pytest.mark.parametrize("make, match", [
@@ -256,3 +259,14 @@ def test_load_twins_gives_one_seeded_twin_per_seed(tmp_path):
             for seed, m in load_twins("tiny-llama", [4, 7])]
     assert [s[:3] for s in seen] == [(4, True, 4), (7, True, 7)]
     assert seen[0][3] != seen[1][3]  # each seed its own cache
+
+
+def test_a_checkpoints_tokenizer_is_read_once_until_its_files_change(tmp_path):
+    m = load_model("tiny-llama")
+    m.hf.save_pretrained(tmp_path)
+    m.tokenizer.save_pretrained(tmp_path)
+    first, twin = load_model(str(tmp_path)), load_model(str(tmp_path), untrained=True)
+    assert twin.tokenizer is first.tokenizer  # one parse for the model and its twins
+    assert twin.untrained and twin.hf.config.hidden_size == first.hf.config.hidden_size
+    m.tokenizer.save_pretrained(tmp_path)  # rewritten: read again
+    assert load_model(str(tmp_path)).tokenizer is not first.tokenizer

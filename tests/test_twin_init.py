@@ -74,3 +74,31 @@ def test_smollm2_twin_is_initialised_at_one_over_24(smollm2):
     std, n = _linear_std(twin.hf)
     assert std == pytest.approx(1 / 24, rel=5 / np.sqrt(2 * n))
     assert twin.identity["initializer_range"] == pytest.approx(1 / 24)
+
+
+@pytest.mark.parametrize("model_type", ["llama", "gemma3_text"])
+def test_twin_skips_torch_default_init_but_draws_every_weight(model_type):
+    # _fresh_twin skips torch's default init, which transformers' post_init draws again. Known
+    # answer: the same weights as building with the default init left in, in distribution. Each
+    # weight's mean and std must agree with the standard build's within 6 standard errors of
+    # N(0, 0.02) (a weight left undrawn would hold zeros or garbage, far outside), every entry
+    # is finite, and the same seed gives the same weights.
+    from transformers import AutoModelForCausalLM
+
+    config = AutoConfig.for_model(model_type, num_hidden_layers=2, hidden_size=64,
+                                  intermediate_size=128, num_attention_heads=4,
+                                  num_key_value_heads=2, head_dim=16, vocab_size=300)
+    twin = dict(_fresh_twin(config, seed=1).named_parameters())
+    again = dict(_fresh_twin(config, seed=1).named_parameters())
+    torch.manual_seed(1)
+    standard = dict(AutoModelForCausalLM.from_config(config, attn_implementation="eager",
+                                                     dtype=torch.float32).named_parameters())
+    assert twin.keys() == standard.keys()
+    for name, w in twin.items():
+        w, ref = w.detach(), standard[name].detach()
+        assert torch.isfinite(w).all() and torch.equal(w, again[name].detach()), name
+        if ref.std() == 0:  # norms' ones and zeros, drawn by no RNG
+            assert torch.equal(w, ref), name
+            continue
+        se = 0.02 / np.sqrt(w.numel())
+        assert abs(w.mean() - ref.mean()) < 6 * se and abs(w.std() - ref.std()) < 6 * se, name

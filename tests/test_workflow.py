@@ -1,6 +1,6 @@
 import json
-import shutil
 import re
+import shutil
 import subprocess
 import sys
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -196,36 +197,38 @@ def load_model(
     device = _check_device(device)
     if spec in TINY_CONFIGS:
         hf, tokenizer, identity = _load_tiny(spec, seed)
+        config = hf.config
     elif spec in PACKAGED:
         path, identity = packaged_safetensors(spec)
-        hf, tokenizer = _load_pretrained(str(path), spec)
+        hf, tokenizer, config = _load_pretrained(str(path), spec, weights=not untrained)
     elif spec.endswith(".gguf") and Path(spec).is_file():
         path, identity = local_gguf(spec)
-        hf, tokenizer = _load_pretrained(str(path), spec)
+        hf, tokenizer, config = _load_pretrained(str(path), spec, weights=not untrained)
     elif Path(spec).exists() or spec.startswith((".", "/", "~")):
         directory = Path(spec).expanduser()
         check_model_dir(directory, spec)
-        hf, tokenizer = _load_pretrained(str(directory), spec)
+        hf, tokenizer, config = _load_pretrained(str(directory), spec, weights=not untrained)
         identity = _local_identity(spec, directory, untrained)
     elif _looks_like_hub_id(spec):
         if Path(spec.split("/")[0]).is_dir():  # e.g. results/typo: a path, not a hub id
             raise LlmdynError(f"model {spec!r}: directory {Path(spec).resolve()} does not "
                               f"exist; {NEEDS}.")
         repo, _, wanted = spec.partition("@")  # owner/name@revision, e.g. Pythia's step1000
-        hf, tokenizer = _load_pretrained(repo, spec, revision=wanted or None)
-        revision = getattr(hf.config, "_commit_hash", None)
+        hf, tokenizer, config = _load_pretrained(repo, spec, revision=wanted or None,
+                                                 weights=not untrained)
+        revision = getattr(config, "_commit_hash", None)
         identity = {"name": spec, "source": "hub", "revision": revision,
                     "key": f"{spec.replace('/', '--')}-{(revision or 'unresolved')[:8]}"}
     else:
         raise LlmdynError(f"unknown model {spec!r}: not a known name, a local directory or a "
                           f"hub id (owner/name). Known names: {', '.join(known_models())}")
-    model_type = hf.config.model_type
+    model_type = config.model_type
     if model_type not in ARCHITECTURES:
         raise LlmdynError(f"model {spec!r} has architecture {model_type!r}, which llmdyn does "
                           f"not map yet; known: {', '.join(sorted(ARCHITECTURES))}. Add a row "
                           "to llmdyn.models.ARCHITECTURES.")
-    if untrained:
-        config = twin_config(spec, hf.config)
+    if untrained:  # a twin needs only the trained model's config (its weights are not read)
+        config = twin_config(spec, config)
         hf = _fresh_twin(config, seed)
         identity = {**identity, "untrained_seed": seed,
                     "initializer_range": float(config.initializer_range)}
@@ -310,8 +313,9 @@ def _wrap_nnsight(hf: torch.nn.Module, tokenizer: Any) -> Any:
     return NNsight(hf)
 
 
-def _load_pretrained(path_or_id: str, spec: str,
-                     revision: str | None = None) -> tuple[torch.nn.Module, Any]:
+def _load_pretrained(path_or_id: str, spec: str, revision: str | None = None, *,
+                     weights: bool = True) -> tuple[torch.nn.Module | None, Any, Any]:
+    """(model or None without ``weights``, tokenizer, config) of a checkpoint."""
     # Never trust_remote_code; safetensors only (no pickle checkpoints); eager attention
     # because forward-mode AD and vmapped backward do not work well through CPU SDPA.
     try:
@@ -319,15 +323,33 @@ def _load_pretrained(path_or_id: str, spec: str,
             hf = AutoModelForCausalLM.from_pretrained(
                 path_or_id, revision=revision, trust_remote_code=False, use_safetensors=True,
                 attn_implementation="eager", dtype=torch.float32,
-            )
-            tokenizer = AutoTokenizer.from_pretrained(path_or_id, revision=revision,
-                                                      trust_remote_code=False)
+            ) if weights else None
+            config = hf.config if weights else AutoConfig.from_pretrained(
+                path_or_id, revision=revision, trust_remote_code=False)
+            tokenizer = _tokenizer(path_or_id, revision, _files_stamp(path_or_id))
     except SafetensorError as err:
         files = ", ".join(str(p) for p in sorted(Path(path_or_id).glob("*.safetensors")))
         raise LlmdynError(f"model {spec!r}: cannot read its safetensors ({files or path_or_id}): "
                           f"{err}. The file is corrupt or truncated; write it again with "
                           "save_pretrained, or delete it.") from None
-    return hf, tokenizer
+    return hf, tokenizer, config
+
+
+@functools.lru_cache(maxsize=8)
+def _tokenizer(path_or_id: str, revision: str | None, stamp: tuple) -> Any:
+    # Read once per process: Gemma-3's 262k-entry tokenizer.json takes about 4 s to parse, and
+    # a chapter loads the same model several times (trained, then one twin per seed). `stamp`
+    # makes a rewritten local checkpoint read again.
+    return AutoTokenizer.from_pretrained(path_or_id, revision=revision, trust_remote_code=False)
+
+
+def _files_stamp(path_or_id: str) -> tuple:
+    """(name, size, mtime) of each file of a local checkpoint directory; () for a hub id."""
+    directory = Path(path_or_id)
+    if not directory.is_dir():
+        return ()
+    return tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns)
+                 for p in sorted(directory.iterdir()) if p.is_file())
 
 
 def twin_config(spec: str, config: Any) -> Any:
@@ -360,9 +382,28 @@ def twin_config(spec: str, config: Any) -> Any:
 
 
 def _fresh_twin(config: Any, seed: int) -> torch.nn.Module:
+    """Fresh weights from transformers' initialiser for ``config``'s architecture, seeded."""
     torch.manual_seed(seed)
-    return AutoModelForCausalLM.from_config(config, attn_implementation="eager",
-                                            dtype=torch.float32)
+    with _without_torch_default_init():
+        return AutoModelForCausalLM.from_config(config, attn_implementation="eager",
+                                                dtype=torch.float32)
+
+
+@contextmanager
+def _without_torch_default_init():
+    # Each nn.Linear and nn.Embedding draws torch's default init when built, and transformers'
+    # post_init then draws every one of them again from the config's own scale. The first draw
+    # is thrown away and is half the time of building a twin (Gemma-3-270M's 262k × 640
+    # unembedding), so it is skipped; test_models checks that the weights keep their
+    # distributions and that every one is drawn.
+    saved = {cls: cls.reset_parameters for cls in (torch.nn.Linear, torch.nn.Embedding)}
+    try:
+        for cls in saved:
+            cls.reset_parameters = lambda self: None
+        yield
+    finally:
+        for cls, reset in saved.items():
+            cls.reset_parameters = reset
 
 
 def _load_tiny(spec: str, seed: int) -> tuple[torch.nn.Module, Any, dict[str, Any]]:
