@@ -60,6 +60,7 @@ test-fast: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/jacobians.py --models smollm2-135m gemma3-270m --out bench/results.json
 	$(BIN)/python bench/training.py --suite default --out bench/training.json
+	OMP_NUM_THREADS=1 $(BIN)/python bench/twins.py --out bench/twins.json
 
 lint: $(STAMP)
 	$(BIN)/ruff check lib tests bench tools
