@@ -60,6 +60,7 @@ def ours(name: str) -> None:
 
 
 def main() -> None:
+    """Time both routes for each model and print (and with --out, write) the ratios."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--models", nargs="+", default=["smollm2-135m", "gemma3-270m"])
     parser.add_argument("--repeats", type=int, default=3)

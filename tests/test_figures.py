@@ -187,3 +187,23 @@ def test_build_facts_refuse_an_unfinished_chapter(tmp_path):
         buildfacts.collect(tmp_path, ["a"])
     with pytest.raises(LlmdynError, match="not executed"):
         buildfacts.collect(tmp_path, ["missing"])
+
+
+@pytest.mark.parametrize("with_gallery", [True, False])
+def test_the_gallery_is_written_only_for_a_book_that_has_its_page(tmp_path, with_gallery):
+    from llmdyn.book import write_generated
+
+    shutil.copy(REPO / "_config.yml", tmp_path / "_config.yml")
+    toc = (REPO / "_toc.yml").read_text()
+    if not with_gallery:  # a partial book: one chapter, the gallery only named in a comment
+        toc = ("format: jb-book\nroot: book/intro\nparts:\n  - caption: Paper A\n    chapters:\n"
+               "      - file: book/executed/05_depth_coupling\n      # - file: book/gallery\n")
+    (tmp_path / "_toc.yml").write_text(toc)
+    executed = tmp_path / "book" / "executed"
+    executed.mkdir(parents=True)
+    t0 = dt.datetime(2026, 3, 1, 9, 0, tzinfo=dt.timezone.utc)
+    for name in chapters(tmp_path):
+        write_executed(executed, name, "smollm2-135m", t0, 60.0)
+    generated = write_generated(tmp_path)
+    assert (generated / "gallery.md").exists() == with_gallery
+    assert "smollm2-135m" in (generated / "build_facts.md").read_text()

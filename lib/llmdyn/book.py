@@ -23,11 +23,15 @@ BOOK_FILES = ("_config.yml", "_toc.yml", "book")
 MARKER = ".llmdyn-book"  # written by stage(): this directory is an llmdyn build, safe to update
 
 
+def toc_files(root: Path = REPO) -> list[str]:
+    """Every page of ``_toc.yml`` in book order (e.g. ``"book/executed/05_depth_coupling"``)."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    return [ch["file"] for part in toc.get("parts", []) for ch in part.get("chapters", [])]
+
+
 def chapters(root: Path = REPO) -> list[str]:
     """Chapter names in book order, read from ``_toc.yml`` (e.g. ``"05_depth_coupling"``)."""
-    toc = yaml.safe_load((root / "_toc.yml").read_text())
-    files = [ch["file"] for part in toc.get("parts", []) for ch in part.get("chapters", [])]
-    return [Path(f).name for f in files if f.startswith("book/executed/")]
+    return [Path(f).name for f in toc_files(root) if f.startswith("book/executed/")]
 
 
 def _hide_injected_parameters(path: Path) -> None:
@@ -150,7 +154,7 @@ def write_generated(book_root: Path) -> Path:
     figures.publish(executed, source_url(book_root))
     generated = book_root / "book" / "generated"
     generated.mkdir(parents=True, exist_ok=True)
-    if "book/gallery" in (book_root / "_toc.yml").read_text():  # a partial book has no gallery
+    if "book/gallery" in toc_files(book_root):  # a partial book has no gallery page
         (generated / "gallery.md").write_text(gallery.gallery_markdown(executed, names))
     (generated / "build_facts.md").write_text(
         buildfacts.render(buildfacts.collect(executed, names)))
