@@ -42,6 +42,7 @@ def test_seed_spread_range_rule_and_text():
     assert s.text(".2f", at_most(0.75)) == \
         "seeds 0, 1, 2 on 4 prompts: 0.50–0.70 (every seed ≤ 0.75: yes)"
     assert SeedSpread({3: 1.0}, 1).text(".1f") == "seeds 3 on 1 prompt: 1.0–1.0"
+    assert SeedSpread({0: -0.5, 1: 0.25}, 2).range_text(".2f") == "-0.50 to 0.25"
     nan = SeedSpread({0: 1.0, 1: float("nan")}, 2)
     assert math.isnan(nan.low) and math.isnan(nan.high) and not nan.holds(at_most(2))
     with pytest.raises(LlmdynError, match="at least one seed"):

@@ -75,6 +75,12 @@ class SeedSpread:
         vals = list(self.values.values())
         return float("nan") if any(math.isnan(v) for v in vals) else max(vals)
 
+    def range_text(self, fmt: str = ".2f") -> str:
+        """``"low–high"``, or ``"low to high"`` when a bound is negative (a dash would blur)."""
+        low, high = f"{self.low:{fmt}}", f"{self.high:{fmt}}"
+        return f"{low} to {high}" if low.startswith("-") or high.startswith("-") \
+            else f"{low}–{high}"
+
     def holds(self, rule: Rule) -> bool:
         """Whether every seed's value clears ``rule`` (a NaN never does)."""
         return all(rule.clears(v) for v in self.values.values())
@@ -86,7 +92,7 @@ class SeedSpread:
         """
         seeds = ", ".join(str(s) for s in self.values)
         said = f"seeds {seeds} on {self.n_prompts} prompt{'s' * (self.n_prompts != 1)}: " \
-               f"{self.low:{fmt}}–{self.high:{fmt}}"
+               f"{self.range_text(fmt)}"
         if rule is not None:
             said += f" (every seed {rule_text(rule)}: {'yes' if self.holds(rule) else 'no'})"
         return said
@@ -121,5 +127,5 @@ def seed_table(rows: Sequence[tuple[str, SeedSpread, Rule | None]], *, fmt: str 
         verdict = "—" if rule is None else \
             f"{'yes' if spread.holds(rule) else 'no'} ({rule_text(rule)})"
         lines.append(f"| {label} | {spread.n_prompts} | " + " | ".join(cells)
-                     + f" | {spread.low:{fmt}}–{spread.high:{fmt}} | {verdict} |")
+                     + f" | {spread.range_text(fmt)} | {verdict} |")
     return "\n".join(lines)
