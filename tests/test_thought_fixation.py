@@ -72,8 +72,9 @@ def test_alignment_means_known_answers():
     M = np.arange(16.0).reshape(4, 4)  # Thought pairs at boundary 3: (1 + 4) / 2
     ratios = np.stack([M, 2 * M])  # off-diagonal means 7.5 and 15
     got = alignment_means(grid, ratios, 3)
-    assert got == pytest.approx({"grid": 3.5, "all": 11.25, "thought": 3.75})
-    assert np.isnan(alignment_means(grid, ratios, 2)["thought"])  # one Thought block: no pair
+    assert tuple(got) == pytest.approx((3.5, 11.25, 3.75))
+    assert (got.grid, got.pairs, got.thought) == pytest.approx((3.5, 11.25, 3.75))
+    assert np.isnan(alignment_means(grid, ratios, 2).thought)  # one Thought block: no pair
     with pytest.raises(LlmdynError, match="ratios"):
         alignment_means(grid, M, 3)
     with pytest.raises(LlmdynError, match="grid_ratio"):

@@ -222,7 +222,7 @@ class JacobianAlignmentParams(QuestionParams):
     n_compare_questions: int = 2  # of those, for each compare model (Jacobians cost ~5 s each)
     n_lens_questions: int = 20  # SQuAD prompts for the cheap per-layer quantities of Table 1
     extra_twin_seeds: list[int] = field(default_factory=lambda: [1, 2])  # twins beside `seed`
-    n_seed_prompts: int = 3  # questions (evenly spread over the sample) the extra twins run on
+    n_seed_prompts: int = 2  # questions (evenly spread over the sample) the extra twins run on
 
     at_least: ClassVar[dict[str, int]] = {"k": 2, "n_questions": 1, "n_compare_questions": 1,
                                           "n_lens_questions": 2, "n_seed_prompts": 1}
@@ -251,7 +251,7 @@ class SpectraPromptsParams(CompareParams):
     n_per_task: int = 1  # leaderboard prompts per task added to the length plot (Fig 9)
     max_prompt_chars: int | None = None  # None: full prompts; else keep each prompt's last chars
     extra_twin_seeds: list[int] = field(default_factory=lambda: [1, 2])  # twins beside `seed`
-    n_seed_prompts: int = 3  # questions (evenly spread, as chapter 04's) the extra twins run on
+    n_seed_prompts: int = 2  # questions (evenly spread, as chapter 04's) the extra twins run on
 
     at_least: ClassVar[dict[str, int]] = {"k": 2, "n_spectra_prompts": 1, "n_compare_prompts": 1,
                                           "n_top": 1, "n_draws": 1, "n_per_task": 1,
