@@ -60,6 +60,11 @@ def test_seed_table_rows_and_columns():
     assert lines[1] == "| --- | --- | --- | --- | --- | --- |"
     assert lines[2] == "| m: untrained r | 3 | 0.9 | 0.8 | 0.8–0.9 | — |"
     assert lines[3] == "| m: trained/untrained | 3 | 0.5 | 0.8 | 0.5–0.8 | no (≤ 0.75) |"
+    assert lines[4:] == ["", "Every seed clears the claim's rule in 0 of 1 rows with a rule; "
+                             "not in: m: trained/untrained."]
+    assert len(seed_table(rows[:1]).splitlines()) == 3  # no rule, no sentence
+    assert seed_table(rows[1:2] + [("n", SeedSpread({0: 0.1}, 1), at_most(0.75))]).endswith(
+        "in 1 of 2 rows with a rule; not in: m: trained/untrained.")
     assert rule_text(within(0.25, 0.1)) == "within 0.1 of 0.25"
     with pytest.raises(LlmdynError, match="at least one row"):
         seed_table([])

@@ -110,7 +110,8 @@ def seed_table(rows: Sequence[tuple[str, SeedSpread, Rule | None]], *, fmt: str 
 
     Columns: the number, its prompts, its value for each seed (the seeds of all rows, in the
     order first seen; "—" where a row lacks one), the range over seeds, and, for rows with a
-    rule (a claim's threshold), whether every seed's value clears it.
+    rule (a claim's threshold), whether every seed's value clears it. A sentence under the
+    table counts those rows and names the ones where some seed does not clear its rule.
 
     Args:
         rows: ``(label, spread, rule or None)``.
@@ -128,4 +129,10 @@ def seed_table(rows: Sequence[tuple[str, SeedSpread, Rule | None]], *, fmt: str 
             f"{'yes' if spread.holds(rule) else 'no'} ({rule_text(rule)})"
         lines.append(f"| {label} | {spread.n_prompts} | " + " | ".join(cells)
                      + f" | {spread.range_text(fmt)} | {verdict} |")
+    judged = [(label, spread.holds(rule)) for label, spread, rule in rows if rule is not None]
+    if judged:
+        failed = [label for label, ok in judged if not ok]
+        lines += ["", f"Every seed clears the claim's rule in {len(judged) - len(failed)} of "
+                      f"{len(judged)} rows with a rule"
+                      + (f"; not in: {'; '.join(failed)}." if failed else ".")]
     return "\n".join(lines)
