@@ -152,3 +152,20 @@ def test_twin_seeds_are_distinct_and_empty_only_where_twins_are_optional(cls, se
     else:
         with pytest.raises(LlmdynError, match="notebook parameter 'untrained_seeds'.*distinct"):
             make(untrained_seeds=seeds)
+@pytest.mark.parametrize("cls_name", ["JacobianAlignmentParams", "SpectraPromptsParams",
+                                      "RegularityParams"])
+@pytest.mark.parametrize("extra, match", [
+    ({"extra_twin_seeds": [0]}, "'extra_twin_seeds' must be seeds other than seed=0"),
+    ({"extra_twin_seeds": [1, 1]}, "'extra_twin_seeds' must be seeds other than seed=0"),
+    ({"seed": 2, "extra_twin_seeds": [1, 2]}, "seeds other than seed=2"),
+    ({"extra_twin_seeds": [1.0]}, "notebook parameter 'extra_twin_seeds' must be"),
+    ({"extra_twin_seeds": 1}, "notebook parameter 'extra_twin_seeds' must be"),
+    ({"n_seed_prompts": 0}, "notebook parameter 'n_seed_prompts' must be >= 1"),
+])
+def test_extra_twin_seeds_are_checked(cls_name, extra, match):
+    import llmdyn.params
+
+    cls = getattr(llmdyn.params, cls_name)
+    assert cls().extra_twin_seeds == [1, 2] and cls(extra_twin_seeds=[]).extra_twin_seeds == []
+    with pytest.raises(LlmdynError, match=match):
+        cls(**extra)

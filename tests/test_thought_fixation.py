@@ -5,6 +5,7 @@ from llmdyn import LlmdynError
 from llmdyn.phases import PhaseSplit
 from llmdyn.thought_fixation import (
     PAPER_TABLE1,
+    alignment_means,
     alignment_profile,
     pair_phase_means,
     phase_means,
@@ -64,3 +65,17 @@ def test_alignment_profile_is_the_offdiagonal_row_mean():
     assert np.allclose(alignment_profile(ratio), [2, 3, 6])
     with pytest.raises(LlmdynError, match="ratio"):
         alignment_profile(np.ones((2, 3)))
+
+
+def test_alignment_means_known_answers():
+    grid = np.array([[0.0, 1, 2], [3, 0, 4], [5, 6, 0]])  # off-diagonal mean 21 / 6
+    M = np.arange(16.0).reshape(4, 4)  # Thought pairs at boundary 3: (1 + 4) / 2
+    ratios = np.stack([M, 2 * M])  # off-diagonal means 7.5 and 15
+    got = alignment_means(grid, ratios, 3)
+    assert tuple(got) == pytest.approx((3.5, 11.25, 3.75))
+    assert (got.grid, got.pairs, got.thought) == pytest.approx((3.5, 11.25, 3.75))
+    assert np.isnan(alignment_means(grid, ratios, 2).thought)  # one Thought block: no pair
+    with pytest.raises(LlmdynError, match="ratios"):
+        alignment_means(grid, M, 3)
+    with pytest.raises(LlmdynError, match="grid_ratio"):
+        alignment_means(np.ones((2, 3)), ratios, 3)

@@ -83,6 +83,10 @@ class ChapterParams:
             _fail("window", window, "odd and >= 3")
         if getattr(self, "phase_criterion", "consensus") not in SPLITS:
             _fail("phase_criterion", self.phase_criterion, f"one of {SPLITS} (llmdyn.phases)")
+        extra = getattr(self, "extra_twin_seeds", [])  # chapters with twins of several seeds
+        if len(set([self.seed, *extra])) != len(extra) + 1:
+            _fail("extra_twin_seeds", extra, f"seeds other than seed={self.seed}, each once "
+                  "([] for one twin)")
 
     @classmethod
     def from_cell(cls, namespace: Mapping[str, Any]):
@@ -228,9 +232,11 @@ class JacobianAlignmentParams(QuestionParams):
     n_questions: int = 20  # SQuAD prompts in the r(A) heatmap and claims (paper: 100)
     n_compare_questions: int = 2  # of those, for each compare model (Jacobians cost ~5 s each)
     n_lens_questions: int = 20  # SQuAD prompts for the cheap per-layer quantities of Table 1
+    extra_twin_seeds: list[int] = field(default_factory=lambda: [1, 2])  # twins beside `seed`
+    n_seed_prompts: int = 2  # questions (evenly spread over the sample) the extra twins run on
 
     at_least: ClassVar[dict[str, int]] = {"k": 2, "n_questions": 1, "n_compare_questions": 1,
-                                          "n_lens_questions": 2}
+                                          "n_lens_questions": 2, "n_seed_prompts": 1}
 
     def __post_init__(self) -> None:
         """Check types, then values."""
@@ -255,10 +261,13 @@ class SpectraPromptsParams(CompareParams):
     n_gsm8k: int = 6  # GSM8K prompts, each also with the zero-shot CoT suffix (Fig 15)
     n_per_task: int = 1  # leaderboard prompts per task added to the length plot (Fig 9)
     max_prompt_chars: int | None = None  # None: full prompts; else keep each prompt's last chars
+    extra_twin_seeds: list[int] = field(default_factory=lambda: [1, 2])  # twins beside `seed`
+    n_seed_prompts: int = 2  # questions (evenly spread, as chapter 04's) the extra twins run on
 
     at_least: ClassVar[dict[str, int]] = {"k": 2, "n_spectra_prompts": 1, "n_compare_prompts": 1,
                                           "n_top": 1, "n_draws": 1, "n_per_task": 1,
-                                          "n_gsm8k": 3}  # a regression needs 3 points
+                                          "n_gsm8k": 3,  # a regression needs 3 points
+                                          "n_seed_prompts": 1}
 
     def __post_init__(self) -> None:
         """Check types, then values."""
@@ -349,11 +358,6 @@ class RegularityParams(CompareParams):
         """Check types, then values."""
         super().__post_init__()
         from llmdyn.data import ALL_TASKS
-
-        seeds = [self.seed, *self.extra_twin_seeds]
-        if len(set(seeds)) != len(seeds):
-            _fail("extra_twin_seeds", self.extra_twin_seeds, f"seeds other than seed={self.seed}, "
-                  "each once ([] for one twin)")
 
         bad = [t for t in self.tasks if t not in ALL_TASKS]
         if bad or not self.tasks:

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 
 from llmdyn import LlmdynError
 from llmdyn.phases import PhaseSplit, as_split
 
-__all__ = ["PAPER_TABLE1", "alignment_profile", "contrast_claims", "pair_phase_means",
-           "phase_means", "table1_claims"]
+__all__ = ["PAPER_TABLE1", "AlignmentMeans", "alignment_means", "alignment_profile",
+           "contrast_claims", "pair_phase_means", "phase_means", "table1_claims"]
 
 Phase = Literal["Thought", "Fixation"]
 
@@ -75,6 +75,43 @@ def pair_phase_means(M: np.ndarray, boundary: PhaseSplit | int) -> tuple[float, 
 def _nanmean(x: np.ndarray) -> float:
     x = np.asarray(x, dtype=float)
     return float(np.mean(x[np.isfinite(x)])) if np.isfinite(x).any() else float("nan")
+
+
+class AlignmentMeans(NamedTuple):
+    """The mean r(A_{i,j,K}) that chapter 04's alignment claims compare (see alignment_means)."""
+
+    grid: float  # over the |A| grid's pairs of distinct blocks, one prompt (Fig 7)
+    pairs: float  # over prompts, of the mean over all pairs i ≠ j (Fig 6)
+    thought: float  # over prompts, of the mean over pairs i ≠ j inside Thought (§4.5)
+
+
+def alignment_means(grid_ratio: np.ndarray, ratios: np.ndarray,
+                    boundary: PhaseSplit | int) -> AlignmentMeans:
+    """The three mean r(A_{i,j,K}) that chapter 04's alignment claims compare (paper B §4.5).
+
+    Args:
+        grid_ratio: ``[grid, grid]`` r(A) of one prompt over the blocks of the |A| grid (Fig 7).
+        ratios: ``[prompt, layer, layer]`` r(A) over every pair of blocks (Fig 6).
+        boundary: the phase split of ``ratios``' depth, or its first Fixation layer.
+
+    Returns:
+        ``grid``: mean over the grid's pairs of distinct blocks; ``pairs``: mean over prompts
+        of the mean over all pairs i ≠ j; ``thought``: mean over prompts of the mean over the
+        pairs i ≠ j inside Thought (:func:`pair_phase_means`; NaN if Thought has < 2 blocks).
+    """
+    grid_ratio, ratios = np.asarray(grid_ratio, dtype=float), np.asarray(ratios, dtype=float)
+    if grid_ratio.ndim != 2 or grid_ratio.shape[0] != grid_ratio.shape[1] \
+            or grid_ratio.shape[0] < 2:
+        raise LlmdynError(f"grid_ratio must be [grid, grid] with grid >= 2, got "
+                          f"{grid_ratio.shape}")
+    if ratios.ndim != 3 or ratios.shape[0] < 1:
+        raise LlmdynError(f"ratios must be [prompt, layer, layer], got {ratios.shape}")
+    grid_off = ~np.eye(len(grid_ratio), dtype=bool)
+    off = ~np.eye(ratios.shape[1], dtype=bool)
+    return AlignmentMeans(
+        grid=float(grid_ratio[grid_off].mean()),
+        pairs=float(np.mean([M[off].mean() for M in ratios])),
+        thought=float(np.mean([pair_phase_means(M, boundary)[0] for M in ratios])))
 
 
 def alignment_profile(ratio: np.ndarray) -> np.ndarray:
