@@ -90,9 +90,11 @@ def test_twin_skips_torch_default_init_but_draws_every_weight(model_type):
                                   num_key_value_heads=2, head_dim=16, vocab_size=300)
     twin = dict(_fresh_twin(config, seed=1).named_parameters())
     again = dict(_fresh_twin(config, seed=1).named_parameters())
-    torch.manual_seed(1)
-    standard = dict(AutoModelForCausalLM.from_config(config, attn_implementation="eager",
-                                                     dtype=torch.float32).named_parameters())
+    standard = dict(_fresh_twin(config, seed=1, skip_default_init=False).named_parameters())
+    torch.manual_seed(1)  # the standard route is transformers' own from_config
+    plain = AutoModelForCausalLM.from_config(config, attn_implementation="eager",
+                                             dtype=torch.float32)
+    assert all(torch.equal(w, standard[n]) for n, w in plain.named_parameters())
     assert twin.keys() == standard.keys()
     for name, w in twin.items():
         w, ref = w.detach(), standard[name].detach()

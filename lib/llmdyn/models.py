@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -381,10 +382,15 @@ def twin_config(spec: str, config: Any) -> Any:
     return out
 
 
-def _fresh_twin(config: Any, seed: int) -> torch.nn.Module:
-    """Fresh weights from transformers' initialiser for ``config``'s architecture, seeded."""
+def _fresh_twin(config: Any, seed: int, *, skip_default_init: bool = True) -> torch.nn.Module:
+    """Fresh weights from transformers' initialiser for ``config``'s architecture, seeded.
+
+    ``skip_default_init=False`` also draws torch's default init first, as transformers' own
+    ``from_config`` does: the same distribution, other numbers for the same seed. The tiny test
+    models keep that route, so the weights their tests were written against stay the same.
+    """
     torch.manual_seed(seed)
-    with _without_torch_default_init():
+    with _without_torch_default_init() if skip_default_init else contextlib.nullcontext():
         return AutoModelForCausalLM.from_config(config, attn_implementation="eager",
                                                 dtype=torch.float32)
 
@@ -417,7 +423,7 @@ def _load_tiny(spec: str, seed: int) -> tuple[torch.nn.Module, Any, dict[str, An
         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
         tie_word_embeddings=False, **kwargs,
     )
-    hf = _fresh_twin(config, seed)
+    hf = _fresh_twin(config, seed, skip_default_init=False)
     return hf, tokenizer, {"name": spec, "source": "tiny-config", "seed": seed}
 
 
