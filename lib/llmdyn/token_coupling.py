@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -268,3 +268,24 @@ def summarize(couplings: Sequence[TokenCoupling]) -> CouplingSummary:
     share = 1.0 - m**2
     return CouplingSummary(normalized=float(m.mean()), share=float(share.mean()),
                            share_cv=float(share.std() / share.mean()), n_tiles=int(m.size))
+
+
+def summarize_kinds(results: Sequence[Mapping[str, TokenCoupling]]) -> dict[str, CouplingSummary]:
+    """:func:`summarize` each kind of coupling over several prompts' results.
+
+    Args:
+        results: one dict per prompt, kind -> grid, as :func:`token_coupling` returns.
+
+    Returns:
+        kind -> summary pooled over the prompts, for the kinds of the first prompt, in order.
+    """
+    if not results:
+        raise LlmdynError("results is empty; pass at least one prompt's token_coupling result")
+    return {kind: summarize([r[kind] for r in results]) for kind in results[0]}
+
+
+def kind_shares(results: Sequence[Mapping[str, TokenCoupling]]) -> dict[str, np.ndarray]:
+    """Pooled ``[tile]`` diagonal shares (:func:`tile_shares`) of each kind over prompts."""
+    if not results:
+        raise LlmdynError("results is empty; pass at least one prompt's token_coupling result")
+    return {kind: tile_shares([r[kind] for r in results]) for kind in results[0]}
