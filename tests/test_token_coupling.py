@@ -20,6 +20,7 @@ from llmdyn.token_coupling import (
     summarize_kinds,
     tile_shares,
     token_coupling,
+    token_coupling_with_control,
 )
 
 PROMPT = "The capital is"  # 14 tokens with the tiny byte tokenizer
@@ -188,6 +189,22 @@ def test_same_layer_makes_self_diagonal_tiles_trivial(tiny):
     (result,) = token_coupling(tiny, [PROMPT], layer=1, ref_layer=1, k=3, kinds=["self"])
     assert list(result) == ["self"]
     np.testing.assert_allclose(np.diagonal(result["self"].normalized), 0, atol=1e-9)
+
+
+def test_with_control_equals_two_separate_calls(tiny, tmp_path):
+    # the control's Jacobians are the main pass's rows: the same numbers to float64 round-off
+    kw = dict(layer=0, k=3, input_token=1, output_token=-2)
+    store = ResultStore(tiny.model_id, root=tmp_path)
+    main, same = token_coupling_with_control(tiny, [PROMPT], ref_layer=2, store=store, **kw)
+    for got, ref in ((main, 2), (same, 0)):
+        (want,) = token_coupling(tiny, [PROMPT], ref_layer=ref, **kw)
+        for kind in KINDS:
+            np.testing.assert_array_equal(got[0][kind].pairs, want[kind].pairs)
+            np.testing.assert_allclose(got[0][kind].A, want[kind].A, rtol=1e-9, atol=1e-12)
+    (plain,) = token_coupling(tiny, [PROMPT], ref_layer=2, store=store, **kw)  # own cache key
+    np.testing.assert_allclose(plain["self"].A, main[0]["self"].A, rtol=1e-9, atol=1e-12)
+    with pytest.raises(LlmdynError, match="needs a different ref_layer"):
+        token_coupling_with_control(tiny, [PROMPT], ref_layer=0, **kw)
 
 
 def test_token_coupling_is_cached_per_prompt(tiny, monkeypatch):

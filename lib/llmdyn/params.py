@@ -336,7 +336,7 @@ class TokenCouplingParams(ChapterParams):
     k: int = 30  # top singular vectors kept in each coupling matrix
     input_token: int = 0  # t1 of fixed-input coupling (negative counts from the end)
     output_token: int = -1  # t2 of fixed-output coupling (negative counts from the end)
-    same_layer_control: bool = True  # also compute l′ = l (costs one more block per model)
+    same_layer_control: bool = True  # also score l′ = l (from the same Jacobians, no extra pass)
     extra_layer_pairs: list[list[int]] = field(  # more (l, l′) pairs: early and late blocks
         default_factory=lambda: [[3, 4], [23, 24]])
     n_pair_prompts: int = 1  # prompts (example first) the extra pairs run on
