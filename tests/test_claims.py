@@ -49,18 +49,6 @@ def test_ratio_and_difference_of_means():
     assert (diff.value, diff.lo, diff.hi) == pytest.approx((1.0, 1.0, 1.0))  # paired: exact
 
 
-def test_min_ratio_of_means_takes_the_least_favourable_reference():
-    a, b1, b2 = np.full(4, 2.0), np.full(3, 1.0), np.array([0.5, 0.5])
-    est = bootstrap.bootstrap(bootstrap.min_ratio_of_means, a, b1, b2, paired=False)
-    assert (est.value, est.lo, est.hi) == (2.0, 2.0, 2.0)  # constant samples: 2/1 < 2/0.5
-    rows = bootstrap.min_ratio_of_means(np.array([[2.0, 2.0], [6.0, 6.0]]),
-                                        np.array([[1.0, 1.0], [4.0, 2.0]]),
-                                        np.array([[4.0, 4.0], [1.0, 1.0]]))
-    np.testing.assert_array_equal(rows, [0.5, 2.0])  # per resample: min(2, 0.5), min(2, 6)
-    with pytest.raises(LlmdynError, match="at least one reference"):
-        bootstrap.min_ratio_of_means(a[None])
-
-
 def test_unpaired_samples_may_differ_in_length():
     est = bootstrap.bootstrap(bootstrap.difference_of_means, [1.0, 1, 1], [0.0, 0],
                               paired=False)

@@ -168,18 +168,6 @@ def ratio_of_means(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a.mean(-1) / b.mean(-1)
 
 
-def min_ratio_of_means(a: np.ndarray, *bs: np.ndarray) -> np.ndarray:
-    """min_j mean(a) / mean(b_j): the ratio against the least favourable reference.
-
-    E.g. a trained score over each of several untrained twins' (one ``b_j`` per seed): the
-    ratio clears a threshold against every twin exactly when this minimum does. Resample
-    unpaired when the references are different samples.
-    """
-    if not bs:
-        raise LlmdynError("min_ratio_of_means needs at least one reference sample b")
-    return np.min([a.mean(-1) / b.mean(-1) for b in bs], axis=0)
-
-
 def difference_of_means(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """mean(a) − mean(b)."""
     return a.mean(-1) - b.mean(-1)

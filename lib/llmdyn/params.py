@@ -347,15 +347,11 @@ class TokenCouplingParams(ChapterParams):
                                           "n_seed_prompts": 1}
 
     def __post_init__(self) -> None:
-        """Check types, then the pairs and the seeds."""
+        """Check types and seeds, then the pairs."""
         super().__post_init__()
         if any(len(pair) != 2 or pair[0] == pair[1] for pair in self.extra_layer_pairs):
             _fail("extra_layer_pairs", self.extra_layer_pairs, "a list of [l, l′] pairs of two "
                   "different 0-based blocks, e.g. [[3, 4], [23, 24]] ([] for none)")
-        seeds = [self.seed, *self.extra_twin_seeds]
-        if len(set(seeds)) != len(seeds):
-            _fail("extra_twin_seeds", self.extra_twin_seeds, f"seeds other than seed={self.seed}, "
-                  "each once ([] for one twin)")
 
     def layer_pairs(self, n_layers: int, *, drop_missing: bool = False) -> list[tuple[int, int]]:
         """(``layer``, ``ref_layer``), then the ``extra_layer_pairs``, as 0-based blocks.
