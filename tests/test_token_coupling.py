@@ -15,9 +15,12 @@ from llmdyn.token_coupling import (
     TokenCoupling,
     cross_coupling,
     kind_pairs,
+    kind_shares,
     summarize,
+    summarize_kinds,
     tile_shares,
     token_coupling,
+    token_coupling_with_control,
 )
 
 PROMPT = "The capital is"  # 14 tokens with the tiny byte tokenizer
@@ -132,6 +135,24 @@ def test_summarize_pools_offdiagonal_tiles_of_all_prompts():
     assert sorted(tile_shares([a, b])) == pytest.approx([0.5, 0.5, 1.0, 1.0])
 
 
+def test_summarize_kinds_pools_each_kind_over_prompts():
+    diag, off = np.diag([1.0, 1.0]), np.array([[1.0, 1.0], [1.0, 1.0]])  # shares 1 and 1/2
+    first = {"self": _grid([[diag, diag], [diag, diag]]),
+             "fixed_input": _grid([[diag, off], [off, diag]], "fixed_input")}
+    second = {"self": _grid([[diag, off], [off, diag]]),
+              "fixed_input": _grid([[diag, off], [off, diag]], "fixed_input")}
+    s = summarize_kinds([first, second])
+    assert list(s) == ["self", "fixed_input"]
+    assert s["self"].share == pytest.approx(0.75) and s["self"].n_tiles == 4
+    assert s["fixed_input"].share == pytest.approx(0.5)
+    shares = kind_shares([first, second])
+    assert sorted(shares["self"]) == pytest.approx([0.5, 0.5, 1.0, 1.0])
+    np.testing.assert_allclose(shares["fixed_input"], [0.5] * 4)
+    for f in (summarize_kinds, kind_shares):
+        with pytest.raises(LlmdynError, match="results is empty"):
+            f([])
+
+
 def test_summarize_edge_cases():
     one = TokenCoupling("fixed_input", np.array([(3, 3)]), np.ones((1, 1, 2, 2)))
     assert summarize([one]).n_tiles == 0 and np.isnan(summarize([one]).share)
@@ -170,6 +191,22 @@ def test_same_layer_makes_self_diagonal_tiles_trivial(tiny):
     np.testing.assert_allclose(np.diagonal(result["self"].normalized), 0, atol=1e-9)
 
 
+def test_with_control_equals_two_separate_calls(tiny, tmp_path):
+    # the control's Jacobians are the main pass's rows: the same numbers to float64 round-off
+    kw = dict(layer=0, k=3, input_token=1, output_token=-2)
+    store = ResultStore(tiny.model_id, root=tmp_path)
+    main, same = token_coupling_with_control(tiny, [PROMPT], ref_layer=2, store=store, **kw)
+    for got, ref in ((main, 2), (same, 0)):
+        (want,) = token_coupling(tiny, [PROMPT], ref_layer=ref, **kw)
+        for kind in KINDS:
+            np.testing.assert_array_equal(got[0][kind].pairs, want[kind].pairs)
+            np.testing.assert_allclose(got[0][kind].A, want[kind].A, rtol=1e-9, atol=1e-12)
+    (plain,) = token_coupling(tiny, [PROMPT], ref_layer=2, store=store, **kw)  # own cache key
+    np.testing.assert_allclose(plain["self"].A, main[0]["self"].A, rtol=1e-9, atol=1e-12)
+    with pytest.raises(LlmdynError, match="needs a different ref_layer"):
+        token_coupling_with_control(tiny, [PROMPT], ref_layer=0, **kw)
+
+
 def test_token_coupling_is_cached_per_prompt(tiny, monkeypatch):
     store = ResultStore(tiny.model_id)
     kw = dict(layer=0, ref_layer=1, k=3, kinds=["fixed_output"], store=store)
@@ -205,6 +242,44 @@ def test_params_defaults_and_checks():
         TokenCouplingParams(k=1)
     with pytest.raises(LlmdynError, match="n_prompts"):
         TokenCouplingParams(n_prompts=0)
+
+
+def test_params_layer_pairs_known_answers():
+    p = TokenCouplingParams()
+    assert p.layer_pairs(30) == [(11, 12), (3, 4), (23, 24)]  # early, middle, late of 30
+    assert TokenCouplingParams(extra_layer_pairs=[[-2, -1]]).layer_pairs(30) == [(11, 12),
+                                                                               (28, 29)]
+    assert TokenCouplingParams(layer=0, ref_layer=1).layer_pairs(3, drop_missing=True) == \
+        [(0, 1)]  # both default extra pairs lie beyond a 3-block model
+    assert TokenCouplingParams(layer=0, ref_layer=1, extra_layer_pairs=[[1, 2], [3, 4]]) \
+        .layer_pairs(3, drop_missing=True) == [(0, 1), (1, 2)]
+    assert TokenCouplingParams(extra_layer_pairs=[]).layer_pairs(30) == [(11, 12)]
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(extra_layer_pairs=[[3, 4, 5]]), "'extra_layer_pairs' must be a list of"),
+    (dict(extra_layer_pairs=[[3, 3]]), "two different 0-based blocks"),
+    (dict(extra_layer_pairs=[3, 4]), "'extra_layer_pairs' must be"),  # not a list of pairs
+    (dict(extra_layer_pairs=[[3.0, 4]]), "'extra_layer_pairs' must be"),
+    (dict(extra_twin_seeds=[0, 1]), "seeds other than seed=0"),  # the base class checks
+    (dict(extra_twin_seeds=[1, 1]), "each once"),
+    (dict(n_pair_prompts=0), "'n_pair_prompts' must be >= 1"),
+    (dict(n_seed_prompts=0), "'n_seed_prompts' must be >= 1"),
+])
+def test_params_reject_bad_pairs_and_seeds(kwargs, match):
+    with pytest.raises(LlmdynError, match=match):
+        TokenCouplingParams(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs, n_layers, match", [
+    (dict(), 20, r"pairs of blocks of smollm2-135m \(20 blocks"),  # (23, 24) is beyond 20
+    (dict(extra_layer_pairs=[[11, 12]]), 30, r"other than \(layer, ref_layer\) = \(11, 12\)"),
+    (dict(extra_layer_pairs=[[3, 4], [3, -26]]), 30, "each once"),  # -26 is block 4
+    (dict(extra_layer_pairs=[[4, -26]]), 30, "two different blocks"),  # the same block twice
+])
+def test_params_layer_pairs_check_the_depth(kwargs, n_layers, match):
+    with pytest.raises(LlmdynError, match=match):
+        TokenCouplingParams(**kwargs).layer_pairs(n_layers)
 
 
 # ----------------------------------------------------------------------------- figures

@@ -330,15 +330,48 @@ class TokenCouplingParams(ChapterParams):
 
     example_prompt: str = "What is the capital of France? The capital is"  # the drawn grids
     prompts: list[str] | None = None  # None: the named example prompts (example first)
-    n_prompts: int = 1  # prompts pooled in the summary numbers (each costs a Jacobian pass)
+    n_prompts: int = 3  # prompts pooled in the summary numbers (each costs a Jacobian pass)
     layer: int = 11  # 0-based block l whose Jacobians are expressed (paper layer l + 1)
     ref_layer: int = 12  # 0-based block l′ whose singular vectors form the bases
     k: int = 30  # top singular vectors kept in each coupling matrix
     input_token: int = 0  # t1 of fixed-input coupling (negative counts from the end)
     output_token: int = -1  # t2 of fixed-output coupling (negative counts from the end)
-    same_layer_control: bool = True  # also compute l′ = l (costs one more block per model)
+    same_layer_control: bool = True  # also score l′ = l (from the same Jacobians, no extra pass)
+    extra_layer_pairs: list[list[int]] = field(  # more (l, l′) pairs: early and late blocks
+        default_factory=lambda: [[3, 4], [23, 24]])
+    n_pair_prompts: int = 1  # prompts (example first) the extra pairs run on
+    extra_twin_seeds: list[int] = field(default_factory=lambda: [1, 2])  # twins beside `seed`
+    n_seed_prompts: int = 1  # prompts (example first) the extra twins run on
 
-    at_least: ClassVar[dict[str, int]] = {"k": 2, "n_prompts": 1}
+    at_least: ClassVar[dict[str, int]] = {"k": 2, "n_prompts": 1, "n_pair_prompts": 1,
+                                          "n_seed_prompts": 1}
+
+    def __post_init__(self) -> None:
+        """Check types and seeds, then the pairs."""
+        super().__post_init__()
+        if any(len(pair) != 2 or pair[0] == pair[1] for pair in self.extra_layer_pairs):
+            _fail("extra_layer_pairs", self.extra_layer_pairs, "a list of [l, l′] pairs of two "
+                  "different 0-based blocks, e.g. [[3, 4], [23, 24]] ([] for none)")
+
+    def layer_pairs(self, n_layers: int, *, drop_missing: bool = False) -> list[tuple[int, int]]:
+        """(``layer``, ``ref_layer``), then the ``extra_layer_pairs``, as 0-based blocks.
+
+        Negatives count from the end. Args as :meth:`blocks`: ``drop_missing`` leaves out the
+        extra pairs with a block the model does not have (a shallower model) instead of raising;
+        the main pair must always exist.
+        """
+        main = (self.block("layer", n_layers), self.block("ref_layer", n_layers))
+        kept = [pair for pair in self.extra_layer_pairs
+                if all(-n_layers <= b < n_layers for b in pair)]
+        if not drop_missing and len(kept) < len(self.extra_layer_pairs):
+            _fail("extra_layer_pairs", self.extra_layer_pairs, f"pairs of blocks of {self.model} "
+                  f"({n_layers} blocks: 0 … {n_layers - 1}, or −{n_layers} … −1 from the end)")
+        pairs = [main, *((a % n_layers, b % n_layers) for a, b in kept)]
+        if len(set(pairs)) < len(pairs) or any(a == b for a, b in pairs[1:]):
+            _fail("extra_layer_pairs", self.extra_layer_pairs, f"pairs of two different blocks, "
+                  f"each once and other than (layer, ref_layer) = {main} (after counting "
+                  "negatives from the end)")
+        return pairs
 
 
 @dataclass(frozen=True)

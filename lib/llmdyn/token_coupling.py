@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -131,8 +131,8 @@ class TokenCoupling:
 
 
 def _compute(model: LoadedModel, prompt: str, layers: list[int], kinds: Sequence[str], k: int,
-             input_token: int, output_token: int,
-             last_point: LastPoint = "final_norm") -> dict[str, np.ndarray]:
+             input_token: int, output_token: int, last_point: LastPoint = "final_norm",
+             control: bool = False) -> dict[str, np.ndarray]:
     n_tok = encode(model, prompt).shape[1]
     wanted = {kind: kind_pairs(kind, n_tok, input_token=input_token, output_token=output_token)
               for kind in kinds}
@@ -146,7 +146,41 @@ def _compute(model: LoadedModel, prompt: str, layers: list[int], kinds: Sequence
         idx = torch.tensor([where[p] for p in pairs])
         out[f"{kind}_A"] = cross_coupling(row[idx], ref[idx], k).numpy()  # [tok, tok, k, k]
         out[f"{kind}_pairs"] = np.array(pairs, dtype=np.int64)  # [tok, 2]
+        if control:  # l′ = l from the same Jacobians: no second pass over block l
+            out[f"{kind}_A_same"] = cross_coupling(row[idx], row[idx], k).numpy()
     return out
+
+
+def _run(model: LoadedModel, prompts: Sequence[str], layer: int, ref_layer: int, k: int,
+         input_token: int, output_token: int, kinds: Sequence[Kind], store: ResultStore | None,
+         last_point: LastPoint, control: bool) -> tuple[list[dict[str, np.ndarray]], list[str]]:
+    """Check the arguments, then compute or load each prompt's arrays; also the kinds kept."""
+    prompts = checks.prompt_texts(prompts)
+    layer, = checks.layer_indices([layer], model.n_layers, "layer")
+    ref_layer, = checks.layer_indices([ref_layer], model.n_layers, "ref_layer")
+    kinds = list(dict.fromkeys(kinds))
+    bad = [kind for kind in kinds if kind not in KINDS]
+    if bad or not kinds:
+        raise LlmdynError(f"kinds: got {kinds!r}; expected a non-empty subset of {KINDS}")
+    metrics._check_k(k, model.d_model)
+    check_last_point(last_point)
+    if control and layer == ref_layer:
+        raise LlmdynError(f"ref_layer: got {ref_layer}, the same block as layer; the control "
+                          "l′ = l needs a different ref_layer (or call token_coupling)")
+    layers = [int(layer)] if layer == ref_layer else [int(layer), int(ref_layer)]
+
+    def compute(prompt: str) -> dict[str, np.ndarray]:
+        return _compute(model, prompt, layers, kinds, k, input_token, output_token, last_point,
+                        control)
+
+    if store is None:
+        return [compute(p) for p in prompts], kinds
+    params = {"layer": int(layer), "ref_layer": int(ref_layer), "k": k, "kinds": kinds,
+              "input_token": int(input_token), "output_token": int(output_token),
+              "dtype": "float32", "last_point": last_point}
+    if control:  # only then, so results cached without the control keep their key
+        params["same_layer_control"] = True
+    return store.map("token_coupling", params, prompts, compute), kinds
 
 
 def token_coupling(
@@ -186,29 +220,44 @@ def token_coupling(
     Returns:
         One dict per prompt, kind -> :class:`TokenCoupling`.
     """
-    prompts = checks.prompt_texts(prompts)
-    layer, = checks.layer_indices([layer], model.n_layers, "layer")
-    ref_layer, = checks.layer_indices([ref_layer], model.n_layers, "ref_layer")
-    kinds = list(dict.fromkeys(kinds))
-    bad = [kind for kind in kinds if kind not in KINDS]
-    if bad or not kinds:
-        raise LlmdynError(f"kinds: got {kinds!r}; expected a non-empty subset of {KINDS}")
-    metrics._check_k(k, model.d_model)
-    check_last_point(last_point)
-    layers = [int(layer)] if layer == ref_layer else [int(layer), int(ref_layer)]
-
-    def compute(prompt: str) -> dict[str, np.ndarray]:
-        return _compute(model, prompt, layers, kinds, k, input_token, output_token, last_point)
-
-    if store is None:
-        results = [compute(p) for p in prompts]
-    else:
-        params = {"layer": int(layer), "ref_layer": int(ref_layer), "k": k, "kinds": kinds,
-                  "input_token": int(input_token), "output_token": int(output_token),
-                  "dtype": "float32", "last_point": last_point}
-        results = store.map("token_coupling", params, prompts, compute)
+    results, kinds = _run(model, prompts, layer, ref_layer, k, input_token, output_token, kinds,
+                          store, last_point, control=False)
     return [{kind: TokenCoupling(kind, r[f"{kind}_pairs"], r[f"{kind}_A"]) for kind in kinds}
             for r in results]
+
+
+def token_coupling_with_control(
+    model: LoadedModel,
+    prompts: Sequence[str],
+    *,
+    layer: int,
+    ref_layer: int,
+    k: int,
+    input_token: int = 0,
+    output_token: int = -1,
+    kinds: Sequence[Kind] = KINDS,
+    store: ResultStore | None = None,
+    last_point: LastPoint = "final_norm",
+) -> tuple[list[dict[str, TokenCoupling]], list[dict[str, TokenCoupling]]]:
+    """:func:`token_coupling` at (l, l′) and its control l′ = l from one Jacobian pass.
+
+    The control expresses J^l in the singular vectors of J^l itself (``ref_layer`` replaced by
+    ``layer``). Its Jacobians are the rows of the main grid, so it needs no pass of its own:
+    this costs one pass over blocks l and l′, where two calls of :func:`token_coupling` cost
+    that plus a second pass over block l. Arguments as :func:`token_coupling`, with ``layer``
+    and ``ref_layer`` different blocks.
+
+    Returns:
+        (main, control): one dict per prompt each, kind -> :class:`TokenCoupling`; equal to
+        ``token_coupling(..., ref_layer=ref_layer)`` and ``token_coupling(..., ref_layer=layer)``.
+    """
+    results, kinds = _run(model, prompts, layer, ref_layer, k, input_token, output_token, kinds,
+                          store, last_point, control=True)
+    main = [{kind: TokenCoupling(kind, r[f"{kind}_pairs"], r[f"{kind}_A"]) for kind in kinds}
+            for r in results]
+    same = [{kind: TokenCoupling(kind, r[f"{kind}_pairs"], r[f"{kind}_A_same"]) for kind in kinds}
+            for r in results]
+    return main, same
 
 
 @dataclass(frozen=True)
@@ -268,3 +317,24 @@ def summarize(couplings: Sequence[TokenCoupling]) -> CouplingSummary:
     share = 1.0 - m**2
     return CouplingSummary(normalized=float(m.mean()), share=float(share.mean()),
                            share_cv=float(share.std() / share.mean()), n_tiles=int(m.size))
+
+
+def summarize_kinds(results: Sequence[Mapping[str, TokenCoupling]]) -> dict[str, CouplingSummary]:
+    """:func:`summarize` each kind of coupling over several prompts' results.
+
+    Args:
+        results: one dict per prompt, kind -> grid, as :func:`token_coupling` returns.
+
+    Returns:
+        kind -> summary pooled over the prompts, for the kinds of the first prompt, in order.
+    """
+    if not results:
+        raise LlmdynError("results is empty; pass at least one prompt's token_coupling result")
+    return {kind: summarize([r[kind] for r in results]) for kind in results[0]}
+
+
+def kind_shares(results: Sequence[Mapping[str, TokenCoupling]]) -> dict[str, np.ndarray]:
+    """Pooled ``[tile]`` diagonal shares (:func:`tile_shares`) of each kind over prompts."""
+    if not results:
+        raise LlmdynError("results is empty; pass at least one prompt's token_coupling result")
+    return {kind: tile_shares([r[kind] for r in results]) for kind in results[0]}
