@@ -56,6 +56,21 @@ def test_matches_finite_differences(tiny64):
             assert err < tol, (b, t1, t2, float(err))
 
 
+def test_forward_products_for_one_input_token_equal_reverse_products(tiny64):
+    # Pairs with one input token take d forward products (jvp); adding every diagonal pair
+    # makes inputs as many as outputs, so the same pairs come from reverse products (vjp).
+    n = encode(tiny64, SHORT).shape[1]
+    pairs = [(1, t2) for t2 in range(1, n)]
+    forward = block_jacobians(tiny64, SHORT, [0, 2], pairs=pairs, method="exact")
+    both = block_jacobians(tiny64, SHORT, [0, 2], pairs=pairs + [(t, t) for t in range(n)],
+                           method="exact")
+    # Different products, so equal only up to rounding: HF's RMSNorm and NeoX's softmax
+    # compute in float32 whatever the model dtype (see _fd_step_and_tolerance), so 1e-6 of
+    # the largest entry (about 10 float32 epsilons).
+    err = (forward - both[:, : len(pairs)]).abs().max()
+    assert err <= 1e-6 * both.abs().max()
+
+
 def test_own_position_route_equals_exact_route(tiny64):
     fast = block_jacobians(tiny64, SHORT, pairs="diagonal", method="own_position")
     exact = block_jacobians(tiny64, SHORT, pairs="diagonal", method="exact")

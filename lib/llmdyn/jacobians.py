@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
-from torch.func import vjp, vmap
+from torch.func import jvp, vjp, vmap
 from transformers import AttentionInterface
 
 from llmdyn import LlmdynError
@@ -126,7 +126,9 @@ def stack_jacobians(blocks: Sequence[Callable[..., Any]], calls: Sequence[BlockC
     """Exact J[i, p] = ∂ f_b(X)_{t2} / ∂ x_{t1} for ``b = layers[i]``, ``(t1, t2) = pairs[p]``.
 
     The model-agnostic core of :func:`block_jacobians`: a stack of residual blocks and the
-    arguments each received (:func:`record_block_calls`) suffice. Nothing here assumes causal
+    arguments each received (:func:`record_block_calls`) suffice. Costs d reverse products per
+    distinct output token t2, or d forward products per distinct input token t1 when those are
+    fewer (e.g. one t1 and every t2: fixed-input token coupling). Nothing here assumes causal
     attention; a bidirectional block (a ViT's) gives non-zero J for t1 > t2 too.
 
     Args:
@@ -141,13 +143,18 @@ def stack_jacobians(blocks: Sequence[Callable[..., Any]], calls: Sequence[BlockC
     Returns:
         ``[len(layers), len(pairs), d_model, d_model]`` (rows = output coordinates).
     """
+    inputs, outputs = sorted({t1 for t1, _ in pairs}), sorted({t2 for _, t2 in pairs})
     out = []
     for b in _progress(list(layers), desc=desc, enabled=progress):
-        x = calls[b].hidden.detach()
-        outputs = sorted({t2 for _, t2 in pairs})
-        rows = _rows_at_outputs(residual_map(blocks[b], calls[b]), x, outputs, chunk_size)
-        where = {t2: i for i, t2 in enumerate(outputs)}  # rows: (n_out, d, tok, d)
-        out.append(torch.stack([rows[where[t2], :, t1, :] for t1, t2 in pairs]))
+        x, f = calls[b].hidden.detach(), residual_map(blocks[b], calls[b])
+        if len(inputs) < len(outputs):  # d forward products per input token are fewer
+            cols = _columns_at_inputs(f, x, inputs, chunk_size)  # (n_in, d_in, tok, d_out)
+            where = {t1: i for i, t1 in enumerate(inputs)}
+            out.append(torch.stack([cols[where[t1], :, t2, :].T for t1, t2 in pairs]))
+        else:
+            rows = _rows_at_outputs(f, x, outputs, chunk_size)  # (n_out, d_out, tok, d_in)
+            where = {t2: i for i, t2 in enumerate(outputs)}
+            out.append(torch.stack([rows[where[t2], :, t1, :] for t1, t2 in pairs]))
     return torch.stack(out).detach()  # (layer, pair, d_model, d_model)
 
 
@@ -277,6 +284,22 @@ def _rows_at_outputs(f: Callable, x: torch.Tensor, outputs: list[int],
         basis[i, :, t2, :] = eye  # cotangent e_k at output position t2
     (rows,) = vmap(pullback, chunk_size=chunk_size)(basis.flatten(0, 1))  # (n*d, tok, d)
     return rows.view(len(outputs), d, n_tok, d)
+
+
+def _columns_at_inputs(f: Callable, x: torch.Tensor, inputs: list[int],
+                      chunk_size: int | None) -> torch.Tensor:
+    """∂f(x)/∂x_{t1} e_j for each t1 in ``inputs``: ``[len(inputs), d_model, tok, d_model]``.
+
+    Forward-mode products (``torch.func.jvp``, one per input coordinate): the Jacobians from
+    one input token to every output token, e.g. the fixed-input token coupling of paper A §3.1.
+    """
+    n_tok, d = x.shape
+    basis = torch.zeros(len(inputs), d, n_tok, d, dtype=x.dtype, device=x.device)
+    eye = torch.eye(d, dtype=x.dtype, device=x.device)
+    for i, t1 in enumerate(inputs):
+        basis[i, :, t1, :] = eye  # tangent e_j at input position t1
+    cols = vmap(lambda v: jvp(f, (x,), (v,))[1], chunk_size=chunk_size)(basis.flatten(0, 1))
+    return cols.view(len(inputs), d, n_tok, d)  # (n_in, d_in, tok, d_out)
 
 
 def _diagonal_blocks(f: Callable, x: torch.Tensor, chunk_size: int | None) -> torch.Tensor:

@@ -136,18 +136,18 @@ def _compute(model: LoadedModel, prompt: str, layers: list[int], kinds: Sequence
     n_tok = encode(model, prompt).shape[1]
     wanted = {kind: kind_pairs(kind, n_tok, input_token=input_token, output_token=output_token)
               for kind in kinds}
-    union = sorted({pair for pairs in wanted.values() for pair in pairs})
-    J = block_jacobians(model, prompt, layers, pairs=union, progress=False,
-                        last_point=last_point)  # [2|1, pair, d, d]
-    row, ref = J[0], J[-1]  # layer l and layer l′ (the same when l = l′)
-    where = {pair: i for i, pair in enumerate(union)}
     out = {}
     for kind, pairs in wanted.items():
-        idx = torch.tensor([where[p] for p in pairs])
-        out[f"{kind}_A"] = cross_coupling(row[idx], ref[idx], k).numpy()  # [tok, tok, k, k]
+        # One call per kind keeps each cheap: d products for all of a kind's pairs (every J_tt
+        # from own-position products, one t1 by forward products, one t2 by reverse products),
+        # where their union would cost d reverse products per token.
+        J = block_jacobians(model, prompt, layers, pairs=pairs, progress=False,
+                            last_point=last_point)  # [2|1, pair, d, d]
+        row, ref = J[0], J[-1]  # layer l and layer l′ (the same when l = l′)
+        out[f"{kind}_A"] = cross_coupling(row, ref, k).numpy()  # [tok, tok, k, k]
         out[f"{kind}_pairs"] = np.array(pairs, dtype=np.int64)  # [tok, 2]
         if control:  # l′ = l from the same Jacobians: no second pass over block l
-            out[f"{kind}_A_same"] = cross_coupling(row[idx], row[idx], k).numpy()
+            out[f"{kind}_A_same"] = cross_coupling(row, row, k).numpy()
     return out
 
 
