@@ -15,7 +15,6 @@ from typing import Any, NamedTuple
 import yaml
 
 from llmdyn import LlmdynError, __version__
-from llmdyn.models import PACKAGED, TINY_CONFIGS
 
 KERNEL = "llmdyn"
 REPO = Path(__file__).resolve().parents[2]  # lib/llmdyn/book.py -> repository root
@@ -390,6 +389,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "train-vit":
         return vit_suite.run_cli(args)
     if args.command == "models":
+        from llmdyn.models import PACKAGED, TINY_CONFIGS  # here: other commands skip transformers
+
         for name, entry in PACKAGED.items():
             print(f"{name:16s} {entry.description}")
         for name in TINY_CONFIGS:
