@@ -198,10 +198,10 @@ def token_coupling(
 ) -> list[dict[str, TokenCoupling]]:
     """Coupling across tokens at blocks l = ``layer`` and l′ = ``ref_layer``, cached per prompt.
 
-    One exact pass of block Jacobians per prompt serves every kind. Its cost is d_model reverse
-    products per block and per distinct output token t2: fixed-input coupling needs every
-    t2 >= t1, so it dominates (n − t1 output tokens), while self and fixed-output coupling reuse
-    those outputs.
+    Each kind costs d_model products per block and prompt, whatever the prompt's length: every
+    J_tt of self-coupling from own-position reverse products, every J_{t1 t2} of fixed-input
+    coupling from forward products at t1, every J_{t1 t2} of fixed-output coupling from reverse
+    products at t2 (:func:`llmdyn.jacobians.block_jacobians`).
 
     Args:
         model: a loaded model.
