@@ -11,7 +11,7 @@ Methods (each runs in a fresh subprocess, so ``ru_maxrss`` is that method's peak
   ``torch.autograd.functional.jacobian(vectorize=True)``.
 - ``own_position``: the library's exact method, ``llmdyn.jacobians.block_jacobians`` (default
   for ``pairs="diagonal"``).
-- ``topk``: the library's matrix-free ``llmdyn.truncated_svd.truncated_block_svd`` for K = 30,
+- ``topk``: the library's matrix-free ``llmdyn.jacobians.truncated_block_svd`` for K = 30,
   run to a subspace tolerance; ``topk_fixed`` is the same with its fixed default budget
   (``power_iters=2``, no tolerance).
 
@@ -60,7 +60,7 @@ def _peak_rss() -> float:
 
 def naive_block(model, calls, b: int, chunk_size: int | None = None) -> torch.Tensor:
     """(a) jacrev of f_b over the whole sequence: diagonal blocks ``[tok, d_model, d_model]``."""
-    from llmdyn.jacobians import block_residual
+    from llmdyn.jacobians.full import block_residual
 
     x = calls[b].hidden.detach()
     full = torch.func.jacrev(block_residual(model, b, calls[b]),
@@ -177,10 +177,10 @@ def _profile(fn, rows: int = 12) -> list[dict]:
 
 def worker(spec: dict) -> dict:
     """Run one method on one model; save its tensors; return timings and memory."""
-    from llmdyn.jacobians import block_jacobians, capture_block_calls
-    from llmdyn.models import load_model
+    from llmdyn.jacobians.full import block_jacobians, capture_block_calls
+    from llmdyn.jacobians.truncated import truncated_block_svd
+    from llmdyn.models.loading import load_model
     from llmdyn.trace import encode
-    from llmdyn.truncated_svd import truncated_block_svd
 
     torch.manual_seed(0)
     if spec.get("threads"):
@@ -280,7 +280,7 @@ def _rel_fro(a: torch.Tensor, ref: torch.Tensor) -> float:
 
 def agreement(results: dict, files: dict, k: int) -> dict:
     """Each method against (a); top-K subspaces against the exact SVDs of (a) and (c)."""
-    from llmdyn.truncated_svd import principal_angles
+    from llmdyn.jacobians.truncated import principal_angles
 
     ref_blocks = results["naive"]["blocks_measured"]
     ref = torch.load(files["naive"])["jac"].double()  # [layer_ab, tok, d_model, d_model]
@@ -344,7 +344,7 @@ def _default_layers(n_layers: int, n: int = 3) -> list[int]:
 
 def bench_model(name: str, args, tmp: Path) -> dict:
     """All methods on one model, then their agreement; prints one table."""
-    from llmdyn.models import load_model
+    from llmdyn.models.loading import load_model
 
     n_layers = load_model(name).n_layers
     layers = [b % n_layers for b in args.layers] if args.layers else _default_layers(n_layers)

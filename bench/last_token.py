@@ -7,7 +7,7 @@ shared machine slow both alike and the ratios stay fair):
   ``authors`` is the authors' route: block b's input swapped for a leaf, the whole model run with
   ``output_hidden_states=True``, and ``hidden_states[b+1][-1] - leaf[-1]`` pulled back against
   the d basis cotangents with ``torch.func.vjp`` + ``vmap`` (chunk size tuned). ``library`` is
-  ``llmdyn.step_jacobians.last_token_jacobians`` (chunk size tuned). The authors' route is
+  ``llmdyn.jacobians.last_token_jacobians`` (chunk size tuned). The authors' route is
   measured on a few blocks and extrapolated.
 - ``batched``: the measurement of chapters 05 and 09 (all blocks, K = 30, every coupling matrix and
   score, :func:`llmdyn.coupling.coupling_from_jacobians`) for a list of prompts, one prompt at a
@@ -53,8 +53,8 @@ def last_token_workload(model, spec: dict, gflops: float) -> dict:
     """Every block's J_nn for LONG_PROMPT: library (all blocks) and authors' route (a few)."""
     from jacobians import chunk_candidates, macs_per_vector, tune_chunk
 
-    from llmdyn.jacobians import capture_block_calls
-    from llmdyn.step_jacobians import last_token_jacobians
+    from llmdyn.jacobians.full import capture_block_calls
+    from llmdyn.jacobians.last_token import last_token_jacobians
     from llmdyn.trace import encode
 
     prompt, layers = spec.get("long_prompt") or LONG_PROMPT, spec["layers"]
@@ -105,9 +105,9 @@ def last_token_workload(model, spec: dict, gflops: float) -> dict:
 
 def batched_workload(model, spec: dict) -> dict:
     """Chapter 05/09's unit (all blocks, K, coupling scores) per prompt: a loop vs batches."""
-    from llmdyn import data
-    from llmdyn.coupling import coupling_from_jacobians
-    from llmdyn.step_jacobians import last_token_jacobians, last_token_jacobians_batched
+    from llmdyn.coupling.depth import coupling_from_jacobians
+    from llmdyn.data import prompts as data
+    from llmdyn.jacobians.last_token import last_token_jacobians, last_token_jacobians_batched
 
     named = [q.text for q in data.NAMED_PROMPTS.values()]
     prompts = (named * spec["n_prompts"])[: spec["n_prompts"]]  # repeated if too few

@@ -24,9 +24,9 @@ import torch
 import torch.nn.functional as F
 from transformers import GPTNeoXForCausalLM
 
-from llmdyn.suite import get_suite, gpt_neox_config, matmul_params
-from llmdyn.vit import ViT, ViTShape
-from llmdyn.vit_suite import get_grid
+from llmdyn.training.suite import get_suite, gpt_neox_config, matmul_params
+from llmdyn.vision.suite import get_grid
+from llmdyn.vision.vit import ViT, ViTShape
 
 
 def gemm_gflops(n: int = 1024, seconds: float = 2.0) -> float:

@@ -32,8 +32,8 @@ sys.path.insert(0, str(ROOT / "lib"))
 import torch  # noqa: E402
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
-from llmdyn import models  # noqa: E402
-from llmdyn.packaged import packaged_safetensors  # noqa: E402
+from llmdyn.models import loading as models  # noqa: E402
+from llmdyn.models.packaged import packaged_safetensors  # noqa: E402
 
 SEEDS = (0, 1, 2)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from llmdyn.models import load_model
+from llmdyn.models.loading import load_model
 
 TINY = ["tiny-gpt2", "tiny-llama", "tiny-neox", "tiny-gemma3"]
 FRANCE = "What is the capital of France? The capital is"

@@ -4,7 +4,7 @@ import importlib.util
 
 import pytest
 
-from llmdyn.book import REPO
+from llmdyn.book.build import REPO
 
 
 @pytest.fixture(scope="module")
@@ -88,8 +88,8 @@ def test_last_token_and_batched_sections(bench):
 def tiny_model_and_calls():
     import torch
 
-    from llmdyn.jacobians import capture_block_calls
-    from llmdyn.models import load_model
+    from llmdyn.jacobians.full import capture_block_calls
+    from llmdyn.models.loading import load_model
     from llmdyn.trace import encode
 
     model = load_model("tiny-llama", dtype=torch.float64)
@@ -101,8 +101,8 @@ def test_baseline_routes_agree_with_the_library(bench, tiny_model_and_calls, mon
     """The baselines the ratios are taken against compute the same Jacobians (float64, 1e-10)."""
     import sys
 
-    from llmdyn.jacobians import block_jacobians
-    from llmdyn.step_jacobians import last_token_jacobians
+    from llmdyn.jacobians.full import block_jacobians
+    from llmdyn.jacobians.last_token import last_token_jacobians
 
     monkeypatch.setitem(sys.modules, "jacobians", bench)  # last_token.py imports it by that name
     monkeypatch.syspath_prepend(str(REPO / "bench"))

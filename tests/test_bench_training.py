@@ -4,8 +4,8 @@ import importlib.util
 
 import pytest
 
-from llmdyn.book import REPO
-from llmdyn.suite import SUITES
+from llmdyn.book.build import REPO
+from llmdyn.training.suite import SUITES
 
 spec = importlib.util.spec_from_file_location("bench_training", REPO / "bench" / "training.py")
 bench = importlib.util.module_from_spec(spec)
@@ -32,7 +32,7 @@ def test_mfu_is_model_flops_over_peak():
 
 
 def test_vit_mfu_and_grid_time():
-    from llmdyn.vit_suite import GRIDS
+    from llmdyn.vision.suite import GRIDS
 
     grid = GRIDS["default"]
     row = {"grid": "default", "depth": 6, "d_model": 64, "tokens": 17, "batch_size": 128,

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from papermill.exceptions import PapermillExecutionError
 
-from llmdyn.book import REPO, build_html, chapters, run_chapter, stage
+from llmdyn.book.build import REPO, build_html, chapters, run_chapter, stage
 
 pytestmark = pytest.mark.slow
 

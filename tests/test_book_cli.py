@@ -7,8 +7,8 @@ import pytest
 import yaml
 
 from llmdyn import LlmdynError
-from llmdyn import book as book_module
-from llmdyn.book import REPO, chapter_list, chapters, main, run_chapter
+from llmdyn.book import build as book_module
+from llmdyn.book.build import REPO, chapter_list, chapters, main, run_chapter
 
 
 def _help(capsys, *argv) -> str:
@@ -64,7 +64,7 @@ def test_chapter_without_a_paper_line_is_named(tmp_path):
 @pytest.fixture
 def my_checkpoint(tmp_path, monkeypatch):
     """A tiny Llama saved with save_pretrained in ./my-checkpoint (the cwd is tmp_path)."""
-    from llmdyn.models import load_model
+    from llmdyn.models.loading import load_model
 
     monkeypatch.setenv("LLMDYN_CACHE", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)
@@ -77,7 +77,7 @@ def my_checkpoint(tmp_path, monkeypatch):
 def test_book_resolves_a_relative_checkpoint_path(my_checkpoint):
     resolve = getattr(book_module, "resolve_model", None)
     if resolve is None:
-        pytest.skip("llmdyn.book.resolve_model comes with main's book.py (h-reliability)")
+        pytest.skip("llmdyn.book.build.resolve_model comes with main's book.py (h-reliability)")
     assert resolve("./my-checkpoint") == str(my_checkpoint.resolve())
     assert resolve("smollm2-135m") == "smollm2-135m"
 

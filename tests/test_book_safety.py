@@ -5,8 +5,9 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from llmdyn import LlmdynError, book
-from llmdyn.book import MARKER, REPO, build_book, chapters, main
+from llmdyn import LlmdynError
+from llmdyn.book import build as book
+from llmdyn.book.build import MARKER, REPO, build_book, chapters, main
 
 
 @pytest.fixture

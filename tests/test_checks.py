@@ -6,13 +6,16 @@ import numpy as np
 import pytest
 import torch
 
-from llmdyn import LlmdynError, coupling, lens, regularity, token_coupling, trace
-from llmdyn.checks import choice, k_value, layer_indices, prompt_texts
-from llmdyn.data import Prompt
-from llmdyn.geometry import token_states
-from llmdyn.jacobians import block_jacobians
-from llmdyn.models import load_model
-from llmdyn.step_jacobians import last_token_jacobians
+from llmdyn import LlmdynError, trace
+from llmdyn.core.checks import choice, k_value, layer_indices, prompt_texts
+from llmdyn.coupling import depth as coupling
+from llmdyn.coupling import tokens as token_coupling
+from llmdyn.data.prompts import Prompt
+from llmdyn.jacobians.full import block_jacobians
+from llmdyn.jacobians.last_token import last_token_jacobians
+from llmdyn.models.loading import load_model
+from llmdyn.trajectories import lens, regularity
+from llmdyn.trajectories.geometry import token_states
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +90,7 @@ def test_unknown_method_is_refused(tiny):
 
 
 def test_k_one_is_refused_before_any_jacobian(tiny, monkeypatch):
-    from llmdyn import step_jacobians
+    from llmdyn.jacobians import last_token as step_jacobians
 
     monkeypatch.setattr(step_jacobians, "capture_last_step",
                         lambda *a: pytest.fail("Jacobians computed before the k check"))
@@ -98,7 +101,7 @@ def test_k_one_is_refused_before_any_jacobian(tiny, monkeypatch):
 
 
 def test_negative_layers_give_the_same_result_and_cache_entry(tiny):
-    from llmdyn.store import ResultStore
+    from llmdyn.core.store import ResultStore
 
     store = ResultStore(tiny.model_id, provenance=tiny.identity)
     neg = coupling.depth_coupling(tiny, ["hello there"], k=2, layers=[-1, -2], store=store)
@@ -143,7 +146,7 @@ def test_clear_errors_stay_clear(tiny, call, match):
 
 
 def test_topk_refuses_non_integer_layers(tiny):
-    from llmdyn.truncated_svd import truncated_block_svd, truncated_coupling_matrices
+    from llmdyn.jacobians.truncated import truncated_block_svd, truncated_coupling_matrices
 
     with pytest.raises(LlmdynError, match="integer block indices, got 1.7"):
         truncated_block_svd(tiny, "hello", [1.7], k=2)

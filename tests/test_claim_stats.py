@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from llmdyn import LlmdynError
-from llmdyn.claim_stats import (
+from llmdyn.phases.curves import (
     fraction_in_band,
     peak_position,
     phase_means_per_prompt,
@@ -40,7 +40,7 @@ def test_bad_shapes_and_boundaries():
 
 
 def test_rising_fraction_and_velocity_change():
-    from llmdyn.claim_stats import rising_fraction, velocity_change
+    from llmdyn.phases.curves import rising_fraction, velocity_change
 
     assert rising_fraction(np.array([[0.0, 1.0, 0.5, 2.0, 3.0]])) == 0.75
     hinge = np.concatenate([np.arange(6.0), 5 + 3 * np.arange(1, 7.0)])[None]  # slope 1 then 3
@@ -48,7 +48,7 @@ def test_rising_fraction_and_velocity_change():
 
 
 def test_velocity_gain_is_judged_against_a_reference():
-    from llmdyn.claim_stats import relative_velocity_change, velocity_gain_over
+    from llmdyn.phases.curves import relative_velocity_change, velocity_gain_over
 
     hinge = np.concatenate([np.arange(6.0), 5 + 3 * np.arange(1, 7.0)])[None]  # slope 1 then 3
     line = 2.0 * np.arange(12.0)[None]
@@ -65,7 +65,7 @@ def test_velocity_gain_is_judged_against_a_reference():
 
 
 def test_most_aligned_position():
-    from llmdyn.claim_stats import most_aligned_position
+    from llmdyn.phases.curves import most_aligned_position
 
     r = np.ones((2, 4, 4))
     r[:, 2, :] = 0.1  # block 3 of 4 is the most aligned with the others
@@ -75,8 +75,8 @@ def test_most_aligned_position():
 
 
 def test_inverse_depth_r2_gain_matches_the_ols_fit():
-    from llmdyn.claim_stats import inverse_depth_r2_gain, profile_correlation
-    from llmdyn.spectra import inverse_top_fit
+    from llmdyn.coupling.spectra import inverse_top_fit
+    from llmdyn.phases.curves import inverse_depth_r2_gain, profile_correlation
 
     rng = np.random.default_rng(0)
     exact = 1.0 / (1.0 + 0.5 * np.arange(1, 7.0))[None, :, None].repeat(2, 0)  # 1/σ₁ linear in l

@@ -8,10 +8,11 @@ import re
 import numpy as np
 import pytest
 
-from llmdyn import LlmdynError, bootstrap
-from llmdyn.book import REPO
-from llmdyn.claims import Claim, Measure, Rule, above, at_least, at_most, below, within
-from llmdyn.claims_render import glue_values, html_table, markdown_table, part_source, publish
+from llmdyn import LlmdynError
+from llmdyn.book.build import REPO
+from llmdyn.claims.claim import Claim, Measure, Rule, above, at_least, at_most, below, within
+from llmdyn.claims.render import glue_values, html_table, markdown_table, part_source, publish
+from llmdyn.stats import bootstrap
 
 # --- bootstrap: known answers ---------------------------------------------------------------
 
@@ -248,8 +249,8 @@ def test_part_source_pastes_from_its_own_chapter():
 # --- the scorecard paste, end to end (papermill + Jupyter Book) --------------------------------
 
 CHAPTER_CELL = """
-from llmdyn.claims import Claim, Measure, at_least
-from llmdyn.claims_render import publish
+from llmdyn.claims.claim import Claim, Measure, at_least
+from llmdyn.claims.render import publish
 publish([Claim("coupled", "A", "§5.1", "Blocks couple", "diagonal tiles",
                Measure.ratio({a}, [1.0, 1, 1], "share ratio", unit="×"), at_least(2))])
 """
@@ -259,7 +260,7 @@ def _mini_book(root, values):
     """A two-page book: one executed chapter gluing a claim, one page pasting its table."""
     import nbformat
 
-    from llmdyn.book import build_html, run_chapter
+    from llmdyn.book.build import build_html, run_chapter
 
     (root / "book" / "parts").mkdir(parents=True)
     (root / "_config.yml").write_text('title: t\nonly_build_toc_files: true\nexecute:\n'

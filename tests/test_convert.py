@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from llmdyn import LlmdynError, convert, packaged
-from llmdyn.convert import MANIFEST, verify_converted
-from llmdyn.models import PACKAGED, PackagedModel, load_model
+from llmdyn import LlmdynError
+from llmdyn.models import convert, packaged
+from llmdyn.models.convert import MANIFEST, verify_converted
+from llmdyn.models.loading import PACKAGED, PackagedModel, load_model
 
 GGUF_BYTES = b"not really a gguf, the conversion is simulated"
 
@@ -148,8 +149,9 @@ CHILD = """
 import sys, torch
 torch.set_num_threads(1)
 from pathlib import Path
-from llmdyn import convert, packaged
-from llmdyn.models import PACKAGED, PackagedModel, load_model
+from llmdyn.models import convert
+from llmdyn.models import packaged
+from llmdyn.models.loading import PACKAGED, PackagedModel, load_model
 gguf, sha, calls = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
 PACKAGED["fake"] = PackagedModel("fake", "pip install fake==1", "fake.gguf", sha, "test")
 packaged._packaged_gguf = lambda spec: gguf
@@ -200,7 +202,7 @@ def test_altered_assembled_gemma_gguf_is_reassembled(tmp_path, monkeypatch):
 
 
 def test_converted_files_are_hashed_once_not_again_on_load(fake_packaged, monkeypatch):
-    from llmdyn import modelfiles
+    from llmdyn.models import files as modelfiles
 
     hashed = []
     real = modelfiles.sha256_of

@@ -4,7 +4,8 @@ import tarfile
 import numpy as np
 import pytest
 
-from llmdyn import LlmdynError, corpus
+from llmdyn import LlmdynError
+from llmdyn.training import corpus
 from tests.helpers import write_corpus
 
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from llmdyn.coupling import coupling_from_jacobians
-from llmdyn.coupling_summary import prompt_scores
+from llmdyn.coupling.depth import coupling_from_jacobians
+from llmdyn.coupling.summary import prompt_scores
 
 
 def test_no_coupling_at_initialisation_measure_has_known_answers():

@@ -3,8 +3,8 @@ import pytest
 import torch
 
 from llmdyn import LlmdynError
-from llmdyn.coupling import DepthCoupling, coupling_from_jacobians
-from llmdyn.coupling_summary import (
+from llmdyn.coupling.depth import DepthCoupling, coupling_from_jacobians
+from llmdyn.coupling.summary import (
     adjacency_weights,
     authors_split,
     chance_strength,

@@ -1,4 +1,4 @@
-"""Tests for llmdyn.data: packaged prompt suites, formats, sampling and input checks."""
+"""Tests for llmdyn.data.prompts: packaged prompt suites, formats, sampling and input checks."""
 
 import importlib.util
 import sys
@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from llmdyn import LlmdynError
-from llmdyn import data as D
+from llmdyn.data import prompts as D
 
 HAS_PYARROW = importlib.util.find_spec("pyarrow") is not None
 needs_pyarrow = pytest.mark.skipif(not HAS_PYARROW, reason="pyarrow is not installed")
@@ -212,7 +212,7 @@ def test_bad_input(call, match):
 
 
 def test_shorten_prompt_keeps_the_end_from_a_sentence_start():
-    from llmdyn.data import Prompt, shorten_prompt
+    from llmdyn.data.prompts import Prompt, shorten_prompt
 
     text = "First sentence here. Second one is kept. The answer is:"
     assert shorten_prompt(text, None) == text and shorten_prompt(text, 100) == text

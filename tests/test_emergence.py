@@ -2,19 +2,19 @@ import numpy as np
 import pytest
 
 from llmdyn import LlmdynError, metrics
-from llmdyn.checkpoints import Checkpoint, by_run, suite_checkpoints
-from llmdyn.emergence import (
+from llmdyn.core.store import ResultStore
+from llmdyn.models.loading import load_model
+from llmdyn.phases.boundary import window_that_fits
+from llmdyn.trace import trajectory
+from llmdyn.training.checkpoints import Checkpoint, by_run, suite_checkpoints
+from llmdyn.training.emergence import (
     _trajectory_scores,
     half_rise_step,
     measure_checkpoint,
     measure_checkpoints,
 )
-from llmdyn.models import load_model
-from llmdyn.phases import window_that_fits
-from llmdyn.regularity import with_final_norm
-from llmdyn.store import ResultStore
-from llmdyn.suite import SUITES, train_suite
-from llmdyn.trace import trajectory
+from llmdyn.training.suite import SUITES, train_suite
+from llmdyn.trajectories.regularity import with_final_norm
 from tests.helpers import write_corpus
 
 PROMPTS = ["the whale sailed to the harbour", "congress made a new law for the union"]

@@ -11,8 +11,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
 import pytest  # noqa: E402
 
-from llmdyn import LlmdynError, __version__, buildfacts, figures, gallery  # noqa: E402
-from llmdyn.book import REPO, chapters  # noqa: E402
+from llmdyn import LlmdynError, __version__  # noqa: E402
+from llmdyn.book import buildfacts, figures, gallery
+from llmdyn.book.build import REPO, chapters  # noqa: E402
 from llmdyn.plots import output  # noqa: E402
 
 SHOWN = re.compile(r'plots\.show\("([^"]+)"')
@@ -191,7 +192,7 @@ def test_build_facts_refuse_an_unfinished_chapter(tmp_path):
 
 @pytest.mark.parametrize("with_gallery", [True, False])
 def test_the_gallery_is_written_only_for_a_book_that_has_its_page(tmp_path, with_gallery):
-    from llmdyn.book import write_generated
+    from llmdyn.book.build import write_generated
 
     shutil.copy(REPO / "_config.yml", tmp_path / "_config.yml")
     toc = (REPO / "_toc.yml").read_text()

@@ -5,9 +5,10 @@ import pandas as pd
 import pytest
 import torch
 
-from llmdyn import LlmdynError, stats
-from llmdyn import generalization as gen
-from llmdyn.models import load_model
+from llmdyn import LlmdynError
+from llmdyn.models.loading import load_model
+from llmdyn.stats import regression as stats
+from llmdyn.training import generalization as gen
 
 
 def test_model_facts_join_scores_and_shapes():

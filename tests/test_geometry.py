@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 
 from llmdyn import LlmdynError
-from llmdyn.geometry import (
+from llmdyn.core.store import ResultStore
+from llmdyn.trace import trajectory
+from llmdyn.trajectories.geometry import (
     DepthProfile,
     depth_profile,
     last_step_ratio,
@@ -15,8 +17,6 @@ from llmdyn.geometry import (
     token_states,
     trajectory_summary,
 )
-from llmdyn.store import ResultStore
-from llmdyn.trace import trajectory
 from tests.conftest import FRANCE
 
 PROMPTS = [FRANCE, "United States of", "What month was I born in?"]
@@ -113,7 +113,7 @@ def test_trajectory_summary_known_answers():
 
 
 def test_seed_mean_averages_prompt_by_prompt():
-    from llmdyn.geometry import DepthProfile, seed_mean
+    from llmdyn.trajectories.geometry import DepthProfile, seed_mean
 
     ones = np.ones((2, 5))
     a = DepthProfile(ones, np.where([0, 1, 1, 1, 0], 2.0, np.nan) * ones, ones, 3)

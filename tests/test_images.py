@@ -5,7 +5,8 @@ import gzip
 import numpy as np
 import pytest
 
-from llmdyn import LlmdynError, images
+from llmdyn import LlmdynError
+from llmdyn.vision import images
 
 
 def write_idx(path, array, *, gz=True):

@@ -2,8 +2,9 @@ import pytest
 import torch
 from torch.func import vmap
 
-from llmdyn import LlmdynError, jacobians
-from llmdyn.jacobians import block_jacobians, block_residual, capture_block_calls
+from llmdyn import LlmdynError
+from llmdyn.jacobians import full as jacobians
+from llmdyn.jacobians.full import block_jacobians, block_residual, capture_block_calls
 from llmdyn.metrics import svd_sorted
 from llmdyn.trace import encode
 from tests.conftest import FRANCE
@@ -121,7 +122,7 @@ def test_own_position_refuses_off_diagonal_pairs(tiny64):
 
 
 def test_non_finite_jacobian_is_refused():
-    from llmdyn.models import load_model
+    from llmdyn.models.loading import load_model
 
     model = load_model("tiny-llama")
     with torch.no_grad():

@@ -17,7 +17,7 @@ import nbformat
 import pytest
 
 from llmdyn import LlmdynError
-from llmdyn.lab import KERNEL, lab_command
+from llmdyn.book.lab import KERNEL, lab_command
 
 REPO_NOTEBOOKS = lab_command.__kwdefaults__["root"]
 

@@ -5,10 +5,10 @@ import pytest
 import torch
 
 from llmdyn import metrics
-from llmdyn.lens import lens_entropy
-from llmdyn.models import load_model
-from llmdyn.store import ResultStore
+from llmdyn.core.store import ResultStore
+from llmdyn.models.loading import load_model
 from llmdyn.trace import encode, logit_lens, trajectory
+from llmdyn.trajectories.lens import lens_entropy
 from tests.conftest import FRANCE
 
 PROMPTS = [FRANCE, "United States of", "What month was I born in?"]
@@ -31,7 +31,7 @@ def test_lens_entropy_matches_the_logit_lens(tiny64, tmp_path):
 
 
 def test_top_text():
-    from llmdyn.lens import top_text
+    from llmdyn.trajectories.lens import top_text
 
     assert top_text(["Paris", "the", "a", "x"], np.array([0.861, 0.02, 0.01, 0.0])) == \
         "‘Paris’ 0.86, ‘the’ 0.02, ‘a’ 0.01"
@@ -39,7 +39,7 @@ def test_top_text():
 
 def test_readout_with_mismatched_fields_raises():
     from llmdyn import LlmdynError
-    from llmdyn.lens import LensReadout
+    from llmdyn.trajectories.lens import LensReadout
 
     with pytest.raises(LlmdynError, match="LensReadout fields disagree"):
         LensReadout(np.zeros(3), np.zeros((3, 2), int), np.zeros((3, 2)), np.zeros(3),

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from llmdyn import LlmdynError
-from llmdyn.linearization import (
+from llmdyn.jacobians.linearization import (
     cosine,
     linearization_check,
     perturbed_last_states,
@@ -81,7 +81,7 @@ def test_one_step_check_at_the_first_block_equals_the_product(tiny64):
 
 
 def test_precomputed_jacobians_give_the_same_result(tiny64):
-    from llmdyn.step_jacobians import last_token_jacobians
+    from llmdyn.jacobians.last_token import last_token_jacobians
 
     J = last_token_jacobians(tiny64, FRANCE)
     a = linearization_check(tiny64, FRANCE, [0.1], n_draws=2, seed=3)
@@ -95,7 +95,7 @@ def test_check_with_mismatched_fields_raises():
     import numpy as np
 
     from llmdyn import LlmdynError
-    from llmdyn.linearization import LinearizationCheck
+    from llmdyn.jacobians.linearization import LinearizationCheck
 
     z = np.zeros((2, 3, 4))
     with pytest.raises(LlmdynError, match="LinearizationCheck fields disagree"):

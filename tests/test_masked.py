@@ -9,7 +9,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from llmdyn import LlmdynError, claim_stats, geometry, masked, phases, plots  # noqa: E402
+from llmdyn import LlmdynError, plots  # noqa: E402
+from llmdyn.core import masked
+from llmdyn.phases import boundary as phases
+from llmdyn.phases import curves as claim_stats
+from llmdyn.trajectories import geometry
 
 
 def test_columns_match_numpy_on_valid_columns_and_stay_nan_elsewhere():

@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 
 from llmdyn import LlmdynError
-from llmdyn.book import main
-from llmdyn.coupling import depth_coupling, diagonal_share, offdiagonal_mean
-from llmdyn.data import sample_leaderboard
-from llmdyn.measure import (
+from llmdyn.book.build import main
+from llmdyn.coupling.depth import depth_coupling, diagonal_share, offdiagonal_mean
+from llmdyn.data.prompts import sample_leaderboard
+from llmdyn.models.loading import load_model
+from llmdyn.sweep.measure import (
     FORMAT,
     MeasureParams,
     measure_coupling,
@@ -16,7 +17,6 @@ from llmdyn.measure import (
     result_path,
     write_result,
 )
-from llmdyn.models import load_model
 
 SMALL = MeasureParams(k=4, n_per_task=2, tasks=("gsm8k", "arc_challenge"), max_chars=40)
 

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from llmdyn import LlmdynError
-from llmdyn.models import ARCHITECTURES, TINY_CONFIGS, known_models, load_model
+from llmdyn.models.loading import ARCHITECTURES, TINY_CONFIGS, known_models, load_model
 from tests.conftest import FRANCE
 
 
@@ -100,7 +100,7 @@ def test_local_model_is_keyed_by_content_of_its_weights(checkpoint):
 
 
 def test_overwritten_checkpoint_recomputes_not_reads_stale(checkpoint):
-    from llmdyn.store import ResultStore
+    from llmdyn.core.store import ResultStore
 
     def norm(m):
         ids = m.tokenizer("hello", return_tensors="pt").input_ids
@@ -128,7 +128,7 @@ def test_untrained_twin_of_checkpoints_shares_a_key_across_steps(checkpoint, tmp
 
 
 def test_file_hash_is_remembered_until_the_file_changes(checkpoint, monkeypatch):
-    from llmdyn import modelfiles
+    from llmdyn.models import files as modelfiles
 
     load_model(str(checkpoint))
     calls = []
@@ -142,7 +142,7 @@ def test_file_hash_is_remembered_until_the_file_changes(checkpoint, monkeypatch)
 
 
 def test_hub_model_is_keyed_by_resolved_commit(monkeypatch):
-    from llmdyn import models
+    from llmdyn.models import loading as models
 
     tiny = load_model("tiny-gpt2")
     tiny.hf.config._commit_hash = "0123456789abcdef"
@@ -209,7 +209,7 @@ def test_cuda_without_gpu_is_a_clear_error(monkeypatch):
 
 def test_same_checkpoint_by_relative_or_absolute_path_shares_cached_results(checkpoint,
                                                                            monkeypatch):
-    from llmdyn.store import ResultStore
+    from llmdyn.core.store import ResultStore
 
     monkeypatch.chdir(checkpoint.parent)
     rel, absolute = load_model("./step100"), load_model(str(checkpoint))
@@ -222,7 +222,7 @@ def test_same_checkpoint_by_relative_or_absolute_path_shares_cached_results(chec
 
 
 def test_local_gguf_key_is_short(tmp_path, monkeypatch):
-    from llmdyn import packaged
+    from llmdyn.models import packaged
 
     gguf = tmp_path / "My Model.Q4.gguf"
     gguf.write_bytes(b"gguf")
@@ -241,7 +241,7 @@ def test_local_gguf_key_is_short(tmp_path, monkeypatch):
 
 
 def test_store_and_load_each(tmp_path):
-    from llmdyn.models import load_each
+    from llmdyn.models.loading import load_each
 
     seen = [(name, kind, m.untrained, m.store(tmp_path).model_id)
             for name, kind, m in load_each(["tiny-llama"], seed=3)]
@@ -253,7 +253,7 @@ def test_store_and_load_each(tmp_path):
 
 
 def test_load_twins_gives_one_seeded_twin_per_seed(tmp_path):
-    from llmdyn.models import load_twins
+    from llmdyn.models.loading import load_twins
 
     seen = [(seed, m.untrained, m.identity["untrained_seed"], m.store(tmp_path).model_id)
             for seed, m in load_twins("tiny-llama", [4, 7])]

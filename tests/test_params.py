@@ -1,7 +1,7 @@
 import pytest
 
 from llmdyn import LlmdynError
-from llmdyn.params import DepthCouplingParams
+from llmdyn.book.params import DepthCouplingParams
 
 
 def test_defaults_are_valid():
@@ -30,7 +30,7 @@ def test_bad_values(field, value):
 
 
 def test_depth_coupling_compare_models_skip_the_primary():
-    from llmdyn.params import DepthCouplingParams as P
+    from llmdyn.book.params import DepthCouplingParams as P
 
     assert P().compared() == ["gemma3-270m"]
     assert P(model="gemma3-270m").compared() == []
@@ -44,7 +44,7 @@ def test_depth_coupling_compare_models_skip_the_primary():
     ("noise_levels", ["0.1"], "notebook parameter 'noise_levels'"),
 ])
 def test_spectra_prompts_params(field, value, match):
-    from llmdyn.params import SpectraPromptsParams
+    from llmdyn.book.params import SpectraPromptsParams
 
     assert SpectraPromptsParams().compared() == ["gemma3-270m"]
     with pytest.raises(LlmdynError, match=match):
@@ -81,7 +81,7 @@ def test_blocks_resolve_negatives_once_and_check_the_depth():
     assert DepthCouplingParams().blocks("layers", 12, drop_missing=True) == [8, 9, 10, 11]
     with pytest.raises(LlmdynError, match="distinct"):
         DepthCouplingParams(layers=[3, -1]).blocks("layers", 4)
-    from llmdyn.params import TokenCouplingParams
+    from llmdyn.book.params import TokenCouplingParams
 
     assert TokenCouplingParams(layer=-2).block("layer", 30) == 28
     with pytest.raises(LlmdynError, match="'ref_layer' must be a block"):
@@ -89,7 +89,7 @@ def test_blocks_resolve_negatives_once_and_check_the_depth():
 
 
 def test_shared_bases_give_models_and_checks_once():
-    from llmdyn.params import JacobianAlignmentParams, UncertaintyParams
+    from llmdyn.book.params import JacobianAlignmentParams, UncertaintyParams
 
     assert UncertaintyParams(compare_models=["smollm2-135m", "x", "x"]).models() == \
         ["smollm2-135m", "x"]
@@ -114,7 +114,7 @@ def test_chapter_rejects_bad_parameters_before_any_work(tmp_path, extra, message
     import yaml
     from papermill.exceptions import PapermillExecutionError
 
-    from llmdyn.book import REPO, run_chapter
+    from llmdyn.book.build import REPO, run_chapter
 
     smoke = yaml.safe_load((REPO / "tests" / "smoke" / "05_depth_coupling.yaml").read_text())
     with pytest.raises(PapermillExecutionError) as err:
@@ -130,7 +130,7 @@ def test_parameters_render_as_a_table():
 
 
 def test_lens_parameter_of_paper_b_chapters():
-    from llmdyn.params import JacobianAlignmentParams, UncertaintyParams
+    from llmdyn.book.params import JacobianAlignmentParams, UncertaintyParams
 
     assert UncertaintyParams().lens == "paper" and UncertaintyParams().other_lens() == "normed"
     assert JacobianAlignmentParams(lens="normed").other_lens() == "paper"
@@ -144,7 +144,7 @@ def test_lens_parameter_of_paper_b_chapters():
     ("DepthCouplingParams", [], False), ("DepthCouplingParams", [4], True),
 ])
 def test_twin_seeds_are_distinct_and_empty_only_where_twins_are_optional(cls, seeds, ok):
-    import llmdyn.params as params
+    import llmdyn.book.params as params
 
     make = getattr(params, cls)
     if ok:
@@ -163,9 +163,9 @@ def test_twin_seeds_are_distinct_and_empty_only_where_twins_are_optional(cls, se
     ({"n_seed_prompts": 0}, "notebook parameter 'n_seed_prompts' must be >= 1"),
 ])
 def test_extra_twin_seeds_are_checked(cls_name, extra, match):
-    import llmdyn.params
+    import llmdyn.book.params
 
-    cls = getattr(llmdyn.params, cls_name)
+    cls = getattr(llmdyn.book.params, cls_name)
     assert cls().extra_twin_seeds == [1, 2] and cls(extra_twin_seeds=[]).extra_twin_seeds == []
     with pytest.raises(LlmdynError, match=match):
         cls(**extra)

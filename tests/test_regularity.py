@@ -5,17 +5,17 @@ import pytest
 import torch
 
 from llmdyn import LlmdynError
-from llmdyn.models import load_model
-from llmdyn.params import RegularityParams
-from llmdyn.regularity import (
+from llmdyn.book.params import RegularityParams
+from llmdyn.core.store import ResultStore
+from llmdyn.models.loading import load_model
+from llmdyn.trace import trajectory
+from llmdyn.trajectories.regularity import (
     Regularity,
     alpha_profiles,
     per_prompt,
     regularity,
     trajectory_regularity,
 )
-from llmdyn.store import ResultStore
-from llmdyn.trace import trajectory
 
 PROMPTS = ["The capital is", "Hello there"]
 
@@ -85,7 +85,7 @@ def test_regularity_caches_both_conventions(tiny, monkeypatch):
     def fail(*args, **kwargs):
         raise AssertionError("recomputed a cached prompt")
 
-    monkeypatch.setattr("llmdyn.regularity.trajectory", fail)
+    monkeypatch.setattr("llmdyn.trajectories.regularity.trajectory", fail)
     again = regularity(tiny, PROMPTS, store=store, progress=False)
     np.testing.assert_array_equal(first[1].step_cv, again[1].step_cv)
     regularity(tiny, PROMPTS, store=store, last_point="block_output", progress=False)
@@ -123,7 +123,7 @@ def test_per_prompt_known_answers():
         per_prompt([a], "norm")
     with pytest.raises(LlmdynError, match="reduce"):
         per_prompt([a], "lss", reduce="max")
-    from llmdyn.regularity import series
+    from llmdyn.trajectories.regularity import series
 
     results = {"m": {"trained": {"final_norm": [a, b]}, "untrained": {"final_norm": [b]}}}
     got = series(results, ["m"], "lss")

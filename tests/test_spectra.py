@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from llmdyn import LlmdynError
-from llmdyn.spectra import depth_axis, inverse_top_fit, power_law_fit
+from llmdyn.coupling.spectra import depth_axis, inverse_top_fit, power_law_fit
 
 
 def _spectra(top):

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from llmdyn.claims_render import split_grid
-from llmdyn.phases import PhaseBoundary, PhaseSplit
-from llmdyn.thought_fixation import contrast_claims, table1_claims
+from llmdyn.claims.render import split_grid
+from llmdyn.phases.boundary import PhaseBoundary, PhaseSplit
+from llmdyn.phases.contrast import contrast_claims, table1_claims
 
 L = 12
 

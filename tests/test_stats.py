@@ -3,7 +3,7 @@ import pytest
 import statsmodels.api as sm
 
 from llmdyn import LlmdynError
-from llmdyn.stats import (
+from llmdyn.stats.regression import (
     exponential_fit,
     ols,
     ols_or_none,

@@ -2,9 +2,9 @@ import pytest
 import torch
 
 from llmdyn import LlmdynError
-from llmdyn.coupling import depth_coupling
-from llmdyn.jacobians import block_jacobians
-from llmdyn.step_jacobians import FrozenPrefix, last_token_jacobians
+from llmdyn.coupling.depth import depth_coupling
+from llmdyn.jacobians.full import block_jacobians
+from llmdyn.jacobians.last_token import FrozenPrefix, last_token_jacobians
 from tests.conftest import FRANCE
 
 # Longer than tiny Gemma 3's sliding window (4), so the window trimming is exercised.
@@ -43,7 +43,7 @@ def test_frozen_prefix_never_grows():
 
 
 def test_depth_coupling_last_token_matches_exact_jacobians(tiny64):
-    from llmdyn.coupling import coupling_from_jacobians
+    from llmdyn.coupling.depth import coupling_from_jacobians
 
     (fast,) = depth_coupling(tiny64, ["Hi, you there"], k=4)
     J = block_jacobians(tiny64, "Hi, you there", pairs="last", method="exact", progress=False)
@@ -59,7 +59,7 @@ BATCH = ["Hi, you there", "x", FRANCE, "Hi, you there"]
 
 @pytest.mark.parametrize("per", [1, 3, 4])
 def test_batched_equals_one_prompt_at_a_time(tiny64, per):
-    from llmdyn.step_jacobians import last_token_jacobians_batched
+    from llmdyn.jacobians.last_token import last_token_jacobians_batched
 
     one = torch.stack([last_token_jacobians(tiny64, p) for p in BATCH])
     many = last_token_jacobians_batched(tiny64, BATCH, prompts_per_batch=per)
@@ -69,8 +69,8 @@ def test_batched_equals_one_prompt_at_a_time(tiny64, per):
 
 
 def test_batched_float32_within_1e6():
-    from llmdyn.models import load_model
-    from llmdyn.step_jacobians import last_token_jacobians_batched
+    from llmdyn.jacobians.last_token import last_token_jacobians_batched
+    from llmdyn.models.loading import load_model
 
     model = load_model("tiny-llama", seed=0)
     assert model.hf.dtype == torch.float32
@@ -80,7 +80,7 @@ def test_batched_float32_within_1e6():
 
 
 def test_batched_bad_arguments_raise(tiny64):
-    from llmdyn.step_jacobians import last_token_jacobians_batched
+    from llmdyn.jacobians.last_token import last_token_jacobians_batched
 
     with pytest.raises(LlmdynError, match="prompts must be"):
         last_token_jacobians_batched(tiny64, FRANCE)
@@ -89,9 +89,9 @@ def test_batched_bad_arguments_raise(tiny64):
 
 
 def test_depth_coupling_batches_prompts_and_caches_each(tiny64, tmp_path, monkeypatch):
-    from llmdyn import coupling
-    from llmdyn.coupling import coupling_from_jacobians
-    from llmdyn.store import ResultStore
+    from llmdyn.core.store import ResultStore
+    from llmdyn.coupling import depth as coupling
+    from llmdyn.coupling.depth import coupling_from_jacobians
 
     monkeypatch.setattr(coupling, "PROMPTS_PER_BATCH", 2)
     prompts = ["x", FRANCE, "Hi, you there", FRANCE]  # two batches and a repeated prompt
@@ -112,7 +112,7 @@ def test_depth_coupling_batches_prompts_and_caches_each(tiny64, tmp_path, monkey
 def test_constant_matmul_batches_into_rows_and_differentiates():
     from torch.func import vjp, vmap
 
-    from llmdyn.step_attention import _ConstantMatmul
+    from llmdyn.jacobians.attention import _ConstantMatmul
 
     g = torch.Generator().manual_seed(0)
     x = torch.randn(2, 3, 1, 5, dtype=torch.float64, generator=g)  # (P, h, 1, tok)
@@ -127,7 +127,7 @@ def test_constant_matmul_batches_into_rows_and_differentiates():
 
 
 def test_frozen_prefix_attention_equals_the_concatenated_cache(tiny64, monkeypatch):
-    from llmdyn import step_jacobians
+    from llmdyn.jacobians import last_token as step_jacobians
 
     if not step_jacobians.supports_frozen_prefix(tiny64):
         pytest.skip("this architecture keeps the concatenated cache")

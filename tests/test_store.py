@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from llmdyn import LlmdynError
-from llmdyn.store import ResultStore, params_hash, safe_name
+from llmdyn.core.store import ResultStore, params_hash, safe_name
 
 PARAMS = {"layers": (0, 1, 2), "k": 8, "scale": np.float32(0.5), "mode": "exact"}
 
@@ -253,7 +253,7 @@ def test_other_model_identity_under_the_same_id_recomputes(store, tmp_path):
 
 
 def test_result_of_other_library_code_is_not_read_back(store, monkeypatch):
-    from llmdyn import store as store_module
+    from llmdyn.core import store as store_module
 
     store.cached("jac", PARAMS, "p0", Counter())
     monkeypatch.setattr(store_module, "_CODE_HASH", "a-changed-metric")
@@ -265,10 +265,10 @@ def test_result_of_other_library_code_is_not_read_back(store, monkeypatch):
 
 
 def test_code_hash_covers_metrics_but_not_plots():
-    from llmdyn.store import code_hash
+    from llmdyn.core.store import code_hash
 
     assert len(code_hash()) == 12
-    from llmdyn import store as store_module
+    from llmdyn.core import store as store_module
 
     assert "metrics.py" not in store_module._PRESENTATION
     assert "plots.py" in store_module._PRESENTATION
@@ -309,7 +309,7 @@ def test_sigkill_mid_write_leaves_nothing_after_the_next_open(tmp_path):
 
     child = (
         "import os, signal, numpy as np\n"
-        "from llmdyn.store import ResultStore\n"
+        "from llmdyn.core.store import ResultStore\n"
         "os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)\n"
         f"ResultStore('m', root={str(tmp_path)!r}).save('jac', {{}}, 'p0', "
         "{'value': np.zeros((512, 512))})\n")

@@ -5,8 +5,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from llmdyn import LlmdynError, suite, training
-from llmdyn.models import load_model
+from llmdyn import LlmdynError
+from llmdyn.models.loading import load_model
+from llmdyn.training import loop as training
+from llmdyn.training import suite
 from tests.helpers import write_corpus
 
 TINY = suite.SUITES["tiny"]

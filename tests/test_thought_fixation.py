@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 from llmdyn import LlmdynError
-from llmdyn.phases import PhaseSplit
-from llmdyn.thought_fixation import (
+from llmdyn.phases.boundary import PhaseSplit
+from llmdyn.phases.contrast import (
     PAPER_TABLE1,
     alignment_means,
     alignment_profile,
@@ -40,8 +40,8 @@ def test_boundary_is_checked(boundary):
 
 
 def test_table1_claims_agree_on_a_paper_like_model():
-    from llmdyn.claim_stats import phase_means_per_prompt
-    from llmdyn.claims import Claim, Measure, below
+    from llmdyn.claims.claim import Claim, Measure, below
+    from llmdyn.phases.curves import phase_means_per_prompt
 
     L = 8  # Thought: layers 0-4, Fixation 5-8
     depth = np.arange(L + 1)

@@ -5,11 +5,9 @@ import pytest
 import torch
 
 from llmdyn import LlmdynError, metrics
-from llmdyn.jacobians import block_jacobians
-from llmdyn.models import load_model
-from llmdyn.params import TokenCouplingParams
-from llmdyn.store import ResultStore
-from llmdyn.token_coupling import (
+from llmdyn.book.params import TokenCouplingParams
+from llmdyn.core.store import ResultStore
+from llmdyn.coupling.tokens import (
     KINDS,
     CouplingSummary,
     TokenCoupling,
@@ -22,6 +20,8 @@ from llmdyn.token_coupling import (
     token_coupling,
     token_coupling_with_control,
 )
+from llmdyn.jacobians.full import block_jacobians
+from llmdyn.models.loading import load_model
 
 PROMPT = "The capital is"  # 14 tokens with the tiny byte tokenizer
 
@@ -223,7 +223,7 @@ def test_token_coupling_is_cached_per_prompt(tiny, monkeypatch):
     def fail(*args, **kwargs):
         raise AssertionError("recomputed a cached prompt")
 
-    monkeypatch.setattr("llmdyn.token_coupling.block_jacobians", fail)
+    monkeypatch.setattr("llmdyn.coupling.tokens.block_jacobians", fail)
     again = token_coupling(tiny, [PROMPT, "Hi"], **kw)
     for a, b in zip(first, again, strict=True):
         np.testing.assert_array_equal(a["fixed_output"].A, b["fixed_output"].A)

@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 from llmdyn import LlmdynError
-from llmdyn.emergence import CheckpointProfile, RunSeries, spread_steps
-from llmdyn.training_summary import emergence_timing, endpoints, suite_table
+from llmdyn.training.emergence import CheckpointProfile, RunSeries, spread_steps
+from llmdyn.training.summary import emergence_timing, endpoints, suite_table
 
 
 def _profile(share: float, n_prompts: int = 3, layers: int = 2) -> CheckpointProfile:

@@ -1,4 +1,4 @@
-"""Tests for llmdyn.truncated_svd: matrix-free top-K SVD against exact Jacobians (float64)."""
+"""Tests for llmdyn.jacobians.truncated: matrix-free top-K SVD against exact Jacobians (float64)."""
 
 import math
 
@@ -7,15 +7,15 @@ import torch
 
 from llmdyn import LlmdynError
 from llmdyn import metrics as M
-from llmdyn.jacobians import block_jacobians
-from llmdyn.models import load_model
-from llmdyn.truncated_svd import (
+from llmdyn.jacobians.full import block_jacobians
+from llmdyn.jacobians.truncated import (
     TruncatedSVD,
     _krylov_svd,
     principal_angles,
     truncated_block_svd,
     truncated_coupling_matrices,
 )
+from llmdyn.models.loading import load_model
 
 PROMPT = "Fox jumps."
 K = 8

@@ -6,8 +6,8 @@ import torch
 from transformers import AutoConfig
 
 from llmdyn import LlmdynError
-from llmdyn.models import _fresh_twin, load_model, twin_config
-from llmdyn.packaged import PACKAGED, PackagedModel
+from llmdyn.models.loading import _fresh_twin, load_model, twin_config
+from llmdyn.models.packaged import PACKAGED, PackagedModel
 
 
 def _linear_std(hf: torch.nn.Module) -> tuple[float, int]:

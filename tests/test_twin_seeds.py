@@ -3,8 +3,8 @@ import math
 import pytest
 
 from llmdyn import LlmdynError
-from llmdyn.claims import at_most, within
-from llmdyn.twin_seeds import SeedSpread, rule_text, seed_table, spread_indices, spread_picks
+from llmdyn.claims.claim import at_most, within
+from llmdyn.claims.twin_seeds import SeedSpread, rule_text, seed_table, spread_indices, spread_picks
 
 
 @pytest.mark.parametrize("n, k, expected", [

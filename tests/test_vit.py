@@ -7,9 +7,12 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from llmdyn import LlmdynError, training, vit_coupling, vit_suite
-from llmdyn.jacobians import record_block_calls, residual_map, stack_jacobians
-from llmdyn.vit import ViT, ViTShape, drop_path
+from llmdyn import LlmdynError
+from llmdyn.jacobians.full import record_block_calls, residual_map, stack_jacobians
+from llmdyn.training import loop as training
+from llmdyn.vision import coupling as vit_coupling
+from llmdyn.vision import suite as vit_suite
+from llmdyn.vision.vit import ViT, ViTShape, drop_path
 from tests.test_images import write_fashion_mnist
 
 TINY = vit_suite.GRIDS["tiny"]
@@ -142,7 +145,7 @@ def test_bad_grids_are_clear_errors():
 
 
 def test_chapter_parameters():
-    from llmdyn.params import VitParams
+    from llmdyn.book.params import VitParams
 
     p = VitParams.from_cell({"grid": "tiny", "dataset": "digits", "k": None})
     assert p.k is None and p.n_images == 32 and p.fixed_weight_decay == 0.04

@@ -7,8 +7,8 @@ import sys
 import pytest
 
 from llmdyn import LlmdynError
-from llmdyn.book import REPO, chapters, main
-from llmdyn.workflow import (
+from llmdyn.book.build import REPO, chapters, main
+from llmdyn.book.workflow import (
     SNAKEFILE,
     chapter_sources,
     check_chapters,
@@ -28,16 +28,23 @@ TINY_TARGET = {"chapters": ["05_depth_coupling"], "targets": ["measure_all"],
 
 
 def test_chapter_depends_on_its_notebook_and_the_modules_it_uses():
-    names = [p.name for p in chapter_sources("05_depth_coupling")]
-    assert names[0] == "05_depth_coupling.ipynb"
-    assert {"coupling.py", "coupling_summary.py", "metrics.py", "models.py"} <= set(names)
-    assert "token_coupling.py" not in names and "workflow.py" not in names
-    assert "uk_context.txt" in names  # llmdyn.data names it
-    assert "token_coupling.py" in [p.name for p in chapter_sources("06_token_coupling")]
+    def relative(chapter):
+        return [p.relative_to(REPO).as_posix() for p in chapter_sources(chapter)]
+
+    names = relative("05_depth_coupling")
+    assert names[0] == "notebooks/05_depth_coupling.ipynb"
+    lib = "lib/llmdyn/"
+    assert {f"{lib}coupling/depth.py", f"{lib}coupling/summary.py", f"{lib}metrics.py",
+            f"{lib}models/loading.py", f"{lib}plots/matrices.py",
+            f"{lib}book/figures.py"} <= set(names)
+    assert f"{lib}coupling/tokens.py" not in names and f"{lib}book/workflow.py" not in names
+    assert "data/uk_context.txt" in names  # llmdyn.data.prompts names it
+    assert "data/book_figures.csv" in names  # the figure table plots.show reads
+    assert f"{lib}coupling/tokens.py" in relative("06_token_coupling")
 
 
 def test_notebook_parameter_reads_the_parameters_cell():
-    from llmdyn.workflow import notebook_parameter
+    from llmdyn.book.workflow import notebook_parameter
 
     assert notebook_parameter("05_depth_coupling", "model") == "smollm2-135m"
     assert notebook_parameter("05_depth_coupling", "no_such_parameter") is None
@@ -79,13 +86,13 @@ def test_dry_run_lists_every_chapter_and_the_html(tmp_path):
     for model in sweep:  # chapter 09 waits for each sweep model's measurement job
         assert f"Measure coupling of {model} (k 30, 200 prompts per task)" in out.stdout
     if "09_generalization" in chapters():  # and for every run of its training suite
-        from llmdyn.suite import SUITES
+        from llmdyn.training.suite import SUITES
 
         for run in SUITES["generalization"].runs:
             assert f"Train run {run.name} of suite" in out.stdout
         assert out.stdout.count("Tokenise the training corpus once") == 1
     if "10_vit" in chapters():  # chapter 10 waits for every ViT of its grid, one job each
-        from llmdyn.vit_suite import GRIDS
+        from llmdyn.vision.suite import GRIDS
 
         for run in GRIDS["default"].runs:
             assert f"Train ViT {run.name} of grid default on fashion-mnist" in out.stdout

@@ -18,7 +18,7 @@ from typing import Literal
 import torch
 
 from llmdyn import LlmdynError
-from llmdyn.models import LoadedModel
+from llmdyn.models.loading import LoadedModel
 
 LastPoint = Literal["final_norm", "block_output"]
 LAST_POINTS: tuple[LastPoint, ...] = ("final_norm", "block_output")

@@ -4,50 +4,32 @@
 ``llmdyn.plots``; the families live in ``plots.base``, ``matrices``, ``depth``, ``lens``,
 ``trajectories``, ``spectra`` and ``layout`` (figure grids shared by the chapters).
 ``plots.show("<name>")`` (module ``output``) ends a figure cell: it shows the figure captioned
-with the paper figure it regenerates and keeps its SVG for the book (see ``llmdyn.figures``).
+with the paper figure it regenerates and keeps its SVG for the book (see ``llmdyn.book.figures``).
+
+Names resolve lazily (``lazy_loader``): ``plots.band`` imports ``plots.depth`` alone, so a
+chapter depends on the figure families it draws with and no other.
+
+May import: ``phases.split``, ``data``, ``stats``, ``core``; never model or Jacobian code.
 """
 
-from llmdyn.plots.base import (  # noqa: F401
-    TRAINED_COLOR,
-    UNTRAINED_COLOR,
-    style,
-)
-from llmdyn.plots.depth import (  # noqa: F401
-    CRITERION_STYLES,
-    PHASE_COLOR,
-    band,
-    depth_panel,
-    grouped_bars,
-    mark_boundary,
-    model_medians,
-    phase_criteria,
-    residual_lines,
-    size_points,
-    twin_bands,
-)
-from llmdyn.plots.layout import (  # noqa: F401
-    TWINS,
-    per_model,
-    token_coupling_twins,
-    trajectory_grid,
-    twins,
-)
-from llmdyn.plots.lens import (  # noqa: F401
-    entropy_lines,
-    topk_table,
-)
-from llmdyn.plots.matrices import (  # noqa: F401
-    adjacency,
-    coupling_grid,
-    layer_heatmap,
-    token_coupling_grid,
-)
-from llmdyn.plots.output import show  # noqa: F401
-from llmdyn.plots.spectra import (  # noqa: F401
-    fit_scatter,
-    spectrum,
-)
-from llmdyn.plots.trajectories import (  # noqa: F401
-    pc_trajectories,
-    token_label,
+import lazy_loader
+
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submodules=["base", "depth", "layout", "lens", "matrices", "output", "spectra", "training",
+                "trajectories"],
+    submod_attrs={
+        "base": ["TRAINED_COLOR", "UNTRAINED_COLOR", "style"],
+        "depth": ["band", "PHASE_COLOR", "mark_boundary", "CRITERION_STYLES", "phase_criteria",
+                  "residual_lines", "size_points", "model_medians", "grouped_bars", "depth_panel",
+                  "twin_bands"],
+        "layout": ["TWINS", "twins", "per_model", "token_coupling_twins", "trajectory_grid"],
+        "lens": ["entropy_lines", "topk_table"],
+        "matrices": ["coupling_grid", "layer_heatmap", "adjacency", "token_coupling_grid"],
+        "output": ["METADATA_KEY", "render", "caption_text", "show"],
+        "spectra": ["spectrum", "fit_scatter"],
+        "training": ["step_axis", "run_color", "over_steps", "loss_curves", "against_depth",
+                     "scatter_runs"],
+        "trajectories": ["token_label", "pc_trajectories"],
+    },
 )

@@ -1,10 +1,10 @@
 """Show a chapter's figure once, as a raster for the page and a vector file for a paper.
 
 A figure cell ends with ``plots.show("<name>")`` instead of ``plt.show()``; ``<name>`` is a row
-of ``data/book_figures.csv`` (see :mod:`llmdyn.figures`). The figure is displayed as one output
+of ``data/book_figures.csv`` (see :mod:`llmdyn.book.figures`). The figure is displayed as one output
 holding a PNG, an SVG and a plain-text caption, tagged with the figure's name in the output's
 metadata. Nothing is written while the chapter runs: when the book is built,
-:func:`llmdyn.figures.publish` reads those outputs from the executed notebook, writes
+:func:`llmdyn.book.figures.publish` reads those outputs from the executed notebook, writes
 ``figures/<chapter>/<name>.{png,svg}`` beside it and captions the figure on the page.
 """
 
@@ -16,7 +16,7 @@ import io
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from llmdyn import figures
+from llmdyn.book import figures
 
 METADATA_KEY = "llmdyn_figure"  # output metadata: {"name": ..., "caption": ...}
 

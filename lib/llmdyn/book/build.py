@@ -1,0 +1,417 @@
+"""Run the chapters with papermill for one model and build the Jupyter Book (`llmdyn` command)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import yaml
+
+from llmdyn import LlmdynError, __version__
+
+KERNEL = "llmdyn"
+REPO = Path(__file__).resolve().parents[3]  # lib/llmdyn/book/build.py -> repository root
+BOOK_FILES = ("_config.yml", "_toc.yml", "book")
+MARKER = ".llmdyn-book"  # written by stage(): this directory is an llmdyn build, safe to update
+
+
+def toc_files(root: Path = REPO) -> list[str]:
+    """Every page of ``_toc.yml`` in book order (e.g. ``"book/executed/05_depth_coupling"``)."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    return [ch["file"] for part in toc.get("parts", []) for ch in part.get("chapters", [])]
+
+
+def chapters(root: Path = REPO) -> list[str]:
+    """Chapter names in book order, read from ``_toc.yml`` (e.g. ``"05_depth_coupling"``)."""
+    return [Path(f).name for f in toc_files(root) if f.startswith("book/executed/")]
+
+
+def _hide_injected_parameters(path: Path) -> None:
+    """Papermill's injected-parameters cell is bookkeeping: keep it in the file, not the page."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        tags = cell.metadata.get("tags", [])
+        if "injected-parameters" in tags and "remove-cell" not in tags:
+            cell.metadata["tags"] = [*tags, "remove-cell"]
+    nbformat.write(nb, path)
+
+
+def kernel_config() -> Any:
+    """Kernel-manager settings that keep the kernel's sockets private, and its log quiet.
+
+    ipykernel warns "Kernel is running over TCP without encryption" on every start. Rather than
+    hide that, encrypt: jupyter_client provisions CurveZMQ keys for kernels that declare support
+    (ours does). A libzmq without CURVE (pyzmq's wheels have it) keeps the plain-TCP default.
+    """
+    import zmq
+    from traitlets.config import Config
+
+    return Config({"KernelManager": {"transport_encryption": "auto"}} if zmq.has("curve") else {})
+
+
+def run_chapter(name: str, out_dir: Path, parameters: dict[str, Any], *,
+                root: Path = REPO, cwd: Path | None = None) -> Path:
+    """Execute ``notebooks/<name>.ipynb`` with papermill into ``out_dir/<name>.ipynb``.
+
+    A failing cell raises (papermill's PapermillExecutionError): a broken chapter must stop the
+    build, never be rendered. The progress bar names the chapter and the model.
+    """
+    import papermill
+
+    source = root / "notebooks" / f"{name}.ipynb"
+    if not source.exists():
+        raise LlmdynError(f"no chapter {source}; chapters: {', '.join(chapters(root))}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / f"{name}.ipynb"
+    desc = f"{name} [{parameters.get('model', 'default model')}]"
+    papermill.execute_notebook(str(source), str(target), parameters=parameters,
+                               kernel_name=KERNEL, cwd=str(cwd or root),
+                               progress_bar={"desc": desc}, config=kernel_config())
+    _hide_injected_parameters(target)
+    return target
+
+
+def check_out(out: Path, *, force: bool = False) -> None:
+    """Refuse an ``--out`` that would overwrite a user's files.
+
+    Allowed: a new or empty directory, or a previous llmdyn build (it holds the ``MARKER``
+    file); anything else only with ``force``.
+    """
+    if out.exists() and not out.is_dir():
+        raise LlmdynError(f"--out {out} is a file; give a directory for the book")
+    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).exists() and not force:
+        raise LlmdynError(
+            f"--out {out} is a non-empty directory that is not an llmdyn book build (no "
+            f"{MARKER} file). Building there would overwrite its {', '.join(BOOK_FILES)}. "
+            "Choose a new or empty directory, or pass --force to overwrite them.")
+
+
+def stage(out: Path, root: Path = REPO) -> Path:
+    """Copy the book's pages and configuration into ``out`` so it builds on its own."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER).write_text(json.dumps({"llmdyn": __version__}) + "\n")
+    for name in BOOK_FILES:
+        src = root / name
+        if src.is_dir():
+            shutil.copytree(src, out / name, dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns("executed", "generated"))
+        else:
+            shutil.copy2(src, out / name)
+    return out
+
+
+MATHJAX = Path(sys.prefix) / "share" / "mathjax" / "package" / "es5"  # `make setup` puts it here
+
+
+def _offline_mathjax(book_root: Path) -> Path:
+    """A config that serves MathJax from the book itself when a local copy exists.
+
+    Sphinx otherwise points the page at a CDN, so formulas stay raw LaTeX for a reader without
+    a network (and in our headless screenshots). Returns the config file to build with.
+    """
+    config = yaml.safe_load((book_root / "_config.yml").read_text())
+    if (MATHJAX / "tex-chtml.js").exists():
+        static = book_root / "_static" / "mathjax"
+        static.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(MATHJAX / "tex-chtml.js", static / "tex-chtml.js")
+        shutil.copytree(MATHJAX / "output" / "chtml" / "fonts" / "woff-v2",
+                        static / "output" / "chtml" / "fonts" / "woff-v2", dirs_exist_ok=True)
+        sphinx = config.setdefault("sphinx", {}).setdefault("config", {})
+        sphinx["mathjax_path"] = "mathjax/tex-chtml.js"
+        sphinx["html_static_path"] = ["_static"]
+    path = book_root / "_build" / "_config.offline.yml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def source_url(book_root: Path) -> str:
+    """Where the notebooks' sources are read on the web: ``<repository>/blob/<branch>``."""
+    repo = yaml.safe_load((book_root / "_config.yml").read_text()).get("repository", {})
+    return f"{repo.get('url', '').rstrip('/')}/blob/{repo.get('branch', 'main')}"
+
+
+def write_generated(book_root: Path) -> Path:
+    """Before the HTML build: publish the chapters' figures, write the gallery and build facts.
+
+    The figures go to ``book/executed/figures/<chapter>/`` (see
+    :func:`llmdyn.book.figures.publish`); the gallery cards and the landing page's build facts go to
+    ``book/generated/``, which the committed pages ``book/gallery.md`` and ``book/intro.md``
+    include. Returns that directory.
+    """
+    from llmdyn.book import buildfacts, figures, gallery
+
+    executed, names = book_root / "book" / "executed", chapters(book_root)
+    figures.publish(executed, source_url(book_root))
+    generated = book_root / "book" / "generated"
+    generated.mkdir(parents=True, exist_ok=True)
+    if "book/gallery" in toc_files(book_root):  # a partial book has no gallery page
+        (generated / "gallery.md").write_text(gallery.gallery_markdown(executed, names))
+    (generated / "build_facts.md").write_text(
+        buildfacts.render(buildfacts.collect(executed, names)))
+    return generated
+
+
+def build_html(book_root: Path, *, strict: bool = True) -> Path:
+    """Build ``<book_root>/_build/html`` with Jupyter Book 1 (no execution, offline).
+
+    The figures, the gallery and the build facts are generated first (:func:`write_generated`).
+    """
+    write_generated(book_root)
+    jupyter_book = Path(sys.executable).with_name("jupyter-book")
+    cmd = [str(jupyter_book), "build", str(book_root), "--builder", "html",
+           "--config", str(_offline_mathjax(book_root))]
+    if strict:
+        cmd += ["-W", "--keep-going"]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise LlmdynError(f"jupyter-book build failed:\n{result.stdout[-4000:]}\n"
+                          f"{result.stderr[-4000:]}")
+    html = book_root / "_build" / "html"
+    # Every figure's vector file also at a path one can guess: html/figures/<chapter>/<name>.svg
+    figures = book_root / "book" / "executed" / "figures"
+    if figures.is_dir():  # absent when no chapter drew a figure through plots.show
+        shutil.copytree(figures, html / "figures", dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("*.png"))
+    return html
+
+
+def resolve_model(model: str) -> str:
+    """A local model path made absolute (chapters run with another working directory).
+
+    Names and hub ids pass through; a path that does not exist is refused before any run.
+    """
+    path = Path(model).expanduser()
+    if path.exists():
+        return str(path.resolve())
+    if model.startswith((".", "/", "~")) or (len(model.split("/")) == 2
+                                              and Path(model.split("/")[0]).is_dir()):
+        raise LlmdynError(f"--model {model}: directory {path.resolve()} does not exist; a "
+                          "model directory holds config.json and model.safetensors")
+    return model
+
+
+def _check_only(only: Sequence[str] | None) -> list[str]:
+    known = chapters()
+    if only is None:
+        return known
+    unknown = [name for name in only if name not in known]
+    if not only or unknown:
+        raise LlmdynError(f"--only: got {list(only)}; name one or more chapters of "
+                          f"{', '.join(known)}")
+    return list(only)
+
+
+def _ran_with(path: Path) -> dict[str, Any] | None:
+    """Parameters papermill injected into an executed chapter; None if absent or it failed."""
+    import nbformat
+
+    try:
+        meta = nbformat.read(path, as_version=4).metadata.get("papermill", {})
+    except (OSError, ValueError):
+        return None
+    return None if meta.get("exception") else dict(meta.get("parameters") or {})
+
+
+def in_place_executed() -> Path:
+    """The executed chapters of the in-place book (reused by ``--out`` builds when they match)."""
+    return REPO / "book" / "executed"
+
+
+def _reuse_or_refuse(executed: Path, others: Sequence[str], run: dict[str, Any]) -> None:
+    """Every chapter not run now must have been executed, without error, with `run`'s parameters.
+
+    A staged build copies matching ones from the in-place book. Anything else is refused
+    before any chapter runs: a stale chapter from another model must never be rendered.
+    """
+    stale = []
+    for name in others:
+        target = executed / f"{name}.ipynb"
+        source = in_place_executed() / f"{name}.ipynb"
+        if _ran_with(target) != run and source != target and _ran_with(source) == run:
+            executed.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+        if _ran_with(target) != run:
+            got = _ran_with(target)
+            why = ("not executed" if not target.exists() else "failed" if got is None
+                   else f"executed with {got}")
+            stale.append(f"{name} ({why})")
+    if stale:
+        raise LlmdynError(
+            f"the book for {run} would show chapters from another run: {'; '.join(stale)}. "
+            "Run them too (add them to --only, or drop --only), so every page matches.")
+
+
+def build_book(model: str, *, out: Path | None = None, only: Sequence[str] | None = None,
+               parameters: dict[str, Any] | None = None, strict: bool = True,
+               force: bool = False) -> Path:
+    """Run every chapter (or ``only`` some) for ``model`` and build the HTML book.
+
+    Everything is checked before the first chapter runs: the chapter names, the model path
+    (made absolute), that ``out`` holds no user files, and that the chapters not run now were
+    executed with this model and these parameters.
+
+    Args:
+        model: the model every chapter runs on.
+        out: None builds in place (``book/executed``, ``_build/html``); a directory stages a
+            separate copy of the book there, for a second model beside the default one.
+        only: chapter names to run (all by default; the others must already be executed
+            with the same model and parameters).
+        parameters: extra papermill parameters passed to every chapter.
+        strict: build with warnings as errors.
+        force: allow ``out`` to be a non-empty directory that is not an llmdyn build.
+
+    Returns:
+        The ``_build/html`` directory.
+    """
+    names = _check_only(only)
+    run = {"model": resolve_model(model), **(parameters or {})}
+    in_place = out is None or Path(out).resolve() == REPO
+    if not in_place:
+        check_out(Path(out), force=force)
+    book_root = REPO if in_place else stage(Path(out))
+    executed = book_root / "book" / "executed"
+    _reuse_or_refuse(executed, [c for c in chapters() if c not in names], run)
+    for name in names:
+        run_chapter(name, executed, run, cwd=REPO)
+    return build_html(book_root, strict=strict)
+
+
+class Chapter(NamedTuple):
+    """One chapter as ``llmdyn chapters`` lists it."""
+
+    name: str  # notebook name, e.g. "05_depth_coupling"
+    title: str  # the notebook's "# " heading
+    covers: str  # the italic line under it, e.g. "Paper A §3.1 and §5.1, Fig 3 and Fig 20"
+
+
+def chapter_list(root: Path = REPO) -> list[Chapter]:
+    """The chapters in book order with the paper sections each covers.
+
+    Both come from the notebook itself (its first markdown cell: the heading and the italic
+    "*Paper … §…*" line under it), so the list cannot drift from the book.
+    """
+    import nbformat
+
+    out = []
+    for name in chapters(root):
+        nb = nbformat.read(root / "notebooks" / f"{name}.ipynb", as_version=4)
+        md = next((c.source for c in nb.cells if c.cell_type == "markdown"), "")
+        title = re.search(r"^#\s+(.+)$", md, re.MULTILINE)
+        covers = re.search(r"^\*(Paper\b[^*]+)\*", md, re.MULTILINE)
+        if not (title and covers):
+            raise LlmdynError(f"chapter {name}: its first markdown cell needs a '# ' heading and "
+                              "an italic '*Paper A §…*' line naming the sections it covers")
+        out.append(Chapter(name, title.group(1).strip(),
+                           " ".join(covers.group(1).split()).rstrip(".")))
+    return out
+
+
+EXAMPLES = {  # subcommand -> example shown in its --help (unless its parser already has one)
+    "models": "llmdyn models",
+    "chapters": "llmdyn chapters",
+    "book": "llmdyn book --model gemma3-270m --out _build/gemma3-270m\n"
+            "  llmdyn book --model ./my-checkpoint --out _build/my-checkpoint\n"
+            "  llmdyn book --only 05_depth_coupling      # rerun one chapter of the in-place book",
+    "measure": "llmdyn measure coupling --model smollm2-135m --out results/coupling.json",
+    "measure coupling": "llmdyn measure coupling --model smollm2-135m --out results/coupling.json",
+    "workflow": "llmdyn workflow --model gemma3-270m\n  llmdyn workflow --profile slurm -n",
+}
+TOP_EXAMPLES = """\
+examples:
+  llmdyn models                                   # models that load offline
+  llmdyn chapters                                 # chapters and the paper sections they cover
+  llmdyn book                                     # every chapter on smollm2-135m, then the HTML
+  llmdyn book --model ./my-checkpoint --out _build/mine   # a local transformers checkpoint
+  llmdyn lab                                      # edit the chapters in JupyterLab
+  llmdyn <command> --help                         # each command's options and an example
+"""
+
+
+def _add_examples(sub: Any, prefix: str = "") -> None:
+    """Give every subcommand's --help an example (kept where its module wrote its own)."""
+    for name, p in sub.choices.items():
+        key = f"{prefix}{name}"
+        if key in EXAMPLES and "example" not in f"{p.description} {p.epilog}".lower():
+            sep = "\n\n" if p.epilog else ""
+            p.epilog = f"{p.epilog or ''}{sep}example:\n  {EXAMPLES[key]}"
+            p.formatter_class = argparse.RawDescriptionHelpFormatter
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                _add_examples(action, prefix=f"{key} ")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``llmdyn`` command: ``models``, ``book``, ``measure coupling`` and ``workflow``."""
+    parser = argparse.ArgumentParser(prog="llmdyn", description=__doc__, epilog=TOP_EXAMPLES,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("models", help="list the models that load offline")
+    sub.add_parser("chapters", help="list the chapters and the paper sections they cover")
+    book = sub.add_parser("book", help="run the chapters for a model and build the HTML book")
+    book.add_argument("--model", default="smollm2-135m")
+    book.add_argument("--out", type=Path, default=None,
+                      help="build a separate copy of the book here (default: in place)")
+    book.add_argument("--only", nargs="+", default=None,
+                      help="chapters to run, e.g. 05_depth_coupling")
+    book.add_argument("--force", action="store_true",
+                      help="let --out overwrite a non-empty directory that is not an llmdyn build")
+    book.add_argument("--no-strict", action="store_true", help="do not treat warnings as errors")
+    from llmdyn.book import lab, workflow
+    from llmdyn.sweep import measure
+    from llmdyn.training import suite
+    from llmdyn.vision import suite as vit_suite
+
+    measure.add_parser(sub)
+    workflow.add_parser(sub)
+    suite.add_parser(sub)
+    vit_suite.add_parser(sub)
+    lab.add_parser(sub)
+    _add_examples(sub)
+    args = parser.parse_args(argv)
+    if args.command == "lab":
+        return lab.run_cli(args)
+    if args.command == "chapters":
+        for ch in chapter_list():
+            print(f"{ch.name:24s} {ch.title}\n{'':24s} {ch.covers}")
+        return 0
+    if args.command == "measure":
+        return measure.run_cli(args)
+    if args.command == "workflow":
+        return workflow.run_cli(args)
+    if args.command in ("train", "fetch-corpus"):
+        return suite.run_cli(args)
+    if args.command == "train-vit":
+        return vit_suite.run_cli(args)
+    if args.command == "models":
+        from llmdyn.models.loading import (  # here: other commands skip transformers
+            PACKAGED,
+            TINY_CONFIGS,
+        )
+
+        for name, entry in PACKAGED.items():
+            print(f"{name:16s} {entry.description}")
+        for name in TINY_CONFIGS:
+            print(f"{name:16s} tiny random model for tests (no download)")
+        return 0
+    try:
+        html = build_book(args.model, out=args.out, only=args.only,
+                          strict=not args.no_strict, force=args.force)
+    except LlmdynError as err:  # a refused input: one message, no traceback
+        print(f"llmdyn book: error: {err}", file=sys.stderr)
+        return 2
+    print(f"book built: {html / 'index.html'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

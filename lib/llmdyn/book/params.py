@@ -1,0 +1,480 @@
+"""Typed notebook parameters: papermill injects values, these dataclasses check them.
+
+A chapter's setup cell reads its parameters cell with ``XParams.from_cell(globals())``: every
+field is taken from the cell, each value is checked against its type hint and its bounds, and a
+name the chapter does not take (``papermill -p kk 3``) is an error rather than a warning.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from llmdyn import LlmdynError
+from llmdyn.phases.boundary import SPLITS
+
+_PLAIN = (bool, int, float, str, list, tuple, dict, type(None))  # what a parameter cell holds
+
+
+def _matches(value: Any, hint: Any) -> bool:
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_matches(value, h) for h in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if origin in (list, tuple):
+        (inner, *_) = typing.get_args(hint) or (Any,)
+        return isinstance(value, (list, tuple)) and all(_matches(v, inner) for v in value)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
+
+
+def _fail(name: str, value: Any, expected: str) -> None:
+    raise LlmdynError(f"notebook parameter {name!r} must be {expected}, got {value!r}; fix it in "
+                      f"the parameters cell or the papermill -p/-y arguments")
+
+
+def _check_seeds(name: str, seeds: list[int], *, empty_ok: bool) -> None:
+    """Twins' seeds: distinct, and non-empty unless ``empty_ok`` ([] then means no twins)."""
+    if (not seeds and not empty_ok) or len(set(seeds)) != len(seeds):
+        _fail(name, seeds, "distinct seeds ([] for no twins)" if empty_ok else
+              "a non-empty list of distinct seeds")
+
+
+@dataclass(frozen=True)
+class ChapterParams:
+    """Parameters every chapter shares; subclasses add their own fields and bounds."""
+
+    model: str = "smollm2-135m"  # a name from `llmdyn models`, a local path or a hub id
+    seed: int = 0  # seed of the untrained twin and of any prompt sampling
+    device: str = "cpu"  # "cuda" where a GPU exists
+
+    at_least: ClassVar[dict[str, int]] = {}  # field -> smallest allowed value
+
+    def __post_init__(self) -> None:
+        """Check every field against its type hint and bounds; name the parameter on failure."""
+        hints = typing.get_type_hints(type(self))
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if not _matches(value, hints[f.name]):
+                _fail(f.name, value, f"{hints[f.name]} (got type {type(value).__name__})")
+            texts = [value] if isinstance(value, str) else \
+                [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+            if any(not t.strip() for t in texts):
+                _fail(f.name, value, "non-empty text")
+        for name, low in self.at_least.items():
+            if getattr(self, name) < low:
+                _fail(name, getattr(self, name), f">= {low}")
+        chars = getattr(self, "max_prompt_chars", None)
+        if chars is not None and chars < 10:
+            _fail("max_prompt_chars", chars, "None (full prompts) or >= 10")
+        window = getattr(self, "window", 3)
+        if window < 3 or window % 2 == 0:
+            _fail("window", window, "odd and >= 3")
+        if getattr(self, "phase_criterion", "consensus") not in SPLITS:
+            _fail("phase_criterion", self.phase_criterion, f"one of {SPLITS} (llmdyn.phases)")
+        extra = getattr(self, "extra_twin_seeds", [])  # chapters with twins of several seeds
+        if len(set([self.seed, *extra])) != len(extra) + 1:
+            _fail("extra_twin_seeds", extra, f"seeds other than seed={self.seed}, each once "
+                  "([] for one twin)")
+
+    @classmethod
+    def from_cell(cls, namespace: Mapping[str, Any]):
+        """Build from a notebook's globals (the parameters cell plus papermill's injection).
+
+        Every field is read from ``namespace`` (missing ones keep their defaults). A lowercase
+        name holding plain data (a number, text, list, dict or None) that is not a field is an
+        unknown parameter and raises, naming the closest field: papermill only warns.
+        """
+        names = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(k for k, v in namespace.items()
+                         if k not in names and not k.startswith("_") and k == k.lower()
+                         and type(v) in _PLAIN)
+        if unknown:
+            hints = {k: difflib.get_close_matches(k, names, n=1) for k in unknown}
+            said = ", ".join(f"{k!r}" + (f" (did you mean {h[0]!r}?)" if h else "")
+                             for k, h in hints.items())
+            raise LlmdynError(f"unknown notebook parameter {said} for {cls.__name__}; this "
+                              f"chapter takes: {', '.join(names)}")
+        return cls(**{k: namespace[k] for k in names if k in namespace})
+
+    def _repr_markdown_(self) -> str:
+        """The parameters in effect, as a table (shown collapsed on each chapter page)."""
+        rows = "\n".join(f"| `{f.name}` | `{getattr(self, f.name)!r}` |"
+                         for f in dataclasses.fields(self))
+        return f"| parameter | value |\n| --- | --- |\n{rows}"
+
+    def block(self, name: str, n_layers: int) -> int:
+        """The 0-based block that parameter ``name`` names, negatives counted from the end."""
+        b = getattr(self, name)
+        if not -n_layers <= b < n_layers:
+            _fail(name, b, f"a block of {self.model} ({n_layers} blocks: 0 … {n_layers - 1}, "
+                           f"or −{n_layers} … −1 from the end)")
+        return b % n_layers
+
+    def blocks(self, name: str, n_layers: int, *, drop_missing: bool = False) -> list[int]:
+        """The 0-based blocks that list parameter ``name`` names, negatives resolved once.
+
+        Args:
+            name: the parameter, e.g. "layers".
+            n_layers: the model's depth L.
+            drop_missing: leave out blocks the model does not have (a shallower compare
+                model) instead of raising.
+        """
+        values = getattr(self, name)
+        kept = [b for b in values if -n_layers <= b < n_layers]
+        if not drop_missing and len(kept) < len(values):
+            _fail(name, values, f"blocks of {self.model} ({n_layers} blocks: 0 … "
+                                f"{n_layers - 1}, or −{n_layers} … −1 from the end)")
+        resolved = [b % n_layers for b in kept]
+        if len(set(resolved)) < len(resolved):
+            _fail(name, values, "distinct blocks (after counting negatives from the end)")
+        return resolved
+
+
+@dataclass(frozen=True)
+class CompareParams(ChapterParams):
+    """A chapter that also runs other models beside the primary one."""
+
+    compare_models: list[str] = field(default_factory=lambda: ["gemma3-270m"])  # also run these
+
+    def models(self) -> list[str]:
+        """The primary model, then the compare models, each once, in order."""
+        return list(dict.fromkeys([self.model, *self.compare_models]))
+
+    def compared(self) -> list[str]:
+        """The compare models other than the primary one, each once, in order."""
+        return self.models()[1:]
+
+
+@dataclass(frozen=True)
+class QuestionParams(CompareParams):
+    """Paper B's chapters on SQuAD questions, split into Thought and Fixation (03, 04)."""
+
+    n_questions: int = 20  # SQuAD question prompts (paper: 100 on SQuAD v2 "Dog")
+    squad_articles: list[str] | None = None  # None: llmdyn.data.squad_prompts' default articles
+    max_prompt_chars: int | None = None  # None: full prompts; else keep each prompt's last chars
+    window: int = 11  # LSS window of the phase-boundary estimate (paper: 11), if it fits
+    phase_criterion: str = "consensus"  # llmdyn.phases criterion splitting Thought/Fixation
+    lens: str = "paper"  # logit lens: "paper" (softmax(M x^l), B §3.7) or "normed" (M norm(x^l))
+
+    def __post_init__(self) -> None:
+        """Check types, then the lens."""
+        super().__post_init__()
+        if self.lens not in ("paper", "normed"):
+            _fail("lens", self.lens, "'paper' (softmax(M x^l), paper B §3.7) or 'normed' "
+                                     "(softmax(M norm(x^l)))")
+
+    def other_lens(self) -> str:
+        """The logit lens shown beside ``lens`` as the named variant."""
+        return "normed" if self.lens == "paper" else "paper"
+
+
+@dataclass(frozen=True)
+class DepthCouplingParams(CompareParams):
+    """Chapter 05: coupling across depth (paper A §3.1, §5.1, Fig 3)."""
+
+    example_prompt: str = "What is the capital of France? The capital is"
+    prompts: list[str] | None = None  # None: the example, then chapter 04's SQuAD questions
+    k: int = 30  # top singular vectors kept in A
+    layers: list[int] = field(default_factory=lambda: list(range(8, 16)))  # blocks in the grid
+    n_prompts: int = 20  # SQuAD questions after the example (the same draw as chapter 04)
+    squad_articles: list[str] | None = None  # as chapter 04 (None: the default articles)
+    max_prompt_chars: int | None = None  # as chapter 04 (None: whole prompts)
+    n_compare_prompts: int = 1  # prompts for each compare model (1: the example, as Fig 20)
+    untrained_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # twins' seeds
+    n_seed_prompts: int = 3  # prompts for the twins after the first seed (their spread)
+
+    at_least: ClassVar[dict[str, int]] = {"k": 2, "n_prompts": 1, "n_compare_prompts": 1,
+                                          "n_seed_prompts": 1}
+
+    def __post_init__(self) -> None:
+        """Check types, then values."""
+        super().__post_init__()
+        if not self.layers:
+            _fail("layers", self.layers, "a non-empty list of blocks, e.g. [8, 9, 10]")
+        _check_seeds("untrained_seeds", self.untrained_seeds, empty_ok=False)
+
+
+@dataclass(frozen=True)
+class UncertaintyParams(QuestionParams):
+    """Chapter 03: logit-lens uncertainty per layer (paper B §4.4, App. A.1, B.2; Figs 5, 8–11)."""
+
+    top_k: int = 5  # tokens per layer in the top-k tables (paper: 5)
+    n_table_layers: int = 8  # evenly spaced layers shown in the top-k tables (paper: 5–8)
+    untrained_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # twins, same prompts
+
+    at_least: ClassVar[dict[str, int]] = {"n_questions": 1, "top_k": 1, "n_table_layers": 2}
+
+    def __post_init__(self) -> None:
+        """Check types, then values."""
+        super().__post_init__()
+        _check_seeds("untrained_seeds", self.untrained_seeds, empty_ok=True)
+
+
+@dataclass(frozen=True)
+class JacobianAlignmentParams(QuestionParams):
+    """Chapter 04: residual Jacobian alignment r(A) and Table 1 (paper B §3.6, §4.5; Figs 6, 7)."""
+
+    example_prompt: str = "What is the capital of France? The capital is"  # the |A| grids
+    k: int = 30  # top singular vectors in A_{i,j,K} (paper: 30)
+    grid_layers: list[int] = field(default_factory=lambda: list(range(8, 16)))  # 0-based blocks
+    n_questions: int = 20  # SQuAD prompts in the r(A) heatmap and claims (paper: 100)
+    n_compare_questions: int = 2  # of those, for each compare model (Jacobians cost ~5 s each)
+    n_lens_questions: int = 20  # SQuAD prompts for the cheap per-layer quantities of Table 1
+    extra_twin_seeds: list[int] = field(default_factory=lambda: [1, 2])  # twins beside `seed`
+    n_seed_prompts: int = 2  # questions (evenly spread over the sample) the extra twins run on
+
+    at_least: ClassVar[dict[str, int]] = {"k": 2, "n_questions": 1, "n_compare_questions": 1,
+                                          "n_lens_questions": 2, "n_seed_prompts": 1}
+
+    def __post_init__(self) -> None:
+        """Check types, then values."""
+        super().__post_init__()
+        if not self.grid_layers:
+            _fail("grid_layers", self.grid_layers, "a non-empty list of blocks")
+
+
+@dataclass(frozen=True)
+class SpectraPromptsParams(CompareParams):
+    """Chapter 11: spectra, linearisation, CoT, prompt length (paper A Figs 9, 15, 32–34)."""
+
+    example_prompt: str = "What is the capital of France? The capital is"
+    n_spectra_prompts: int = 20  # SQuAD questions after the example (chapter 04's draw)
+    squad_articles: list[str] | None = None  # as chapter 04 (None: the default articles)
+    n_compare_prompts: int = 1  # of those, for each compare model
+    k: int = 30  # top singular vectors in A; also the singular values kept
+    n_top: int = 5  # singular values drawn per layer
+    noise_levels: list[float] = field(default_factory=lambda: [0.01, 0.03, 0.1, 0.3, 1.0])
+    n_draws: int = 8  # noise draws per level
+    noise_tokens: str = "all"  # "all" or "last": which input embeddings the noise moves
+    n_gsm8k: int = 6  # GSM8K prompts, each also with the zero-shot CoT suffix (Fig 15)
+    n_per_task: int = 1  # leaderboard prompts per task added to the length plot (Fig 9)
+    max_prompt_chars: int | None = None  # None: full prompts; else keep each prompt's last chars
+    extra_twin_seeds: list[int] = field(default_factory=lambda: [1, 2])  # twins beside `seed`
+    n_seed_prompts: int = 2  # questions (evenly spread, as chapter 04's) the extra twins run on
+
+    at_least: ClassVar[dict[str, int]] = {"k": 2, "n_spectra_prompts": 1, "n_compare_prompts": 1,
+                                          "n_top": 1, "n_draws": 1, "n_per_task": 1,
+                                          "n_gsm8k": 3,  # a regression needs 3 points
+                                          "n_seed_prompts": 1}
+
+    def __post_init__(self) -> None:
+        """Check types, then values."""
+        super().__post_init__()
+        if not self.noise_levels or min(self.noise_levels) <= 0:
+            _fail("noise_levels", self.noise_levels, "a non-empty list of positive levels")
+        if self.noise_tokens not in ("all", "last"):
+            _fail("noise_tokens", self.noise_tokens, "'all' or 'last'")
+
+
+@dataclass(frozen=True)
+class TrajectoriesParams(CompareParams):
+    """Chapter 01: token trajectories in the PC plane of X^L (paper B Fig 1, paper A Fig 12)."""
+
+    prompt: str = "What is the capital of France? The capital is"  # paper B's example
+    untrained: bool = True  # also draw each model's untrained twin
+    shallow: list[float] = field(default_factory=lambda: [0.0, 0.5])  # fractions of depth L
+    deep: list[float] = field(default_factory=lambda: [0.5, 1.0])  # fractions of depth L
+    windows_skip_last: bool = True  # shallow/deep panels stop at X^{L-1} (the last jump is big)
+    drop_first: int = 1  # leading tokens left out (the first is an attention sink, huge norm)
+
+    at_least: ClassVar[dict[str, int]] = {"drop_first": 0}
+
+    def __post_init__(self) -> None:
+        """Check types, then values."""
+        super().__post_init__()
+        for name in ("shallow", "deep"):
+            value = getattr(self, name)
+            if len(value) != 2 or not 0 <= value[0] < value[1] <= 1:
+                _fail(name, value, "[start, end] fractions of depth with 0 <= start < end <= 1")
+
+
+@dataclass(frozen=True)
+class GeometryAlongDepthParams(CompareParams):
+    """Chapter 02: norm, windowed LSS and equidistance along depth (paper B Figs 2-4, 12, 13)."""
+
+    prompts: list[str] | None = None  # None: SQuAD questions with context (paper B §3.2)
+    n_prompts: int = 20  # question prompts (paper: 100)
+    squad_articles: list[str] | None = None  # None: llmdyn.data.squad_prompts' default articles
+    window: int = 11  # layers in each LSS/equidistance window, centred (paper: 11)
+    untrained_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # twins, same prompts
+    min_size: int = 3  # fewest layers on each side of a change-point (llmdyn.phases.boundary)
+    agree_within: float = 0.1  # criteria agree if their estimates span <= this fraction of L
+
+    at_least: ClassVar[dict[str, int]] = {"n_prompts": 2, "min_size": 1}
+
+    def __post_init__(self) -> None:
+        """Check types, then values."""
+        super().__post_init__()
+        if self.prompts is not None and len(self.prompts) < 2:
+            _fail("prompts", self.prompts, "None or at least 2 texts")
+        _check_seeds("untrained_seeds", self.untrained_seeds, empty_ok=True)
+        if not 0 <= self.agree_within <= 1:
+            _fail("agree_within", self.agree_within, "a fraction of depth in [0, 1]")
+
+
+@dataclass(frozen=True)
+class TokenCouplingParams(ChapterParams):
+    """Chapter 06: coupling across tokens at fixed layers (paper A §3.1, §5.2; Figs 4, 17–19)."""
+
+    example_prompt: str = "What is the capital of France? The capital is"  # the drawn grids
+    prompts: list[str] | None = None  # None: the named example prompts (example first)
+    n_prompts: int = 3  # prompts pooled in the summary numbers (each costs a Jacobian pass)
+    layer: int = 11  # 0-based block l whose Jacobians are expressed (paper layer l + 1)
+    ref_layer: int = 12  # 0-based block l′ whose singular vectors form the bases
+    k: int = 30  # top singular vectors kept in each coupling matrix
+    input_token: int = 0  # t1 of fixed-input coupling (negative counts from the end)
+    output_token: int = -1  # t2 of fixed-output coupling (negative counts from the end)
+    same_layer_control: bool = True  # also score l′ = l (from the same Jacobians, no extra pass)
+    extra_layer_pairs: list[list[int]] = field(  # more (l, l′) pairs: early and late blocks
+        default_factory=lambda: [[3, 4], [23, 24]])
+    n_pair_prompts: int = 1  # prompts (example first) the extra pairs run on
+    extra_twin_seeds: list[int] = field(default_factory=lambda: [1, 2])  # twins beside `seed`
+    n_seed_prompts: int = 1  # prompts (example first) the extra twins run on
+
+    at_least: ClassVar[dict[str, int]] = {"k": 2, "n_prompts": 1, "n_pair_prompts": 1,
+                                          "n_seed_prompts": 1}
+
+    def __post_init__(self) -> None:
+        """Check types and seeds, then the pairs."""
+        super().__post_init__()
+        if any(len(pair) != 2 or pair[0] == pair[1] for pair in self.extra_layer_pairs):
+            _fail("extra_layer_pairs", self.extra_layer_pairs, "a list of [l, l′] pairs of two "
+                  "different 0-based blocks, e.g. [[3, 4], [23, 24]] ([] for none)")
+
+    def layer_pairs(self, n_layers: int, *, drop_missing: bool = False) -> list[tuple[int, int]]:
+        """(``layer``, ``ref_layer``), then the ``extra_layer_pairs``, as 0-based blocks.
+
+        Negatives count from the end. Args as :meth:`blocks`: ``drop_missing`` leaves out the
+        extra pairs with a block the model does not have (a shallower model) instead of raising;
+        the main pair must always exist.
+        """
+        main = (self.block("layer", n_layers), self.block("ref_layer", n_layers))
+        kept = [pair for pair in self.extra_layer_pairs
+                if all(-n_layers <= b < n_layers for b in pair)]
+        if not drop_missing and len(kept) < len(self.extra_layer_pairs):
+            _fail("extra_layer_pairs", self.extra_layer_pairs, f"pairs of blocks of {self.model} "
+                  f"({n_layers} blocks: 0 … {n_layers - 1}, or −{n_layers} … −1 from the end)")
+        pairs = [main, *((a % n_layers, b % n_layers) for a, b in kept)]
+        if len(set(pairs)) < len(pairs) or any(a == b for a, b in pairs[1:]):
+            _fail("extra_layer_pairs", self.extra_layer_pairs, f"pairs of two different blocks, "
+                  f"each once and other than (layer, ref_layer) = {main} (after counting "
+                  "negatives from the end)")
+        return pairs
+
+
+@dataclass(frozen=True)
+class RegularityParams(CompareParams):
+    """Chapter 07: LSS and expodistance of every token's trajectory (paper A §3.2–3.3, §5.5)."""
+
+    tasks: list[str] = field(default_factory=lambda: ["arc_challenge", "gsm8k", "hellaswag",
+                                                      "mmlu", "winogrande", "truthfulqa"])
+    n_per_task: int = 20  # prompts drawn per task (paper: 200 per task, 1,200 in all)
+    max_prompt_chars: int | None = None  # None: full prompts; else keep each prompt's last chars
+    extra_twin_seeds: list[int] = field(default_factory=lambda: [1, 2])  # twins beside `seed`
+    n_seed_prompts: int = 20  # prompts (evenly spread over the sample) the extra twins run on
+
+    at_least: ClassVar[dict[str, int]] = {"n_per_task": 1, "n_seed_prompts": 1}
+
+    def __post_init__(self) -> None:
+        """Check types, then values."""
+        super().__post_init__()
+        from llmdyn.data.prompts import ALL_TASKS
+
+        bad = [t for t in self.tasks if t not in ALL_TASKS]
+        if bad or not self.tasks:
+            _fail("tasks", self.tasks, f"a non-empty list from {ALL_TASKS}")
+
+
+
+@dataclass(frozen=True)
+class TrainingParams(ChapterParams):
+    """Chapter 08: coupling and regularity over training checkpoints (paper A §5.3, Figs 27–30).
+
+    ``model`` is not used here: the chapter runs on the checkpoints named by ``suite``.
+    """
+
+    suite: str | list[str] = "default"  # a suite from llmdyn.training.SUITES, or checkpoint specs
+    suite_root: str = "results/suite"  # where a named suite's runs are (trained if missing)
+    checkpoints: list[int] | None = None  # steps to measure (None: every saved step)
+    prompts: list[str] | None = None  # None: passages from the suite corpus's held-out split
+    n_prompts: int = 16  # held-out passages (the same for every checkpoint)
+    prompt_chars: int = 240  # characters per passage (about 50 tokens of the suite's BPE)
+    k: int = 30  # top singular vectors in the coupling matrices (paper: 30)
+    window: int = 3  # points per LSS/expodistance window (paper: 11 of 36 layers)
+    graph_steps: list[int] | None = None  # checkpoints drawn as graphs (None: four spread out)
+    last_point: str = "final_norm"  # the papers' convention; or "block_output"
+
+    def __post_init__(self) -> None:
+        """Check types, then values."""
+        super().__post_init__()
+        if isinstance(self.suite, list) and not self.suite:
+            raise LlmdynError("suite must be a suite name or a non-empty list of checkpoints")
+        if self.k < 2 or self.n_prompts < 2 or self.prompt_chars < 20:
+            raise LlmdynError(f"need k >= 2, n_prompts >= 2 (intervals) and prompt_chars >= 20, "
+                              f"got {self.k}, {self.n_prompts}, {self.prompt_chars}")
+        if self.window < 3 or self.window % 2 == 0:
+            raise LlmdynError(f"window must be odd and >= 3, got {self.window}")
+        if self.last_point not in ("final_norm", "block_output"):
+            raise LlmdynError(f"last_point must be 'final_norm' or 'block_output', got "
+                              f"{self.last_point!r}")
+
+
+@dataclass(frozen=True)
+class GeneralizationParams(ChapterParams):
+    """Chapter 09: coupling against generalization (paper A §5.4, Figs 1a, 7, 8, 31, 35, 36)."""
+
+    suite: str = "generalization"  # a suite from llmdyn.training.SUITES (trained if missing)
+    suite_root: str = "results/suite"  # where its runs are
+    n_prompts: int = 16  # held-out passages, the same for every checkpoint
+    prompt_chars: int = 240  # characters per passage
+    k: int = 30  # top singular vectors (paper: 30)
+    k_sweep: list[int] = field(default_factory=lambda: [10, 30, 50])  # Fig 36's choices of K
+    packaged_models: list[str] = field(default_factory=lambda: ["gemma3-270m"])  # also placed
+    n_packaged_prompts: int = 8  # passages for `model` and each packaged model
+    sweep_models: list[str] = field(default_factory=list)  # hub ids measured by `llmdyn measure`
+    sweep_root: str = "results/measure"  # where their result files are
+    sweep_n_per_task: int = 200  # prompts per task the sweep files were measured with (paper)
+    out_dir: str = "results/generalization"  # the per-checkpoint table is written here
+
+    def __post_init__(self) -> None:
+        """Check types, then values."""
+        super().__post_init__()
+        if self.k < 2 or self.n_prompts < 2 or self.prompt_chars < 20:
+            raise LlmdynError(f"need k >= 2, n_prompts >= 2 and prompt_chars >= 20, got "
+                              f"{self.k}, {self.n_prompts}, {self.prompt_chars}")
+        if not self.k_sweep or min(self.k_sweep) < 2:
+            raise LlmdynError(f"k_sweep must list values >= 2, got {self.k_sweep}")
+        if self.n_packaged_prompts < 1:
+            raise LlmdynError(f"n_packaged_prompts must be >= 1, got {self.n_packaged_prompts}")
+
+    def packaged(self) -> list[str]:
+        """``model`` first, then the packaged models, each once."""
+        return list(dict.fromkeys([self.model, *self.packaged_models]))
+
+
+@dataclass(frozen=True)
+class VitParams(ChapterParams):
+    """Chapter 10: coupling in vision transformers, SD × weight decay (paper A §3.4, Figs 6, 10)."""
+
+    model: str = "vit"  # the chapter trains its own ViTs; the book's model is not used
+    grid: str = "default"  # a grid from llmdyn.vision.GRIDS (trained here if missing)
+    dataset: str = "fashion-mnist"  # "fashion-mnist", "digits" or a CIFAR-10 binary directory
+    root: str | None = None  # where the grid's runs are (None: results/vit/<grid>/<dataset>)
+    n_images: int = 32  # held-out test images whose class-token coupling is averaged
+    k: int | None = None  # top singular vectors (None: d_model / 8; paper's LLMs: 30)
+    fixed_weight_decay: float = 0.04  # Fig 6b's weight decay (paper: 0.04)
+    example_run: str | None = None  # run shown trained vs untrained (None: largest SD, Fig 6b WD)
+
+    at_least: ClassVar[dict[str, int]] = {"n_images": 3}

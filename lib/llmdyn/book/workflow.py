@@ -1,0 +1,252 @@
+"""The book as a Snakemake workflow: what each chapter depends on, and `llmdyn workflow`.
+
+``workflow/Snakefile`` holds the rules (train one suite run, measure one model, execute one
+chapter, build the HTML); this module gives it each chapter's source files and runs Snakemake
+with the local executor or a profile (``workflow/profiles/<name>``, e.g. ``slurm``), turning the
+usual ways a run goes wrong into messages that say what to do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from llmdyn import LlmdynError
+from llmdyn.book import sources
+
+REPO = Path(__file__).resolve().parents[3]  # lib/llmdyn/book/workflow.py -> repository root
+LIB = REPO / "lib" / "llmdyn"
+SNAKEFILE = REPO / "workflow" / "Snakefile"
+PROFILES = REPO / "workflow" / "profiles"
+
+
+def chapter_sources(name: str, root: Path = REPO) -> list[Path]:
+    """Every source file chapter ``name``'s result depends on: notebook, library files, data.
+
+    Library files are found by reading the notebook's ``llmdyn`` imports and the attributes it
+    uses of imported packages, then following the imports between modules (see
+    :mod:`llmdyn.book.sources`), so editing ``plots/depth.py`` reruns the chapters that draw with
+    it and no other. A file under ``data/`` counts where one of those modules names it.
+    """
+    notebook = root / "notebooks" / f"{name}.ipynb"
+    check_chapters([name], root)
+    cells = json.loads(notebook.read_text())["cells"]
+    code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    files = sources.library_closure(code, root / "lib" / "llmdyn")
+    return [notebook, *files, *sources.named_data(files, root / "data")]
+
+
+def notebook_parameter(name: str, parameter: str, root: Path = REPO) -> Any:
+    """The default of ``parameter`` in chapter ``name``'s ``parameters`` cell (None if absent)."""
+    cells = json.loads((root / "notebooks" / f"{name}.ipynb").read_text())["cells"]
+    for cell in cells:
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            for node in ast.parse("".join(cell["source"])).body:
+                if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                        and getattr(node.targets[0], "id", None) == parameter):
+                    return ast.literal_eval(node.value)
+    return None
+
+
+def check_chapters(names: Sequence[str], root: Path = REPO) -> list[str]:
+    """Return ``names`` if every one is a chapter of ``_toc.yml``; else raise naming the others."""
+    from llmdyn.book.build import chapters
+
+    known = chapters(root)
+    bad = [n for n in names if n not in known]
+    if bad:
+        raise LlmdynError(f"chapter {', '.join(map(repr, bad))} is not in _toc.yml; chapters: "
+                          f"{', '.join(known)}")
+    return list(names)
+
+
+def profile_dir(profile: str) -> Path:
+    """``workflow/profiles/<profile>``, or an error listing the profiles there are."""
+    path = PROFILES / profile
+    if not (path / "config.yaml").exists():
+        known = sorted(p.name for p in PROFILES.iterdir() if (p / "config.yaml").exists())
+        raise LlmdynError(f"unknown profile {profile!r}; profiles: {', '.join(known) or 'none'} "
+                          f"(each is a directory with config.yaml under {PROFILES}). Leave "
+                          "PROFILE empty to run locally.")
+    return path
+
+
+def check_slurm(timeout: float = 10) -> None:
+    """Raise a message that says what to do if no SLURM controller answers ``sinfo``."""
+    how = ("Start a one-node SLURM on this machine as root with `tools/slurm_local.sh start`, "
+           "or run locally: `make book` without PROFILE=slurm.")
+    if shutil.which("sinfo") is None or shutil.which("sbatch") is None:
+        raise LlmdynError(f"no SLURM client here (sinfo/sbatch not found). {how}")
+    try:
+        out = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True,
+                             timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise LlmdynError(f"SLURM did not answer sinfo within {timeout:.0f} s. {how}") from None
+    states = out.stdout.split()
+    if out.returncode != 0 or not any(s.rstrip("*") in ("idle", "mixed", "allocated")
+                                      for s in states):
+        raise LlmdynError(f"SLURM is unreachable or has no usable node (sinfo said: "
+                          f"{(out.stderr or out.stdout).strip()[:300]!r}). {how}")
+
+
+def snakemake_command(*, model: str | None = None, profile: str | None = None,
+                      targets: Sequence[str] = (), cores: int | None = None,
+                      directory: Path | None = None, config: dict[str, Any] | None = None,
+                      dry_run: bool = False, extra: Sequence[str] = ()) -> list[str]:
+    """The Snakemake command line for the book's workflow (see :func:`run_workflow`)."""
+    cmd = [sys.executable, "-m", "snakemake", *targets, "--snakefile", str(SNAKEFILE),
+           "--cores", str(cores or os.cpu_count() or 1), "--printshellcmds"]
+    if directory is not None:
+        cmd += ["--directory", str(directory)]
+    if profile:
+        cmd += ["--workflow-profile", str(profile_dir(profile))]
+    else:
+        cmd += ["--workflow-profile", "none"]
+    settings = dict(config or {})
+    if model:
+        settings["model"] = model
+    if settings:
+        cmd += ["--config", *(f"{k}={json.dumps(v)}" for k, v in settings.items())]
+    if dry_run:
+        cmd += ["--dry-run"]
+    return [*cmd, *extra]
+
+
+_LOG = re.compile(r"(\S+\.log)\b")
+
+
+def failed_logs(output: str, directory: Path) -> list[Path]:
+    """Log files named in Snakemake's error report (``Error in rule …`` blocks, SLURM logs)."""
+    logs: list[Path] = []
+    in_error = False
+    for line in output.splitlines():
+        if line.startswith("Error in rule") or "failed" in line.lower():
+            in_error = True
+        if in_error:
+            for match in _LOG.findall(line):
+                path = (directory / match.strip("'\",()")).resolve()
+                if path.exists() and path not in logs:
+                    logs.append(path)
+    return logs
+
+
+def run_workflow(*, model: str | None = None, profile: str | None = None,
+                 chapters: Sequence[str] = (), targets: Sequence[str] = (),
+                 cores: int | None = None, directory: Path | None = None,
+                 config: dict[str, Any] | None = None, dry_run: bool = False,
+                 extra: Sequence[str] = ()) -> str:
+    """Run the book's workflow with Snakemake and return its output.
+
+    Args:
+        model: the model every chapter runs on (the ``model`` config value).
+        profile: None for the local executor, or a profile under ``workflow/profiles``.
+        chapters: only these chapters (and what they need), not the HTML.
+        targets: other Snakemake targets (files or rule names), e.g. ``measure_all``.
+        cores: local cores (default: all of this machine's).
+        directory: where outputs go (default the repository).
+        config: more config values (see ``workflow/config.yaml``).
+        dry_run: list the jobs without running them.
+        extra: further Snakemake arguments.
+
+    Raises:
+        LlmdynError: unknown profile or chapter, SLURM unreachable, or a failed job (the
+            message holds the failed jobs' log paths and the end of each log).
+    """
+    check_chapters(chapters)
+    if profile:
+        profile_dir(profile)
+        if profile == "slurm" and not dry_run:
+            check_slurm()
+    targets = [*(f"book/executed/{c}.ipynb" for c in chapters), *targets]
+    if chapters:  # chapters alone: 05 and 11 then do not pull in chapter 04 (see the Snakefile)
+        config = {**(config or {}), "only_chapters": list(chapters)}
+    cmd = snakemake_command(model=model, profile=profile, targets=targets, cores=cores,
+                            directory=directory, config=config, dry_run=dry_run, extra=extra)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            cwd=directory or REPO)
+    lines = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        sys.stdout.write(line)
+        lines.append(line)
+    output = "".join(lines)
+    if proc.wait() != 0:
+        logs = failed_logs(output, Path(directory or REPO))
+        tails = "".join(f"\n--- {p} (last lines) ---\n" + "".join(
+            p.read_text(errors="replace").splitlines(True)[-25:]) for p in logs)
+        where = (f"failed job logs: {', '.join(map(str, logs))}" if logs else
+                 "see Snakemake's report above")
+        raise LlmdynError(f"the workflow failed (snakemake exit {proc.returncode}); {where}; "
+                          f"the outputs of the jobs that finished are kept.{tails}")
+    return output
+
+
+def add_parser(sub: Any) -> None:
+    """Add ``workflow`` to the ``llmdyn`` command's subparsers."""
+    p = sub.add_parser("workflow", help="build the book with Snakemake (local or a profile)")
+    p.add_argument("--model", default=None, help="model for every chapter (config default)")
+    p.add_argument("--profile", default=None, help="e.g. slurm (default: local executor)")
+    p.add_argument("--only", nargs="*", default=(), help="only these chapters (no HTML)")
+    p.add_argument("--cores", type=int, default=None)
+    p.add_argument("--directory", type=Path, default=None,
+                   help="write outputs here instead of the repository")
+    p.add_argument("--config", nargs="*", default=(), metavar="KEY=VALUE",
+                   help="more config values, e.g. chapter_params=tests/smoke")
+    p.add_argument("-n", "--dry-run", action="store_true")
+    p.add_argument("targets", nargs="*", help="other Snakemake targets, e.g. measure_all")
+
+
+def run_cli(args: argparse.Namespace) -> int:
+    """Run ``llmdyn workflow`` from parsed arguments; errors print as one message."""
+    config = {}
+    for item in args.config:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise LlmdynError(f"--config takes KEY=VALUE, got {item!r}")
+        try:
+            config[key] = json.loads(value)
+        except json.JSONDecodeError:
+            config[key] = value
+    try:
+        run_workflow(model=args.model, profile=args.profile, chapters=args.only,
+                     targets=args.targets, cores=args.cores, config=config,
+                     directory=args.directory,
+                     dry_run=args.dry_run)
+    except LlmdynError as err:
+        print(f"llmdyn workflow: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _job(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the workflow's own jobs: ``python -m llmdyn.book.workflow chapter|html …``."""
+    parser = argparse.ArgumentParser(prog="python -m llmdyn.book.workflow")
+    sub = parser.add_subparsers(dest="job", required=True)
+    ch = sub.add_parser("chapter")
+    ch.add_argument("name")
+    ch.add_argument("--parameters", required=True, help="JSON dict of notebook parameters")
+    sub.add_parser("html")
+    args = parser.parse_args(argv)
+    from llmdyn.book.build import build_html, run_chapter, stage
+
+    here = Path.cwd()
+    if args.job == "chapter":
+        run_chapter(args.name, here / "book" / "executed", json.loads(args.parameters), cwd=here)
+    else:
+        if here.resolve() != REPO:
+            stage(here)
+        build_html(here)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_job())

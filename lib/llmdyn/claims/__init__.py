@@ -1,0 +1,19 @@
+"""A paper's claim as data (measure, rule, interval, verdict), its rendering, and twin-seed spreads.
+
+May import: ``stats``, ``core``.
+"""
+
+import lazy_loader
+
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submodules=["claim", "render", "twin_seeds"],
+    submod_attrs={
+        "claim": ["Grade", "GRADES", "PAPERS", "Measure", "Op", "Rule", "at_least", "above",
+                  "below", "at_most", "within", "Verdict", "slug", "Claim"],
+        "render": ["COLUMNS", "SCORECARD_KEY", "markdown_table", "html_table", "glue_values",
+                   "publish", "part_source", "split_grid"],
+        "twin_seeds": ["T", "spread_indices", "spread_picks", "SeedSpread", "rule_text",
+                       "seed_table"],
+    },
+)

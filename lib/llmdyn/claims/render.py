@@ -1,0 +1,168 @@
+"""Render a chapter's claims: its paper-vs-this-run table, its scorecard block and glued numbers.
+
+Where the results live. A chapter glues its claims table as HTML under one key (``scorecard``)
+and each claim's numbers under ``<id>_value``, ``<id>_lo``, ``<id>_hi``, ``<id>_verdict``,
+``<id>_rule`` and ``<id>_result``. A scorecard part in ``book/scorecard_parts/`` holds only a
+heading and a cross-document paste of that key::
+
+    ```{glue} scorecard
+    :doc: executed/05_depth_coupling.ipynb
+    ```
+
+So nothing in ``book/`` holds a result, nothing is written while the chapter runs (papermill
+runs from the repository root even for a staged copy, where a written part would land in the
+wrong book), and a staged book for another model pastes from its own executed chapters: a part
+can never show another model's numbers.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Sequence
+
+from llmdyn import LlmdynError
+from llmdyn.claims.claim import Claim
+
+COLUMNS = ("claim", "paper", "this run", "verdict", "rule")
+SCORECARD_KEY = "scorecard"
+
+
+def _cells(claim: Claim) -> tuple[str, ...]:
+    """One row's cell texts, in COLUMNS order (plain text, not escaped)."""
+    return (f"{claim.statement} (paper {claim.paper}, {claim.section})", claim.paper_value,
+            claim.result_text(), claim.verdict.text(), claim.rule_text)
+
+
+def _check(claims: Sequence[Claim]) -> None:
+    """Claims must be Claim objects with unique ids."""
+    if not claims:
+        raise LlmdynError("claims is empty; a chapter lists at least one Claim")
+    bad = [c for c in claims if not isinstance(c, Claim)]
+    if bad:
+        raise LlmdynError(f"claims must be llmdyn.claims.Claim objects, got {type(bad[0])}")
+    ids = [c.id for c in claims]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise LlmdynError(f"claim ids must be unique within a chapter, repeated: {dup}")
+
+
+def _md(text: str) -> str:
+    """Escape a cell for a Markdown table (pipes, line breaks)."""
+    return text.replace("|", r"\|").replace("\n", " ")
+
+
+def markdown_table(claims: Sequence[Claim]) -> str:
+    """The chapter's paper-vs-this-run table as Markdown."""
+    _check(claims)
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + " --- |" * len(COLUMNS)]
+    for claim in claims:
+        cells = list(map(_md, _cells(claim)))
+        cells[3] = f"**{cells[3]}**"
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def html_table(claims: Sequence[Claim]) -> str:
+    """The same table as HTML, for the scorecard's cross-document paste."""
+    _check(claims)
+    head = "".join(f"<th>{c}</th>" for c in COLUMNS)
+    rows = []
+    for claim in claims:
+        cells = [html.escape(c) for c in _cells(claim)]
+        cells[3] = f"<strong>{cells[3]}</strong>"
+        grade = claim.verdict.grade.replace(" ", "-")
+        rows.append(f'<tr class="verdict-{grade}">' + "".join(f"<td>{c}</td>" for c in cells)
+                    + "</tr>")
+    return (f'<table class="table scorecard"><thead><tr>{head}</tr></thead><tbody>'
+            + "".join(rows) + "</tbody></table>")
+
+
+def glue_values(claim: Claim) -> dict[str, float | str]:
+    """The glue keys of one claim and their values (numbers as floats, text as str)."""
+    est = claim.measure.estimate
+    nan = float("nan")
+    return {f"{claim.id}_value": est.value if est else nan,
+            f"{claim.id}_lo": est.lo if est else nan,
+            f"{claim.id}_hi": est.hi if est else nan,
+            f"{claim.id}_verdict": claim.verdict.text(),
+            f"{claim.id}_rule": claim.rule_text,
+            f"{claim.id}_result": claim.result_text()}
+
+
+def publish(claims: Sequence[Claim], *, key: str = SCORECARD_KEY,
+            glue: Callable[..., object] | None = None):
+    """Glue every claim's numbers and the scorecard table; return the chapter's table.
+
+    Args:
+        claims: the chapter's claims, in the order of the table.
+        key: glue key of the HTML table the scorecard part pastes (one per table).
+        glue: the glue function (default ``myst_nb.glue``; tests pass a recorder).
+
+    Returns:
+        An ``IPython.display.Markdown`` of the table: the chapter cell's last expression.
+    """
+    from IPython.display import HTML, Markdown
+
+    if glue is None:
+        from myst_nb import glue
+    _check(claims)
+    for claim in claims:
+        for name, value in glue_values(claim).items():
+            glue(name, value, display=False)
+    glue(key, HTML(html_table(claims)), display=False)
+    return Markdown(markdown_table(claims))
+
+
+def part_source(title: str, chapter: str, *, key: str = SCORECARD_KEY, intro: str = "") -> str:
+    """The text of a scorecard part: a heading, optional prose, and the paste of ``key``.
+
+    Args:
+        title: the part's heading, e.g. "Coupling across depth".
+        chapter: the chapter's name, e.g. "05_depth_coupling".
+        key: the glued table to paste.
+        intro: prose above the table; it must not state a result.
+    """
+    lines = [f"### {title} ({{doc}}`chapter {chapter[:2]} <executed/{chapter}>`)", ""]
+    if intro:
+        lines += [intro.strip(), ""]
+    lines += [f"```{{glue}} {key}", f":doc: executed/{chapter}.ipynb", "```", ""]
+    return "\n".join(lines)
+
+
+def split_grid(claims: dict[str, Sequence[Claim]], *, label: Callable[[Claim], str] | None = None):
+    """One row per claim, one column per phase split: value [interval] and verdict.
+
+    Paper B's Thought/Fixation contrasts depend on where the boundary is drawn; this table
+    shows each contrast under every split side by side (chapters 02 and 04).
+
+    Args:
+        claims: split name -> the same claims, in the same order, judged under that split.
+        label: a row's label from its claim (default: the statement).
+
+    Returns:
+        An ``IPython.display.Markdown`` table.
+    """
+    from IPython.display import Markdown
+
+    if not claims:
+        raise LlmdynError("split_grid needs at least one split")
+    names = list(claims)
+    rows = [list(claims[n]) for n in names]
+    if len({len(r) for r in rows}) != 1:
+        raise LlmdynError("split_grid: every split must hold the same claims, got counts "
+                          f"{[len(r) for r in rows]}")
+    label = label or (lambda c: c.statement)
+    lines = ["| claim | " + " | ".join(names) + " |", "|" + " --- |" * (len(names) + 1)]
+    for same in zip(*rows, strict=True):
+        cells = [f"{c.measure.number(c.measure.estimate.value) if c.measure.estimate else 'n/a'}"
+                 f"{_interval(c)} **{c.verdict.grade}**" for c in same]
+        lines.append("| " + " | ".join(_md(x) for x in [label(same[0]), *cells]) + " |")
+    return Markdown("\n".join(lines))
+
+
+def _interval(claim: Claim) -> str:
+    """" [lo, hi]" in the measure's format, or "" without an interval."""
+    est = claim.measure.estimate
+    if est is None or not est.has_interval:
+        return ""
+    return f" [{claim.measure.number(est.lo)}, {claim.measure.number(est.hi)}]"

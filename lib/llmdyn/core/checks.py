@@ -1,0 +1,98 @@
+"""Input checks shared by the compute functions: prompt lists, layer indices, k and modes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from llmdyn import LlmdynError
+
+__all__ = ["choice", "k_value", "layer_indices", "prompt_texts"]
+
+
+def prompt_texts(prompts: Any, arg: str = "prompts") -> list[str]:
+    """The texts of a non-empty list of prompts (str or :class:`llmdyn.data.Prompt`).
+
+    A single string is refused rather than iterated, which would split it into characters.
+
+    Raises:
+        LlmdynError: `prompts` is one str or Prompt, not a sequence, empty, or holds an empty,
+            whitespace-only or non-text item.
+    """
+    from llmdyn.data.prompts import Prompt
+
+    if isinstance(prompts, (str, bytes, Prompt)):
+        raise LlmdynError(f"{arg} must be a list of texts, got one {type(prompts).__name__} "
+                          f"{prompts!r:.60}; wrap it in a list: [{prompts!r:.40}]")
+    if not isinstance(prompts, Sequence) or len(prompts) == 0:
+        raise LlmdynError(f"{arg} must be a non-empty list of texts, got {prompts!r:.80}")
+    texts = []
+    for i, p in enumerate(prompts):
+        text = p.text if isinstance(p, Prompt) else p
+        if not isinstance(text, str) or not text.strip():
+            raise LlmdynError(f"{arg}[{i}] must be a non-empty text (str or Prompt), got "
+                              f"{type(p).__name__} {p!r:.60}")
+        texts.append(text)
+    return texts
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def layer_indices(layers: Any, n_layers: int, arg: str = "layers") -> list[int]:
+    """Blocks as 0-based ints, negative indices resolved once (``-1`` -> ``n_layers - 1``).
+
+    Args:
+        layers: a sequence of ints in ``[-n_layers, n_layers)``, or None for every block.
+            Floats, strings and bools are refused, never truncated (1.7 is not block 1).
+        n_layers: the model's number of blocks L.
+        arg: the argument's name, for the message.
+
+    Returns:
+        ``[len(layers)]`` distinct block indices in ``[0, n_layers)``, in the given order.
+    """
+    if layers is None:
+        return list(range(n_layers))
+    if isinstance(layers, (str, bytes)) or not isinstance(layers, (Sequence, np.ndarray)):
+        raise LlmdynError(f"{arg} must be a list of block indices, got {layers!r:.60}")
+    bad = [b for b in layers if not _is_int(b)]
+    if bad:
+        raise LlmdynError(f"{arg} must hold integer block indices, got {bad[0]!r} "
+                          f"({type(bad[0]).__name__}) in {list(layers)!r:.80}; write e.g. [1]")
+    out_of_range = [int(b) for b in layers if not -n_layers <= b < n_layers]
+    if out_of_range or len(layers) == 0:
+        raise LlmdynError(f"{arg} {out_of_range or list(layers)} out of range: the model has "
+                          f"blocks 0..{n_layers - 1} (negative indices count from the end; "
+                          "block b maps X^b to X^(b+1), the paper's l = b+1)")
+    resolved = [int(b) % n_layers for b in layers]
+    if len(set(resolved)) != len(resolved):
+        raise LlmdynError(f"{arg} {list(layers)} name a block twice (resolved: {resolved}); "
+                          "give each block once")
+    return resolved
+
+
+def k_value(k: Any, d_model: int, *, minimum: int = 1, why: str = "", arg: str = "k") -> int:
+    """Check a number of singular vectors: an int with ``minimum <= k <= d_model``.
+
+    Args:
+        k: the value to check.
+        d_model: the largest allowed value.
+        minimum: the smallest (2 where r(A) divides by k - 1).
+        why: the reason for `minimum`, shown in the message.
+        arg: the argument's name, for the message.
+    """
+    if not _is_int(k) or not minimum <= k <= d_model:
+        reason = f" ({why})" if why else ""
+        raise LlmdynError(f"{arg}: got {k!r}; expected an integer with {minimum} <= {arg} <= "
+                          f"d_model = {d_model}{reason}")
+    return int(k)
+
+
+def choice(value: Any, choices: Sequence[str], arg: str) -> str:
+    """`value` if it is one of `choices`, else LlmdynError listing them."""
+    if not isinstance(value, str) or value not in choices:
+        raise LlmdynError(f"{arg}: got {value!r}; expected one of {', '.join(map(repr, choices))}")
+    return value

@@ -1,0 +1,22 @@
+"""Paper A's coupling: A = U^T J V across depth and tokens, its summaries, and Jacobian spectra.
+
+May import: ``jacobians``, ``trace``, ``models``, ``metrics``, ``stats``, ``core``.
+"""
+
+import lazy_loader
+
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submodules=["depth", "spectra", "summary", "tokens"],
+    submod_attrs={
+        "depth": ["PROMPTS_PER_BATCH", "DepthCoupling", "coupling_from_jacobians",
+                  "depth_coupling", "diagonal_share", "offdiagonal_mean"],
+        "spectra": ["depth_axis", "inverse_top_fit", "power_law_fit"],
+        "summary": ["coupling_strength", "chance_strength", "layer_coupling", "mean_coupling",
+                    "adjacency_weights", "AuthorsSplit", "authors_split", "DepthSummary",
+                    "summarize_depth", "PromptScores", "prompt_scores"],
+        "tokens": ["Kind", "KINDS", "KIND_TITLES", "kind_pairs", "cross_coupling", "TokenCoupling",
+                   "token_coupling", "token_coupling_with_control", "CouplingSummary",
+                   "tile_shares", "summarize", "summarize_kinds", "kind_shares"],
+    },
+)

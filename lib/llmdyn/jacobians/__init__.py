@@ -1,0 +1,23 @@
+"""Block Jacobians J_{t1 t2}: block calls, exact and last-token routes, truncated SVD, linear maps.
+
+May import: ``trace``, ``models``, ``metrics``, ``core``.
+"""
+
+import lazy_loader
+
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submodules=["attention", "full", "last_token", "linearization", "truncated"],
+    submod_attrs={
+        "attention": ["FROZEN_PREFIX_ATTENTION", "supports_frozen_prefix", "frozen_prefix"],
+        "full": ["Pairs", "OWN_POSITION_ATTENTION", "BlockCall", "record_block_calls",
+                 "capture_block_calls", "residual_map", "block_function", "block_residual",
+                 "stack_jacobians", "STANDARD_EAGER", "own_position_attention", "block_jacobians"],
+        "last_token": ["FrozenPrefix", "capture_last_step", "merge_calls",
+                       "last_token_jacobians_batched", "last_token_jacobians"],
+        "linearization": ["NoiseTokens", "propagate", "cosine", "relative_noise",
+                          "perturbed_last_states", "LinearizationCheck", "linearization_check"],
+        "truncated": ["Tokens", "Products", "TruncatedSVD", "principal_angles",
+                      "truncated_block_svd", "truncated_coupling_matrices"],
+    },
+)

@@ -1,0 +1,157 @@
+"""Model files on disk: which files define a checkpoint, and their content hashes, remembered."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+from llmdyn import LlmdynError
+
+__all__ = ["cache_dir", "check_model_dir", "dir_digest", "file_sha256", "local_key",
+           "remember", "sha256_of"]
+
+_INDEX = "file-hashes.json"  # {resolved path: {size, mtime_ns, ctime_ns, ino, sha256}}
+# Files that change what a checkpoint computes. Training logs (metrics.json) and generation
+# settings are left out, so rewriting them never invalidates cached results.
+_CONFIG_FILES = ("config.json",)
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                    "vocab.json", "merges.txt", "tokenizer.model", "added_tokens.json")
+_PICKLED = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl")
+NEEDS = ("a model directory must hold config.json and model.safetensors (what transformers' "
+         "save_pretrained writes), or pass a .gguf file")
+
+
+def cache_dir() -> Path:
+    """Where converted float32 safetensors live (``$LLMDYN_CACHE`` or ``~/.cache/llmdyn``)."""
+    return Path(os.environ.get("LLMDYN_CACHE", Path.home() / ".cache" / "llmdyn"))
+
+
+def sha256_of(path: Path) -> str:
+    """Hex sha256 of one file's bytes, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _stamp(path: Path) -> dict[str, int]:
+    st = path.stat()
+    # ctime cannot be set back by a user (touch sets mtime only), so any rewrite is noticed.
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
+            "ino": st.st_ino}
+
+
+def _read_index(index: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(index.read_text())
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):  # absent or corrupt: start again, nothing is lost but time
+        return {}
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """Sha256 of a file, hashed once and remembered by size, mtime, ctime and inode.
+
+    The memo is a small JSON index under :func:`cache_dir`; a file whose stat stamp changed
+    (rewritten, replaced, touched) is hashed again.
+    """
+    path = Path(path).resolve()
+    stamp = _stamp(path)
+    entry = _read_index(cache_dir() / _INDEX).get(str(path))
+    if isinstance(entry, dict) and {k: entry.get(k) for k in stamp} == stamp:
+        return entry["sha256"]
+    digest = sha256_of(path)
+    if _stamp(path) != stamp:  # changed while we read it: do not remember a torn hash
+        return digest
+    _remember(path, stamp, digest)
+    return digest
+
+
+def remember(path: str | os.PathLike, digest: str) -> None:
+    """Record `digest` as the sha256 of `path` as it is now (the caller just hashed it)."""
+    path = Path(path).resolve()
+    _remember(path, _stamp(path), digest)
+
+
+def _remember(path: Path, stamp: dict[str, int], digest: str) -> None:
+    index = cache_dir() / _INDEX
+    try:
+        index.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(index) + ".lock"):
+            data = _read_index(index)
+            data = {k: v for k, v in data.items() if Path(k).exists()}  # forget deleted files
+            data[str(path)] = {**stamp, "sha256": digest}
+            _write_json(index, data)
+    except OSError:  # a read-only cache: the hash is still right, only not remembered
+        pass
+
+
+def _write_json(path: Path, data: Any) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, indent=0)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def check_model_dir(directory: Path, spec: str) -> None:
+    """Raise LlmdynError saying what is missing if `directory` is not a loadable checkpoint."""
+    if directory.is_file():
+        raise LlmdynError(f"model {spec!r}: {directory.resolve()} is a file, not a model "
+                          f"directory; {NEEDS}.")
+    if not directory.is_dir():
+        raise LlmdynError(f"model {spec!r}: directory {directory} does not exist; {NEEDS}.")
+    if not (directory / "config.json").is_file():
+        raise LlmdynError(f"model {spec!r}: {directory.resolve()} has no config.json, so it is "
+                          f"not a model directory; {NEEDS}.")
+    if any(directory.glob("*.safetensors")):
+        return
+    pickled = sorted(p.name for pattern in _PICKLED for p in directory.glob(pattern))
+    if pickled:
+        raise LlmdynError(
+            f"model {spec!r}: {directory.resolve()} holds only pickled weights "
+            f"({', '.join(pickled)}). llmdyn never unpickles weights, because loading a pickle "
+            "can run arbitrary code. Where you trust the file, convert it once to safetensors: "
+            "python -c \"from transformers import AutoModelForCausalLM as M; "
+            f"M.from_pretrained('{directory}').save_pretrained('{directory}')\"")
+    raise LlmdynError(f"model {spec!r}: {directory.resolve()} has config.json but no "
+                      f"model.safetensors; {NEEDS}.")
+
+
+def dir_digest(directory: Path, *, weights: bool = True) -> str:
+    """Sha256 over the files that define a checkpoint: config, tokenizer and (by default) weights.
+
+    Args:
+        directory: a checkpoint directory (``config.json``, ``*.safetensors``, tokenizer files).
+        weights: include the safetensors files (False for an untrained twin, which only
+            depends on the config and tokenizer).
+
+    Returns:
+        Hex digest of the sorted ``name: file sha256`` pairs.
+    """
+    names = [n for n in _CONFIG_FILES + _TOKENIZER_FILES if (directory / n).is_file()]
+    if weights:
+        names += [p.name for p in directory.glob("*.safetensors")]
+        names += [p.name for p in directory.glob("*.safetensors.index.json")]
+    files = {name: file_sha256(directory / name) for name in sorted(set(names))}
+    text = json.dumps(files, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def local_key(directory: Path, digest: str) -> str:
+    """Short readable key ``<parent>--<dir>-<digest8>``, e.g. ``run1--step100-1a2b3c4d``."""
+    from llmdyn.core.store import safe_name
+
+    parts = [p for p in directory.resolve().parts[-2:] if p not in ("/", "")]
+    label = safe_name("--".join(safe_name(p) for p in parts)) or "local"
+    return f"{label}-{digest[:8]}"

@@ -1,0 +1,242 @@
+"""Paper B's Thought/Fixation contrast: split per-layer measurements at a boundary (Table 1)."""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+import numpy as np
+
+from llmdyn import LlmdynError
+from llmdyn.phases.boundary import PhaseSplit, as_split
+
+__all__ = ["PAPER_TABLE1", "AlignmentMeans", "alignment_means", "alignment_profile",
+           "contrast_claims", "pair_phase_means", "phase_means", "table1_claims"]
+
+Phase = Literal["Thought", "Fixation"]
+
+# Paper B Table 1: the phase in which each property is stronger ("MORE"), and what we measure.
+PAPER_TABLE1: dict[str, tuple[Phase, str]] = {
+    "LINEAR": ("Fixation", "windowed LSS (lower = more linear)"),
+    "EQUISPACED": ("Fixation", "windowed equidistance (lower = more equispaced)"),
+    "ALIGNED": ("Thought", "r(A_{i,j,K}) within the phase, i ≠ j (lower = more aligned)"),
+    "CONFIDENT": ("Fixation", "logit-lens entropy, nats (lower = more confident)"),
+}
+
+
+def phase_means(values: np.ndarray, boundary: PhaseSplit | int) -> tuple[float, float]:
+    """Mean of a per-layer measurement over the Thought layers and over the Fixation layers.
+
+    At a boundary ``b``, layers ``1 … b-1`` are Thought and ``b … L`` Fixation; layer 0 (the
+    embedding) is in neither (see :class:`llmdyn.phases.PhaseSplit`). NaN entries (e.g.
+    windows that do not fit at the ends) are ignored; a phase with no finite entry gives NaN.
+
+    Args:
+        values: ``[prompt, layer+1]`` or ``[layer+1]``.
+        boundary: the split, or the first Fixation layer in 2 … L.
+
+    Returns:
+        (Thought mean, Fixation mean) over prompts and layers.
+    """
+    values = np.asarray(values, dtype=float)
+    if values.ndim == 1:
+        values = values[None]
+    if values.ndim != 2 or values.shape[1] < 2:
+        raise LlmdynError(f"values must be [prompt, layer+1] or [layer+1], got {values.shape}")
+    thought, fixation = as_split(boundary, values.shape[1] - 1).masks()
+    return _nanmean(values[:, thought]), _nanmean(values[:, fixation])
+
+
+def pair_phase_means(M: np.ndarray, boundary: PhaseSplit | int) -> tuple[float, float]:
+    """Mean of a block × block score over pairs i ≠ j that both lie in one phase.
+
+    Row/column b is block b, which produces layer b + 1 (the paper's depth l = b + 1); it
+    belongs to the phase that holds layer b + 1.
+
+    Args:
+        M: ``[layer, layer]``, e.g. r(A_{i,j,K}) (paper B Fig. 6).
+        boundary: the split, or the first Fixation layer in 2 … L.
+
+    Returns:
+        (Thought mean, Fixation mean); NaN for a phase with fewer than two blocks.
+    """
+    M = np.asarray(M, dtype=float)
+    if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] < 2:
+        raise LlmdynError(f"M must be [layer, layer] with layer >= 2, got {M.shape}")
+    n = M.shape[0]
+    off = ~np.eye(n, dtype=bool)
+    means = []
+    for layers in as_split(boundary, n).masks():
+        in_phase = layers[1:]  # (layer,): block b produces layer b + 1
+        mask = off & in_phase[:, None] & in_phase[None, :]
+        means.append(_nanmean(M[mask]) if mask.any() else float("nan"))
+    return means[0], means[1]
+
+
+def _nanmean(x: np.ndarray) -> float:
+    x = np.asarray(x, dtype=float)
+    return float(np.mean(x[np.isfinite(x)])) if np.isfinite(x).any() else float("nan")
+
+
+class AlignmentMeans(NamedTuple):
+    """The mean r(A_{i,j,K}) that chapter 04's alignment claims compare (see alignment_means)."""
+
+    grid: float  # over the |A| grid's pairs of distinct blocks, one prompt (Fig 7)
+    pairs: float  # over prompts, of the mean over all pairs i ≠ j (Fig 6)
+    thought: float  # over prompts, of the mean over pairs i ≠ j inside Thought (§4.5)
+
+
+def alignment_means(grid_ratio: np.ndarray, ratios: np.ndarray,
+                    boundary: PhaseSplit | int) -> AlignmentMeans:
+    """The three mean r(A_{i,j,K}) that chapter 04's alignment claims compare (paper B §4.5).
+
+    Args:
+        grid_ratio: ``[grid, grid]`` r(A) of one prompt over the blocks of the |A| grid (Fig 7).
+        ratios: ``[prompt, layer, layer]`` r(A) over every pair of blocks (Fig 6).
+        boundary: the phase split of ``ratios``' depth, or its first Fixation layer.
+
+    Returns:
+        ``grid``: mean over the grid's pairs of distinct blocks; ``pairs``: mean over prompts
+        of the mean over all pairs i ≠ j; ``thought``: mean over prompts of the mean over the
+        pairs i ≠ j inside Thought (:func:`pair_phase_means`; NaN if Thought has < 2 blocks).
+    """
+    grid_ratio, ratios = np.asarray(grid_ratio, dtype=float), np.asarray(ratios, dtype=float)
+    if grid_ratio.ndim != 2 or grid_ratio.shape[0] != grid_ratio.shape[1] \
+            or grid_ratio.shape[0] < 2:
+        raise LlmdynError(f"grid_ratio must be [grid, grid] with grid >= 2, got "
+                          f"{grid_ratio.shape}")
+    if ratios.ndim != 3 or ratios.shape[0] < 1:
+        raise LlmdynError(f"ratios must be [prompt, layer, layer], got {ratios.shape}")
+    grid_off = ~np.eye(len(grid_ratio), dtype=bool)
+    off = ~np.eye(ratios.shape[1], dtype=bool)
+    return AlignmentMeans(
+        grid=float(grid_ratio[grid_off].mean()),
+        pairs=float(np.mean([M[off].mean() for M in ratios])),
+        thought=float(np.mean([pair_phase_means(M, boundary)[0] for M in ratios])))
+
+
+def alignment_profile(ratio: np.ndarray) -> np.ndarray:
+    """How well the other blocks' singular vectors diagonalise each block: ``[layer]``.
+
+    Row mean of r(A_{i,j,K}) over j ≠ i (paper B Fig. 6 read row by row); low where block i
+    is aligned with the rest of the network.
+
+    Args:
+        ratio: ``[layer, layer]`` r(A_{i,j,K}) (row i: the Jacobian J_i, column j: the basis).
+    """
+    ratio = np.asarray(ratio, dtype=float)
+    if ratio.ndim != 2 or ratio.shape[0] != ratio.shape[1] or ratio.shape[0] < 2:
+        raise LlmdynError(f"ratio must be [layer, layer] with layer >= 2, got {ratio.shape}")
+    off = ~np.eye(ratio.shape[0], dtype=bool)
+    return np.array([row[mask].mean() for row, mask in zip(ratio, off, strict=True)])
+
+
+def table1_claims(name: str, split: PhaseSplit, *, lss: np.ndarray, equidistance: np.ndarray,
+                  entropy: np.ndarray, ratios: np.ndarray,
+                  other_entropy: tuple[str, np.ndarray] | None = None) -> list:
+    """Paper B's Table 1 for one model and one split, as claims (one per property).
+
+    Each property's measure is lower where the property is stronger, so each claim judges
+    "stronger phase − other phase < 0" with a bootstrap interval over prompts.
+
+    Args:
+        name: the model's name (claim ids end in its slug and the split's name).
+        split: the Thought/Fixation split (:meth:`llmdyn.phases.PhaseBoundary.split`).
+        lss: windowed LSS ``[prompt, layer+1]``.
+        equidistance: windowed equidistance ``[prompt, layer+1]``.
+        entropy: logit-lens entropy ``[prompt, layer+1]``.
+        ratios: r(A_{i,j,K}) per prompt, ``[prompt, layer, layer]`` (may hold fewer prompts).
+        other_entropy: (lens name, ``[prompt, layer+1]``) of the logit lens shown beside
+            ``entropy`` (e.g. ``("normed", …)``): one more CONFIDENT row.
+    """
+    from llmdyn.claims.claim import Claim, Measure, below, slug
+    from llmdyn.phases.curves import phase_means_per_prompt
+
+    means = {"LINEAR": phase_means_per_prompt(lss, split),
+             "EQUISPACED": phase_means_per_prompt(equidistance, split),
+             "ALIGNED": np.array([pair_phase_means(M, split) for M in ratios]).T,
+             "CONFIDENT": phase_means_per_prompt(entropy, split)}
+    if other_entropy is not None:
+        means[f"CONFIDENT ({other_entropy[0]} lens)"] = phase_means_per_prompt(other_entropy[1],
+                                                                              split)
+    claims = []
+    for prop, (thought, fixation) in means.items():
+        stronger, measure = PAPER_TABLE1[prop.split()[0]]
+        other = "Thought" if stronger == "Fixation" else "Fixation"
+        mine, theirs = (fixation, thought) if stronger == "Fixation" else (thought, fixation)
+        claims.append(Claim(
+            f"table1_{slug(prop)}_{slug(name)}_{split.name}", "B", "Table 1",
+            f"{name}: {prop} is stronger in {stronger}", f"{stronger} (MORE there)",
+            Measure.difference(mine, theirs, f"{measure}: {stronger} − {other}", fmt=".3f",
+                               detail=f"Thought {_nanmean(thought):.3f} / Fixation "
+                               f"{_nanmean(fixation):.3f}; {split.label()} of {split.n_layers}"),
+            below(0)))
+    return claims
+
+
+def contrast_claims(name: str, split: PhaseSplit, *, norms: np.ndarray, lss: np.ndarray,
+                    equidistance: np.ndarray, entropy: np.ndarray) -> list:
+    """Paper B's phase contrasts along depth (§4.1–4.4, §5.1, §5.4) for one model and split.
+
+    Args:
+        name: the model's name (claim ids end in its slug and the split's name).
+        split: the Thought/Fixation split.
+        norms: ``[prompt, layer+1]`` norms of the last token's states.
+        lss: windowed LSS ``[prompt, layer+1]``, on the same prompts.
+        equidistance: windowed equidistance ``[prompt, layer+1]``.
+        entropy: logit-lens entropy ``[prompt, layer+1]``.
+
+    Returns:
+        Claims: the norm's relative spread over prompts (Thought/Fixation < 1), LSS and
+        equidistance lower in Fixation, Fixation equidistance ≤ 0.15 (paper: ≈ 0.1), Fixation
+        LSS in 2–3 at every Fixation layer, entropy spread over prompts (Thought/Fixation < 1),
+        Fixation LSS below the all-layer mean (Fig 12).
+    """
+    from functools import partial
+
+    from llmdyn.claims.claim import Claim, Measure, at_least, at_most, below, slug
+    from llmdyn.phases.curves import fraction_in_band, phase_means_per_prompt, spread_ratio
+
+    sid = f"{slug(name)}_{split.name}"
+    lss_t, lss_f = phase_means_per_prompt(lss, split)
+    eq_t, eq_f = phase_means_per_prompt(equidistance, split)
+    where = split.label()
+    return [
+        Claim(f"geo_norm_prompts_{sid}", "B", "§4.1, Fig 2", f"{name}: the norm is "
+              "prompt-independent in Thought, prompt-dependent in Fixation",
+              "band narrow in Thought, wide in Fixation",
+              Measure.of_rows(partial(spread_ratio, boundary=split, relative=True), norms,
+                              quantity="Thought / Fixation std/mean of the norm over prompts",
+                              fmt=".2f", detail=where), below(1)),
+        Claim(f"geo_lss_drop_{sid}", "B", "§4.2, Fig 3", f"{name}: LSS falls in Fixation",
+              "lower LSS in Fixation", Measure.difference(
+                  lss_f, lss_t, "mean windowed LSS, Fixation − Thought", fmt=".2f",
+                  detail=where), below(0)),
+        Claim(f"geo_lss_range_{sid}", "B", "§5.1", f"{name}: LSS between 2.0 and 3.0 through "
+              "Fixation", "2.0–3.0", Measure.of_rows(
+                  partial(fraction_in_band, boundary=split, low=2.0, high=3.0), lss,
+                  quantity="share of Fixation layers with mean LSS in 2.0–3.0", fmt=".2f",
+                  detail=where), at_least(1)),
+        Claim(f"geo_eq_drop_{sid}", "B", "§4.3, Fig 4", f"{name}: equidistance drops in "
+              "Fixation", "≤ 0.3 in Thought, ≈ 0.1 in Fixation", Measure.difference(
+                  eq_f, eq_t, "mean equidistance, Fixation − Thought", fmt=".2f",
+                  detail=where), below(0)),
+        Claim(f"geo_eq_level_{sid}", "B", "§4.3, Fig 4", f"{name}: equidistance is about 0.1 "
+              "in Fixation", "≈ 0.1", Measure.mean(eq_f, "mean Fixation equidistance",
+                                                   fmt=".2f", detail=where), at_most(0.15)),
+        Claim(f"geo_entropy_spread_{sid}", "B", "§4.4, Fig 5", f"{name}: prompts agree in "
+              "confidence in Thought, disagree in Fixation", "low variation in Thought",
+              Measure.of_rows(partial(spread_ratio, boundary=split), entropy, fmt=".2f",
+                              quantity="Thought / Fixation std of the entropy over prompts",
+                              detail=where), below(1)),
+        Claim(f"geo_fixation_lss_{sid}", "B", "§5.4, Fig 12", f"{name}: over the Fixation "
+              "layers LSS is lower than over all layers", "for every model",
+              Measure.difference(lss_f, _row_means(lss), "mean LSS, Fixation − all layers",
+                                 fmt=".2f", detail=where), below(0)),
+    ]
+
+
+def _row_means(values: np.ndarray) -> np.ndarray:
+    """Each prompt's mean over the layers 1 … L that hold a value, ``[prompt]``."""
+    from llmdyn.core.masked import finite_mean
+
+    return finite_mean(np.asarray(values, dtype=float)[:, 1:], axis=1)

@@ -1,0 +1,179 @@
+"""Statistics of ``[prompt, layer+1]`` curves that the chapters' claims resample over prompts.
+
+Each function takes whole arrays (prompts on the first axis) and the phase split, and returns
+per-prompt values or one number, so `llmdyn.claims.Measure.of_rows` can bootstrap it. A split is
+a `llmdyn.phases.PhaseSplit` or the first Fixation layer ``b`` (Thought ``1 … b-1``, Fixation
+``b … L``; layer 0, the embedding, is in neither). NaN entries (windows that do not fit) are
+ignored.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from llmdyn import LlmdynError
+from llmdyn.core import masked
+from llmdyn.phases.boundary import PhaseSplit, as_split
+
+
+def _curves(values, boundary: PhaseSplit | int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``[prompt, layer+1]`` float64 and the Thought and Fixation masks ``[layer+1]``."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 2 or values.shape[1] < 2:
+        raise LlmdynError(f"values must be [prompt, layer+1], got shape {values.shape}")
+    thought, fixation = as_split(boundary, values.shape[1] - 1).masks()
+    return values, thought, fixation
+
+
+def _nanmean(x: np.ndarray, axis=None) -> np.ndarray:
+    """Mean ignoring NaN; all-NaN gives NaN (explicitly, `llmdyn.core.masked`), not a warning."""
+    return masked.finite_mean(x, axis=axis)
+
+
+def phase_means_per_prompt(values, boundary: PhaseSplit | int) -> tuple[np.ndarray, np.ndarray]:
+    """Each prompt's mean over the Thought layers and over the Fixation layers.
+
+    Args:
+        values: ``[prompt, layer+1]``.
+        boundary: the split, or the first Fixation layer (2 … L).
+
+    Returns:
+        (Thought ``[prompt]``, Fixation ``[prompt]``).
+    """
+    v, thought, fixation = _curves(values, boundary)
+    return _nanmean(v[:, thought], 1), _nanmean(v[:, fixation], 1)
+
+
+def spread_ratio(values, boundary: PhaseSplit | int, *, relative: bool = False) -> float:
+    """Thought / Fixation ratio of the spread over prompts, averaged over each phase's layers.
+
+    The spread at a layer is the std over prompts (divided by the mean with ``relative``, the
+    coefficient of variation). Below 1: prompts agree more in Thought than in Fixation.
+    """
+    v, thought, fixation = _curves(values, boundary)
+    sd = v.std(0)  # (layer+1,)
+    if relative:
+        sd = sd / v.mean(0)
+    num, den = float(_nanmean(sd[thought])), float(_nanmean(sd[fixation]))
+    if not den > 0:  # no spread in Fixation (e.g. one prompt drawn twice by the bootstrap)
+        return float("nan") if not num > 0 else float("inf")
+    return num / den
+
+
+def peak_position(values) -> float:
+    """Layer of the maximum of the prompt-mean curve, as a fraction l / L of the depth."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.ndim != 2 or v.shape[1] < 2:
+        raise LlmdynError(f"values must be [prompt, layer+1], got shape {v.shape}")
+    curve = _nanmean(v, 0)  # (layer+1,)
+    if not np.isfinite(curve).any():
+        return float("nan")
+    return float(np.nanargmax(curve) / (v.shape[1] - 1))
+
+
+def fraction_in_band(values, boundary: PhaseSplit | int, low: float, high: float) -> float:
+    """Share of the Fixation layers whose prompt-mean value lies in [low, high]."""
+    v, _, fixation = _curves(values, boundary)
+    curve = _nanmean(v, 0)[fixation]  # (fixation layers,)
+    curve = curve[np.isfinite(curve)]
+    if curve.size == 0:
+        return float("nan")
+    return float(np.mean((curve >= low) & (curve <= high)))
+
+
+def rising_fraction(values) -> float:
+    """Share of layer steps l-1 → l at which the prompt-mean curve rises."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.ndim != 2 or v.shape[1] < 2:
+        raise LlmdynError(f"values must be [prompt, layer+1], got shape {v.shape}")
+    return float(np.mean(np.diff(v.mean(0)) > 0))
+
+
+def velocity_change(norms, *, min_size: int = 3, exclude_last: int = 1) -> float:
+    """After − before slope of the hinge fit to the mean norm curve (`norm_velocity_fit`).
+
+    Positive: the norm grows faster after the knot. A hinge on any convex curve gives a
+    positive change, so a claim on it is compared with the untrained twin's in the chapter.
+    ``exclude_last`` trailing layers are left out, as in the fit (the final norm's output).
+    """
+    from llmdyn.phases.changepoints import norm_velocity_fit
+
+    fit = norm_velocity_fit(np.asarray(norms, dtype=np.float64), min_size=min_size,
+                            exclude_last=exclude_last)
+    return float(fit.after - fit.before)
+
+
+def relative_velocity_change(norms, *, min_size: int = 3, exclude_last: int = 1) -> float:
+    """:func:`velocity_change` in units of the mean slope of the mean norm curve.
+
+    Dividing by the average increment per layer (over the same layers as the fit, so without
+    the final norm's drop at l = L) makes models or twins whose norms grow on different scales
+    comparable: 0 for a straight line, 2 when the slope after the knot exceeds the slope before
+    it by twice the average slope.
+    """
+    curve = np.asarray(norms, dtype=np.float64).mean(0)  # (layer+1,)
+    if exclude_last:
+        curve = curve[:-exclude_last]
+    mean_slope = float(np.mean(np.diff(curve)))
+    if not mean_slope > 0:
+        return float("nan")  # no growth to compare a change of velocity with
+    return velocity_change(norms, min_size=min_size, exclude_last=exclude_last) / mean_slope
+
+
+def velocity_gain_over(norms, reference, *, min_size: int = 3) -> float:
+    """Relative velocity change of ``norms`` minus that of ``reference`` (e.g. the twin).
+
+    A hinge fit finds a positive change in any convex curve, so "norm velocity increases"
+    (paper B §4.1) is judged against the untrained twin on the same prompts: positive when the
+    trained model's norm speeds up more, relative to its own average growth, than the twin's.
+
+    Args:
+        norms: ``[prompt, layer+1]`` of the trained model.
+        reference: ``[prompt, layer+1]`` of the reference on the same prompts (paired rows).
+        min_size: fewest layers on either side of the knot.
+    """
+    return (relative_velocity_change(norms, min_size=min_size)
+            - relative_velocity_change(reference, min_size=min_size))
+
+
+def most_aligned_position(ratios) -> float:
+    """Depth l / L of the block most aligned with the others, from ``[prompt, layer, layer]`` r(A).
+
+    The block (1-based, so the last block gives 1) where the prompt-mean r(A_{i,j,K}),
+    averaged over j ≠ i (`thought_fixation.alignment_profile`), is lowest.
+    """
+    from llmdyn.phases.contrast import alignment_profile
+
+    r = np.asarray(ratios, dtype=np.float64)
+    if r.ndim != 3:
+        raise LlmdynError(f"ratios must be [prompt, layer, layer], got shape {r.shape}")
+    return float((np.argmin(alignment_profile(r.mean(0))) + 1) / r.shape[1])
+
+
+def inverse_depth_r2_gain(S_untrained, S_trained) -> float:
+    """R²(untrained) − R²(trained) of the line 1/σ₁ = a + b·l (`spectra.inverse_top_fit`).
+
+    Args:
+        S_untrained: singular values ``[prompt, layer, k]`` of the untrained twin.
+        S_trained: the same for the trained model (any number of prompts).
+
+    Returns:
+        Positive when the inverse depth scaling fits the untrained twin better.
+    """
+    from llmdyn.coupling.spectra import depth_axis
+    from llmdyn.stats.bootstrap import r2
+
+    gains = []
+    for S in (S_untrained, S_trained):
+        S = np.asarray(S, dtype=np.float64)
+        if S.ndim != 3:
+            raise LlmdynError(f"S must be [prompt, layer, k], got shape {S.shape}")
+        depth = np.broadcast_to(depth_axis(S.shape[1]), S.shape[:2])  # (prompt, layer)
+        gains.append(r2(depth.reshape(1, -1), 1.0 / S[..., 0].reshape(1, -1))[0])
+    return float(gains[0] - gains[1])
+
+
+def profile_correlation(a, b) -> float:
+    """Pearson r between the prompt-median profiles of two ``[prompt, layer]`` arrays."""
+    a, b = np.median(np.asarray(a, dtype=np.float64), 0), np.median(np.asarray(b, np.float64), 0)
+    return float(np.corrcoef(a, b)[0, 1])

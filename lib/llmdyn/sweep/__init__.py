@@ -1,0 +1,17 @@
+"""The standalone measurement job (one model in, one result file out) and many results joined.
+
+May import: ``coupling``, ``models``, ``data`` and everything below them.
+"""
+
+import lazy_loader
+
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submodules=["join", "measure"],
+    submod_attrs={
+        "join": ["LEADERBOARD_CSV", "SCORE_COLUMNS", "LeaderboardRow", "leaderboard",
+                 "leaderboard_score", "SweepTable", "sweep_table", "check_regression"],
+        "measure": ["FORMAT", "MeasureParams", "CouplingResult", "result_path", "measure_coupling",
+                    "write_result", "read_result", "read_results", "add_parser", "run_cli"],
+    },
+)

@@ -1,0 +1,271 @@
+"""The standalone measurement job: one model in, one self-describing coupling result file out.
+
+``llmdyn measure coupling --model NAME --out FILE`` measures paper A's mean depth coupling (m̃ and
+the diagonal share, K = 30, the last token, every block) over the leaderboard prompt suites
+(6 tasks × 200 prompts in the paper) and writes one JSON file holding the per-prompt values, the
+aggregates and their provenance (model identity, parameters, package versions). It is the unit
+the workflow distributes over a cluster; :mod:`llmdyn.sweep.join` reads many such files back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from llmdyn import LlmdynError
+from llmdyn.core.store import _atomic_write, _versions, canonical_params, params_hash, safe_name
+from llmdyn.data.prompts import ALL_TASKS
+
+FORMAT = "llmdyn.coupling.depth-measurement/1"  # bump when the file's schema changes
+
+
+@dataclass(frozen=True)
+class MeasureParams:
+    """Parameters of one coupling measurement; every result file records them.
+
+    Attributes:
+        k: top singular vectors per Jacobian (paper A: 30; Fig 36 varies 10–50).
+        n_per_task: prompts drawn from each task (paper A: 200).
+        tasks: leaderboard tasks to draw from (paper A: the six of the Open LLM Leaderboard v1).
+        seed: seed of the prompt draw (the same seed gives every model the same prompts).
+        max_chars: keep only each prompt's last ``max_chars`` characters, the same cut for
+            every model (for tiny test models with 64-token contexts); None keeps whole
+            prompts, as the paper does.
+    """
+
+    k: int = 30  # K of paper A
+    n_per_task: int = 200  # prompts per task (paper A: 200 × 6 = 1,200)
+    tasks: tuple[str, ...] = ALL_TASKS  # leaderboard tasks
+    seed: int = 0  # seed of the prompt sample
+    max_chars: int | None = None  # None: whole prompts; else each prompt's last max_chars chars
+    token: int = field(default=-1, init=False)  # the last token's J_tt (paper A §5.1)
+    layers: str = field(default="all", init=False)  # every block
+
+    def __post_init__(self) -> None:
+        """Check types and ranges; tasks become a tuple of known names."""
+        for name in ("k", "n_per_task", "seed"):
+            value = getattr(self, name)
+            if not isinstance(value, int | np.integer) or isinstance(value, bool) or (
+                    value < (0 if name == "seed" else 1)):
+                kind = "non-negative" if name == "seed" else "positive"
+                raise LlmdynError(f"{name} must be a {kind} int, got {value!r}")
+        if self.max_chars is not None and (not isinstance(self.max_chars, int | np.integer)
+                                           or isinstance(self.max_chars, bool)
+                                           or self.max_chars < 1):
+            raise LlmdynError(f"max_chars must be None or a positive int, got {self.max_chars!r}")
+        tasks = (self.tasks,) if isinstance(self.tasks, str) else tuple(self.tasks)
+        unknown = [t for t in tasks if t not in ALL_TASKS]
+        if not tasks or unknown:
+            raise LlmdynError(f"tasks must be names from {ALL_TASKS}, got {list(tasks)!r}")
+        object.__setattr__(self, "tasks", tasks)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON types, as recorded in the result file."""
+        return canonical_params(asdict(self))
+
+
+@dataclass(frozen=True)
+class CouplingResult:
+    """One model's measurement, as read back from its result file.
+
+    Attributes:
+        path: the file it came from.
+        model: the model's identity (``name``, ``key``, ``source``, ``sha256`` or ``revision``).
+        params: the parameters it was measured with.
+        coupling_mis: mean m̃(A) over prompts and layer pairs l ≠ l′ (paper A eq. 14).
+        coupling_share: mean diagonal share 1 − m̃² (chance 1/k).
+        coupling_authors: mean of the authors'-code score.
+        prompt_ids: ``[prompt]`` ids of the prompts, in measured order.
+        prompt_mis: ``[prompt]`` each prompt's mean m̃ over pairs l ≠ l′.
+        prompt_share: ``[prompt]`` each prompt's mean diagonal share.
+        versions: package versions of the run.
+    """
+
+    path: Path
+    model: dict[str, Any]
+    params: dict[str, Any]
+    coupling_mis: float
+    coupling_share: float
+    coupling_authors: float
+    prompt_ids: tuple[str, ...]
+    prompt_mis: np.ndarray
+    prompt_share: np.ndarray
+    versions: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        """The model spec it was loaded from (a hub id for leaderboard models)."""
+        return str(self.model["name"])
+
+
+def result_path(model: str, root: str | os.PathLike = "results/measure") -> Path:
+    """Where the workflow keeps a model's result file: ``<root>/<safe model name>.json``."""
+    return Path(root) / f"{safe_name(model)}.json"
+
+
+def measure_coupling(model: str, params: MeasureParams = MeasureParams(), *,
+                     device: str = "cpu", cache: bool = True) -> dict[str, Any]:
+    """Measure one model's mean depth coupling over the leaderboard prompts.
+
+    The per-prompt coupling is :func:`llmdyn.coupling.depth_coupling` (last token, all blocks,
+    cached per prompt in ``results/`` unless ``cache`` is False, so an interrupted job resumes);
+    the aggregate is :func:`llmdyn.coupling.summarize_depth` of those.
+
+    Args:
+        model: a name, local path or hub id accepted by :func:`llmdyn.models.load_model`.
+        params: what to measure.
+        device: torch device (``"cuda"`` on a GPU node).
+        cache: keep per-prompt results in the results store.
+
+    Returns:
+        The result file's content (plain JSON types).
+    """
+    from llmdyn.core.store import ResultStore
+    from llmdyn.coupling.depth import depth_coupling, diagonal_share, offdiagonal_mean
+    from llmdyn.coupling.summary import summarize_depth
+    from llmdyn.data.prompts import sample_leaderboard
+    from llmdyn.models.loading import load_model
+
+    prompts = sample_leaderboard(params.n_per_task, tasks=params.tasks, seed=params.seed)
+    loaded = load_model(model, device=device)
+    store = ResultStore(loaded.model_id, provenance=loaded.identity) if cache else None
+    texts = [p.text if params.max_chars is None else p.text[-params.max_chars:] for p in prompts]
+    couplings = depth_coupling(loaded, texts, k=params.k, store=store)
+    summary = summarize_depth(couplings)
+    per_task = {}
+    for task in params.tasks:
+        chosen = [c for c, p in zip(couplings, prompts, strict=True) if p.task == task]
+        s = summarize_depth(chosen)
+        per_task[task] = {"coupling_mis": s.mis, "coupling_share": s.share}
+    mean_map = np.mean([c.normalized for c in couplings], 0)  # (layer, layer)
+    return {
+        "format": FORMAT,
+        "measurement": "depth_coupling_leaderboard",
+        "model": canonical_params(loaded.identity, arg="model identity"),
+        "params": params.as_dict(),
+        "params_hash": params_hash(params.as_dict()),
+        "n_layers": loaded.n_layers,
+        "d_model": loaded.d_model,
+        "device": device,
+        "aggregate": {"coupling_mis": summary.mis, "coupling_share": summary.share,
+                      "coupling_authors": summary.authors, "per_task": per_task,
+                      "normalized_map": mean_map.tolist()},
+        "prompts": [{"id": p.id, "task": p.task,
+                     "coupling_mis": offdiagonal_mean(c.normalized),
+                     "coupling_share": offdiagonal_mean(diagonal_share(c.normalized))}
+                    for p, c in zip(prompts, couplings, strict=True)],
+        "versions": _versions(),
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def write_result(result: dict[str, Any], out: str | os.PathLike) -> Path:
+    """Write a result atomically as indented JSON (a half-written file never appears)."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(result, indent=1, allow_nan=False)
+    _atomic_write(out, lambda f: f.write(text.encode()))
+    return out
+
+
+def read_result(path: str | os.PathLike) -> CouplingResult:
+    """Read one result file written by :func:`write_result`.
+
+    Raises:
+        LlmdynError: missing file, not JSON, or another format.
+    """
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise LlmdynError(f"no result file {path}; run `llmdyn measure coupling --model <model> "
+                          f"--out {path}` first") from None
+    except json.JSONDecodeError as err:
+        raise LlmdynError(f"result file {path} is not JSON ({err}); rerun its measurement") \
+            from None
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+        got = raw.get("format") if isinstance(raw, dict) else type(raw).__name__
+        raise LlmdynError(f"result file {path} has format {got!r}, expected {FORMAT!r}; rerun "
+                          "its measurement with this version of llmdyn")
+    agg = raw["aggregate"]
+    return CouplingResult(
+        path=path, model=raw["model"], params=raw["params"],
+        coupling_mis=float(agg["coupling_mis"]), coupling_share=float(agg["coupling_share"]),
+        coupling_authors=float(agg["coupling_authors"]),
+        prompt_ids=tuple(p["id"] for p in raw["prompts"]),
+        prompt_mis=np.array([p["coupling_mis"] for p in raw["prompts"]], dtype=np.float64),
+        prompt_share=np.array([p["coupling_share"] for p in raw["prompts"]], dtype=np.float64),
+        versions=raw.get("versions", {}))
+
+
+def read_results(paths: Sequence[str | os.PathLike],
+                 expected: MeasureParams) -> list[CouplingResult]:
+    """Read several models' result files, checking they were measured the same way.
+
+    Args:
+        paths: result files, one per model.
+        expected: the parameters every file must have been measured with.
+
+    Returns:
+        One :class:`CouplingResult` per file, in the order given.
+
+    Raises:
+        LlmdynError: a file measured with other parameters (mismatched provenance), the same
+            model twice, or no files at all.
+    """
+    if isinstance(paths, str | os.PathLike) or not len(paths):
+        raise LlmdynError(f"paths must be a non-empty list of result files, got {paths!r}")
+    want = expected.as_dict()
+    results, seen = [], {}
+    for path in paths:
+        r = read_result(path)
+        if r.params != want:
+            diff = {k: (r.params.get(k), want.get(k)) for k in sorted(set(r.params) | set(want))
+                    if r.params.get(k) != want.get(k)}
+            raise LlmdynError(f"result file {r.path} was measured with other parameters "
+                              f"(got, expected): {diff}; rerun `llmdyn measure coupling` for "
+                              f"{r.name!r} with the expected parameters, or change them")
+        key = r.model.get("key", r.name)
+        if key in seen:
+            raise LlmdynError(f"model {key!r} appears twice: {seen[key]} and {r.path}")
+        seen[key] = r.path
+        results.append(r)
+    return results
+
+
+def add_parser(sub: Any) -> None:
+    """Add ``measure coupling`` to the ``llmdyn`` command's subparsers."""
+    measure = sub.add_parser("measure", help="standalone measurement jobs (one model, one file)")
+    kinds = measure.add_subparsers(dest="measurement", required=True)
+    p = kinds.add_parser("coupling", help="mean depth coupling over the leaderboard prompts",
+                         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", required=True, help="model name, local path or hub id")
+    p.add_argument("--out", required=True, type=Path, help="result file to write (JSON)")
+    p.add_argument("--k", type=int, default=MeasureParams.k)
+    p.add_argument("--n-per-task", type=int, default=MeasureParams.n_per_task)
+    p.add_argument("--tasks", nargs="+", default=list(ALL_TASKS), choices=ALL_TASKS)
+    p.add_argument("--seed", type=int, default=MeasureParams.seed)
+    p.add_argument("--max-chars", type=int, default=None,
+                   help="keep each prompt's last N characters (tiny test models); default whole")
+    p.add_argument("--device", default="cpu", help="torch device, e.g. cuda")
+    p.add_argument("--no-cache", action="store_true", help="do not keep per-prompt results")
+
+
+def run_cli(args: argparse.Namespace) -> int:
+    """Run ``llmdyn measure coupling`` from parsed arguments."""
+    params = MeasureParams(k=args.k, n_per_task=args.n_per_task, tasks=tuple(args.tasks),
+                           seed=args.seed, max_chars=args.max_chars)
+    result = measure_coupling(args.model, params, device=args.device, cache=not args.no_cache)
+    out = write_result(result, args.out)
+    agg = result["aggregate"]
+    print(f"{args.model}: m̃ = {agg['coupling_mis']:.4f}, diagonal share = "
+          f"{agg['coupling_share']:.4f} over {len(result['prompts'])} prompts -> {out}")
+    return 0

@@ -1,0 +1,30 @@
+"""The Pythia-style training suite: corpus, BPE, the resumable loop, checkpoints, emergence.
+
+May import: ``sweep``, ``phases``, ``coupling`` and everything below them.
+"""
+
+import lazy_loader
+
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submodules=["checkpoints", "corpus", "emergence", "generalization", "loop", "suite", "summary"],
+    submod_attrs={
+        "checkpoints": ["PYTHIA_TOKENS_PER_STEP", "Checkpoint", "suite_checkpoints", "by_run"],
+        "corpus": ["EOS", "NpmSource", "NPM_SOURCES", "Document", "Split", "npm_dir", "fetch_npm",
+                   "load_documents", "split_documents", "corpus_digest", "train_tokenizer",
+                   "token_stream", "text_snippets"],
+        "emergence": ["CheckpointProfile", "measure_checkpoint", "measure_checkpoints",
+                      "half_rise_step", "RunSeries", "run_series", "spread_steps", "depths_at",
+                      "measure_suite"],
+        "generalization": ["SCORE_COLUMNS", "POPULATION_COLUMNS", "bits_per_byte",
+                           "coupling_and_bits", "final_shares", "model_facts", "population",
+                           "fit_or_reason", "subset_table", "k_table", "facts_table"],
+        "loop": ["WEIGHTS", "METRICS", "OPTIMIZER", "METRIC_KEYS", "TrainTask", "Schedule",
+                 "checkpoint_steps", "check_steps", "read_metrics", "RunResult", "train"],
+        "suite": ["Size", "Run", "Suite", "SIZES", "SUITES", "get_suite", "gpt_neox_config",
+                  "PreparedData", "suite_documents", "prepare_data", "LanguageModelTask",
+                  "quiet_transformers", "matmul_params", "run_config", "train_run", "train_suite",
+                  "heldout_prompts", "add_parser", "run_cli"],
+        "summary": ["suite_table", "EmergenceTiming", "emergence_timing", "endpoints"],
+    },
+)

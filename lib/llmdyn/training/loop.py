@@ -1,0 +1,292 @@
+"""A resumable, deterministic training loop with Pythia-style checkpoints, for any model.
+
+The loop knows nothing about language or images: a `TrainTask` gives the batch of a step, the loss,
+the evaluation and how to save the model. The suite of language models (`llmdyn.training.suite`) and
+of vision transformers use the same loop, so both are idempotent (a finished run trains nothing),
+resumable (a killed run continues from its last checkpoint, optimizer and RNG state included, and
+ends with the same weights as an uninterrupted run) and bitwise deterministic on CPU for a fixed
+seed.
+
+Layout of a run directory::
+
+    <run>/run_config.json      what the run is (checked on resume)
+    <run>/step<N>/             weights after N optimizer updates (step0: at initialisation)
+        metrics.json           step, tokens_seen, losses, wall_s, weights_sha256
+        optimizer.safetensors  AdamW and RNG state (kept in the newest checkpoint only)
+    <run>/run.json             written last: the run is complete
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+from safetensors.torch import load_file, save_file  # no pickle anywhere
+from tqdm.auto import tqdm
+
+from llmdyn import LlmdynError
+from llmdyn.models.files import sha256_of
+
+WEIGHTS = "model.safetensors"
+METRICS = "metrics.json"
+OPTIMIZER = "optimizer.safetensors"
+METRIC_KEYS = ("step", "tokens_seen", "train_loss", "heldout_loss", "wall_s")
+
+
+class TrainTask(Protocol):
+    """What the loop needs from a task (language modelling, image classification, …)."""
+
+    tokens_per_step: int  # inputs per optimizer step (tokens, or images), for tokens_seen
+
+    def batch(self, step: int) -> Any:
+        """The batch of optimizer step ``step`` (a pure function of the step and the seed)."""
+
+    def loss(self, model: torch.nn.Module, batch: Any) -> torch.Tensor:
+        """Scalar training loss of ``model`` on ``batch``."""
+
+    def evaluate(self, model: torch.nn.Module) -> dict[str, float]:
+        """``train_loss`` and ``heldout_loss`` (and any other scores) on fixed evaluation sets."""
+
+    def save_model(self, model: torch.nn.Module, directory: Path) -> None:
+        """Write ``directory/model.safetensors`` and whatever else loads the model back."""
+
+    def load_weights(self, model: torch.nn.Module, directory: Path) -> None:
+        """Put the weights saved by `save_model` in ``directory`` into ``model``."""
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """AdamW with linear warm-up then cosine decay to ``min_lr_ratio · lr`` (Pythia's recipe)."""
+
+    steps: int  # optimizer updates in the run
+    lr: float  # peak learning rate
+    warmup: int  # steps of linear warm-up
+    min_lr_ratio: float = 0.1  # Pythia decays to 10 % of the peak
+    weight_decay: float = 0.01  # Pythia: 0.01
+    betas: tuple[float, float] = (0.9, 0.95)  # Pythia: (0.9, 0.95)
+    grad_clip: float = 1.0  # Pythia: 1.0
+
+    def __post_init__(self) -> None:
+        """Check the values."""
+        if self.steps < 1 or not 0 <= self.warmup <= self.steps or self.lr <= 0:
+            raise LlmdynError(f"schedule needs steps >= 1, 0 <= warmup <= steps and lr > 0, got "
+                              f"steps={self.steps}, warmup={self.warmup}, lr={self.lr}")
+
+    def lr_at(self, step: int) -> float:
+        """Learning rate of update ``step`` (0-based)."""
+        if step < self.warmup:
+            return self.lr * (step + 1) / self.warmup
+        progress = (step - self.warmup) / max(1, self.steps - self.warmup)
+        cosine = 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+        return self.lr * (self.min_lr_ratio + (1 - self.min_lr_ratio) * cosine)
+
+
+def checkpoint_steps(total: int, *, log_until: int = 512, n_even: int = 8) -> list[int]:
+    """Pythia's checkpoint steps scaled to a run of ``total`` updates.
+
+    0, 1, 2, 4, …, 512 (powers of two up to ``log_until``), then ``n_even`` evenly spaced steps
+    to the end (Pythia: every 1,000 of 143,000), all cut to ``total``; ``total`` is always in.
+    """
+    if total < 1:
+        raise LlmdynError(f"a run needs at least 1 step, got {total}")
+    steps = {0, total}
+    power = 1
+    while power <= min(log_until, total):
+        steps.add(power)
+        power *= 2
+    if total > log_until:
+        steps.update(round(log_until + (total - log_until) * i / n_even)
+                     for i in range(1, n_even + 1))
+    return sorted(steps)
+
+
+def check_steps(steps: Sequence[int], total: int) -> list[int]:
+    """Checkpoint steps as given by a user: integers, strictly increasing, within [0, total]."""
+    steps = list(steps)
+    if not steps or any(not isinstance(s, int) or isinstance(s, bool) for s in steps):
+        raise LlmdynError(f"checkpoint steps must be a non-empty list of ints, got {steps!r}")
+    if any(b <= a for a, b in zip(steps, steps[1:], strict=False)):
+        raise LlmdynError(f"checkpoint steps must be strictly increasing, got {steps}")
+    if steps[0] < 0 or steps[-1] > total:
+        raise LlmdynError(f"checkpoint steps must lie in [0, {total}], got {steps}")
+    return steps
+
+
+def _write_json(path: Path, value: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(value, indent=1, sort_keys=True))
+    os.replace(tmp, path)
+
+
+def read_metrics(directory: Path) -> dict[str, Any]:
+    """The checkpoint's ``metrics.json``, after checking that its files are there and intact.
+
+    Raises:
+        LlmdynError: a file is missing, unreadable, or the weights' sha256 does not match.
+    """
+    directory = Path(directory)
+    what = (f"checkpoint {directory}: delete this directory and run the suite again "
+            "(it retrains from the previous checkpoint)")
+    try:
+        metrics = json.loads((directory / METRICS).read_text())
+    except (OSError, ValueError) as err:
+        raise LlmdynError(f"{what}; its {METRICS} is missing or not JSON ({err})") from None
+    missing = [k for k in (*METRIC_KEYS, "weights_sha256") if k not in metrics]
+    if missing or not (directory / WEIGHTS).is_file():
+        raise LlmdynError(f"{what}; missing {missing or WEIGHTS}")
+    if sha256_of(directory / WEIGHTS) != metrics["weights_sha256"]:
+        raise LlmdynError(f"{what}; {WEIGHTS} does not match the sha256 recorded when it was "
+                          "written (corrupt or overwritten)")
+    return metrics
+
+
+def _optimizer_state(opt: torch.optim.Optimizer) -> dict[str, torch.Tensor]:
+    """AdamW's state and torch's RNG as flat tensors (safetensors: no pickle)."""
+    flat = {"rng": torch.get_rng_state()}
+    for index, state in opt.state_dict()["state"].items():
+        for key, value in state.items():
+            flat[f"state.{index}.{key}"] = torch.as_tensor(value).contiguous()
+    return flat
+
+
+def _restore_optimizer(opt: torch.optim.Optimizer, flat: dict[str, torch.Tensor]) -> None:
+    state: dict[int, dict[str, torch.Tensor]] = {}
+    for name, value in flat.items():
+        if name.startswith("state."):
+            _, index, key = name.split(".", 2)
+            state.setdefault(int(index), {})[key] = value
+    opt.load_state_dict({"state": state, "param_groups": opt.state_dict()["param_groups"]})
+    torch.set_rng_state(flat["rng"])
+
+
+def _latest(run_dir: Path) -> tuple[int, Path] | None:
+    """The newest checkpoint that can be resumed from (it holds the optimizer state)."""
+    found = sorted((int(p.name[4:]), p) for p in run_dir.glob("step*")
+                   if p.name[4:].isdigit() and (p / OPTIMIZER).exists())
+    return found[-1] if found else None
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """A finished run: its directory, its checkpoints and its training throughput."""
+
+    directory: Path
+    steps: list[int]  # checkpoint steps, increasing
+    wall_s: float  # training time (updates only, summed over resumes)
+    tokens_per_s: float  # tokens_per_step · updates / wall_s
+
+
+def _save_checkpoint(run_dir: Path, step: int, model, task: TrainTask, opt, *,
+                     wall_s: float) -> None:
+    final = run_dir / f"step{step}"
+    tmp = run_dir / f".step{step}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    task.save_model(model, tmp)
+    metrics = {"step": step, "tokens_seen": step * task.tokens_per_step, "wall_s": wall_s,
+               **task.evaluate(model), "weights_sha256": sha256_of(tmp / WEIGHTS)}
+    _write_json(tmp / METRICS, metrics)
+    save_file(_optimizer_state(opt), tmp / OPTIMIZER)
+    shutil.rmtree(final, ignore_errors=True)
+    os.replace(tmp, final)  # a checkpoint is either whole or absent
+    for older in run_dir.glob(f"step*/{OPTIMIZER}"):  # resume state: newest checkpoint only
+        if older.parent != final:
+            older.unlink()
+
+
+def train(model: torch.nn.Module, task: TrainTask, run_dir: Path, *, schedule: Schedule,
+          checkpoints: Sequence[int], config: dict[str, Any], facts: dict[str, Any] | None = None,
+          desc: str = "train", progress: bool = True) -> RunResult:
+    """Train ``model`` on ``task`` into ``run_dir``, resuming or skipping what is already done.
+
+    Args:
+        model: the freshly initialised model (seeded by the caller); its weights are replaced
+            by the newest checkpoint's when resuming.
+        task: batches, loss, evaluation and saving.
+        run_dir: the run's directory (created).
+        schedule: optimizer and learning-rate schedule.
+        checkpoints: steps at which to save, strictly increasing, within [0, schedule.steps].
+        config: JSON description of the run; a resume with a different config is refused.
+        facts: what else ``run.json`` records about the model (e.g. parameter counts).
+        desc: progress-bar label.
+        progress: show a progress bar with loss and tokens/s.
+
+    Raises:
+        LlmdynError: the saved config differs, or a checkpoint is corrupt.
+    """
+    steps = check_steps(checkpoints, schedule.steps)
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    config_path = run_dir / "run_config.json"
+    if config_path.exists():
+        saved = json.loads(config_path.read_text())
+        if saved != json.loads(json.dumps(config)):
+            changed = sorted(k for k in {*saved, *config} if saved.get(k) != config.get(k))
+            raise LlmdynError(f"{run_dir} was trained with another configuration (differs in "
+                              f"{changed}); use another run name or root, or delete {run_dir}")
+    else:
+        _write_json(config_path, config)
+    done = run_dir / "run.json"
+    if done.exists():
+        summary = json.loads(done.read_text())
+        return RunResult(run_dir, summary["checkpoints"], summary["wall_s"],
+                         summary["tokens_per_s"])
+
+    opt = torch.optim.AdamW(model.parameters(), lr=schedule.lr, betas=schedule.betas,
+                            weight_decay=schedule.weight_decay)
+    start, wall = 0, 0.0
+    latest = _latest(run_dir)
+    if latest is not None:
+        start, path = latest
+        metrics = read_metrics(path)
+        task.load_weights(model, path)
+        _restore_optimizer(opt, load_file(path / OPTIMIZER))
+        wall = float(metrics["wall_s"])
+    elif 0 in steps:
+        _save_checkpoint(run_dir, 0, model, task, opt, wall_s=0.0)
+
+    was_deterministic = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    bar = tqdm(total=schedule.steps, initial=start, desc=desc, unit="step", disable=not progress)
+    session_wall = 0.0  # this call's training time, for the tokens/s shown
+    try:
+        model.train()
+        for step in range(start, schedule.steps):
+            tic = time.perf_counter()
+            for group in opt.param_groups:
+                group["lr"] = schedule.lr_at(step)
+            loss = task.loss(model, task.batch(step))
+            if not torch.isfinite(loss):
+                raise LlmdynError(f"{desc}: loss is {loss.item()} at step {step}; lower the "
+                                  "learning rate")
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), schedule.grad_clip)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            elapsed = time.perf_counter() - tic
+            wall, session_wall = wall + elapsed, session_wall + elapsed
+            bar.update(1)
+            tokens_per_s = task.tokens_per_step * (step + 1 - start) / session_wall
+            bar.set_postfix(loss=f"{loss.item():.3f}", tok_s=f"{tokens_per_s:.0f}")
+            if step + 1 in steps:
+                model.eval()
+                _save_checkpoint(run_dir, step + 1, model, task, opt, wall_s=wall)
+                model.train()
+    finally:
+        bar.close()
+        model.eval()
+        torch.use_deterministic_algorithms(was_deterministic)
+    for leftover in run_dir.glob(f"step*/{OPTIMIZER}"):  # a finished run needs no resume state
+        leftover.unlink()
+    tokens_per_s = task.tokens_per_step * schedule.steps / max(wall, 1e-9)
+    _write_json(done, {"checkpoints": steps, "wall_s": wall, "tokens_per_s": tokens_per_s,
+                       "config": config, **(facts or {})})
+    return RunResult(run_dir, steps, wall, tokens_per_s)

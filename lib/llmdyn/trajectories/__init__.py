@@ -1,0 +1,20 @@
+"""Token trajectories along depth: norms, LSS, equidistance, expodistance and the logit lens.
+
+May import: ``trace``, ``models``, ``data``, ``metrics``, ``core``.
+"""
+
+import lazy_loader
+
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submodules=["geometry", "lens", "regularity"],
+    submod_attrs={
+        "geometry": ["token_states", "DepthProfile", "depth_profile", "seed_mean", "residuals",
+                     "layer_mean", "layer_range", "step_lengths", "last_step_ratio",
+                     "TrajectorySummary", "trajectory_summary"],
+        "lens": ["LensReadout", "decode_top", "entropy_spread", "lens_entropy", "lens_readouts",
+                 "readout_from_logits", "top_text"],
+        "regularity": ["Score", "SCORES", "Regularity", "trajectory_regularity", "alpha_profiles",
+                       "per_prompt", "series"],
+    },
+)
