@@ -8,7 +8,8 @@ import yaml
 
 from llmdyn import LlmdynError
 from llmdyn.book import build as book_module
-from llmdyn.book.build import REPO, chapter_list, chapters, main, run_chapter
+from llmdyn.book.build import REPO, chapter_list, chapters, run_chapter
+from llmdyn.cli import main
 
 
 def _help(capsys, *argv) -> str:

@@ -7,7 +7,8 @@ import pytest
 
 from llmdyn import LlmdynError
 from llmdyn.book import build as book
-from llmdyn.book.build import MARKER, REPO, build_book, chapters, main
+from llmdyn.book.build import MARKER, REPO, build_book, chapters
+from llmdyn.cli import main
 
 
 @pytest.fixture

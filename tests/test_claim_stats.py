@@ -75,8 +75,8 @@ def test_most_aligned_position():
 
 
 def test_inverse_depth_r2_gain_matches_the_ols_fit():
-    from llmdyn.coupling.spectra import inverse_top_fit
-    from llmdyn.phases.curves import inverse_depth_r2_gain, profile_correlation
+    from llmdyn.coupling.spectra import inverse_depth_r2_gain, inverse_top_fit
+    from llmdyn.phases.curves import profile_correlation
 
     rng = np.random.default_rng(0)
     exact = 1.0 / (1.0 + 0.5 * np.arange(1, 7.0))[None, :, None].repeat(2, 0)  # 1/σ₁ linear in l

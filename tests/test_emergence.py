@@ -4,7 +4,7 @@ import pytest
 from llmdyn import LlmdynError, metrics
 from llmdyn.core.store import ResultStore
 from llmdyn.models.loading import load_model
-from llmdyn.phases.boundary import window_that_fits
+from llmdyn.phases.split import window_that_fits
 from llmdyn.trace import trajectory
 from llmdyn.training.checkpoints import Checkpoint, by_run, suite_checkpoints
 from llmdyn.training.emergence import (

@@ -3,8 +3,7 @@ import torch
 from torch.func import vmap
 
 from llmdyn import LlmdynError
-from llmdyn.jacobians import full as jacobians
-from llmdyn.jacobians.full import block_jacobians, block_residual, capture_block_calls
+from llmdyn.jacobians import attention, block_jacobians, block_residual, capture_block_calls, full
 from llmdyn.metrics import svd_sorted
 from llmdyn.trace import encode
 from tests.conftest import FRANCE
@@ -82,7 +81,7 @@ def test_own_position_route_equals_exact_route(tiny64):
 def test_direct_and_copies_routes_agree(tiny64, monkeypatch):
     """Llama and Gemma 3 use the O(T^2) direct route; forcing the T-copies route must agree."""
     direct = block_jacobians(tiny64, SHORT, pairs="diagonal", method="own_position")
-    monkeypatch.setattr(jacobians, "STANDARD_EAGER", frozenset())
+    monkeypatch.setattr(attention, "STANDARD_EAGER", frozenset())
     copies = block_jacobians(tiny64, SHORT, pairs="diagonal", method="own_position")
     assert torch.allclose(direct, copies, rtol=0, atol=1e-12)
 
@@ -176,7 +175,7 @@ def test_last_pair_takes_the_one_step_route(tiny64, monkeypatch):
     def no_full_prompt_run(*_args, **_kwargs):
         raise AssertionError("the full-prompt route ran for the last token")
 
-    monkeypatch.setattr(jacobians, "capture_block_calls", no_full_prompt_run)
+    monkeypatch.setattr(full, "capture_block_calls", no_full_prompt_run)
     for pairs in ("last", [(-1, -1)]):
         fast = block_jacobians(tiny64, SHORT, pairs=pairs, progress=False)
         assert fast.shape == exact.shape == (tiny64.n_layers, 1, tiny64.d_model, tiny64.d_model)

@@ -9,9 +9,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from llmdyn import LlmdynError, plots  # noqa: E402
+from llmdyn import LlmdynError, phases, plots  # noqa: E402
 from llmdyn.core import masked
-from llmdyn.phases import boundary as phases
 from llmdyn.phases import curves as claim_stats
 from llmdyn.trajectories import geometry
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from llmdyn import LlmdynError
-from llmdyn.book.build import main
+from llmdyn.cli import main
 from llmdyn.coupling.depth import depth_coupling, diagonal_share, offdiagonal_mean
 from llmdyn.data.prompts import sample_leaderboard
 from llmdyn.models.loading import load_model

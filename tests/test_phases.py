@@ -6,13 +6,6 @@ import pytest
 from llmdyn import LlmdynError
 from llmdyn.core.store import ResultStore
 from llmdyn.models.loading import load_model
-from llmdyn.phases.boundary import (
-    PhaseBoundary,
-    agree,
-    estimate_boundary,
-    measure_boundary,
-    window_that_fits,
-)
 from llmdyn.phases.changepoints import (
     entropy_spread_layer,
     hinge_changepoint,
@@ -20,6 +13,13 @@ from llmdyn.phases.changepoints import (
     norm_velocity_fit,
     norm_velocity_layer,
     step_changepoint,
+)
+from llmdyn.phases.measure import measure_boundary
+from llmdyn.phases.split import (
+    PhaseBoundary,
+    agree,
+    estimate_boundary,
+    window_that_fits,
 )
 
 L = 30  # synthetic depth: curves have L + 1 points
@@ -150,7 +150,7 @@ def test_first_fixation_by_criterion_is_clipped():
 
 
 def test_phase_splits_by_criterion_and_thirds():
-    from llmdyn.phases.boundary import SPLITS, PhaseSplit
+    from llmdyn.phases.split import SPLITS, PhaseSplit
 
     b = PhaseBoundary("m", 30, lss_peak=16, entropy_spread=26, norm_velocity=22)
     assert b.split("lss_peak").thought == (1, 15) and b.split("lss_peak").fixation == (16, 30)

@@ -58,7 +58,7 @@ def test_depth_panel_and_twin_bands():
 
 
 def test_a_split_into_thirds_is_drawn_with_its_middle_shaded():
-    from llmdyn.phases.boundary import PhaseSplit
+    from llmdyn.phases.split import PhaseSplit
 
     fig, ax = plt.subplots()
     plots.mark_boundary(ax, PhaseSplit.thirds(30))  # Thought 1–10, Fixation 20–30

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from llmdyn.claims.render import split_grid
-from llmdyn.phases.boundary import PhaseBoundary, PhaseSplit
 from llmdyn.phases.contrast import contrast_claims, table1_claims
+from llmdyn.phases.split import PhaseBoundary, PhaseSplit
 
 L = 12
 

@@ -2,27 +2,26 @@ import numpy as np
 import pytest
 
 from llmdyn import LlmdynError
-from llmdyn.phases.boundary import PhaseSplit
 from llmdyn.phases.contrast import (
     PAPER_TABLE1,
     alignment_means,
-    alignment_profile,
     pair_phase_means,
-    phase_means,
 )
+from llmdyn.phases.curves import alignment_profile, phase_means_per_prompt
+from llmdyn.phases.split import PhaseSplit
 
 
 def test_phase_means_split_at_the_boundary():
     values = np.array([[0.0, 1, 2, 3, 4], [2.0, 3, 4, 5, 6]])  # (prompt=2, layer+1=5)
-    assert phase_means(values, 2) == (2.0, 4.0)  # layer 1 vs 2-4; layer 0 is in neither
-    assert phase_means(values[0], 4) == (2.0, 4.0)
+    t, f = phase_means_per_prompt(values, 2)  # layer 1 vs 2-4; layer 0 is in neither
+    assert t.tolist() == [1.0, 3.0] and f.tolist() == [3.0, 5.0]
     padded = values.copy()
     padded[:, [0, 4]] = np.nan  # windows that do not fit
-    assert phase_means(padded, 2) == (2.0, 3.5)
-    t, f = phase_means(padded, 4)
-    assert t == 3.0 and np.isnan(f)
+    assert phase_means_per_prompt(padded, 2)[1].tolist() == [2.5, 4.5]
+    t, f = phase_means_per_prompt(padded, 4)
+    assert t.tolist() == [2.0, 4.0] and np.isnan(f).all()
     # thirds of L = 4: Thought 1–1, Fixation 3–4 (⌈8/3⌉ = 3), layer 2 in neither
-    assert phase_means(values, PhaseSplit.thirds(4)) == (2.0, 4.5)
+    assert phase_means_per_prompt(values, PhaseSplit.thirds(4))[1].tolist() == [3.5, 5.5]
 
 
 def test_pair_phase_means_use_pairs_inside_each_phase():
@@ -36,7 +35,7 @@ def test_pair_phase_means_use_pairs_inside_each_phase():
 @pytest.mark.parametrize("boundary", [0, 1, 5, 2.0, True])
 def test_boundary_is_checked(boundary):
     with pytest.raises(LlmdynError, match="boundary"):
-        phase_means(np.ones((2, 5)), boundary)
+        phase_means_per_prompt(np.ones((2, 5)), boundary)
 
 
 def test_table1_claims_agree_on_a_paper_like_model():

@@ -8,7 +8,7 @@ import torch
 from safetensors.torch import load_file
 
 from llmdyn import LlmdynError
-from llmdyn.jacobians.full import record_block_calls, residual_map, stack_jacobians
+from llmdyn.jacobians.blocks import record_block_calls, residual_map, stack_jacobians
 from llmdyn.training import loop as training
 from llmdyn.vision import coupling as vit_coupling
 from llmdyn.vision import suite as vit_suite

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from llmdyn import LlmdynError
-from llmdyn.book.build import REPO, chapters, main
+from llmdyn.book.build import REPO, chapters
 from llmdyn.book.workflow import (
     SNAKEFILE,
     chapter_sources,
@@ -18,6 +18,7 @@ from llmdyn.book.workflow import (
     run_workflow,
     snakemake_command,
 )
+from llmdyn.cli import main
 
 # A tiny target: one measurement job and one chapter with the smoke parameters.
 TINY_CONFIG = {"chapter_params": "tests/smoke", "measure_models": ["tiny-llama"],
@@ -36,7 +37,7 @@ def test_chapter_depends_on_its_notebook_and_the_modules_it_uses():
     lib = "lib/llmdyn/"
     assert {f"{lib}coupling/depth.py", f"{lib}coupling/summary.py", f"{lib}metrics.py",
             f"{lib}models/loading.py", f"{lib}plots/matrices.py",
-            f"{lib}book/figures.py"} <= set(names)
+            f"{lib}data/figures.py"} <= set(names)
     assert f"{lib}coupling/tokens.py" not in names and f"{lib}book/workflow.py" not in names
     assert "data/uk_context.txt" in names  # llmdyn.data.prompts names it
     assert "data/book_figures.csv" in names  # the figure table plots.show reads

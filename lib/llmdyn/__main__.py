@@ -1,5 +1,5 @@
 """``python -m llmdyn …``: the same as the ``llmdyn`` command (used by the workflow's jobs)."""
 
-from llmdyn.book.build import main
+from llmdyn.cli import main
 
 raise SystemExit(main())

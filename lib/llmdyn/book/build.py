@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import shutil
@@ -15,6 +14,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from llmdyn import LlmdynError, __version__
+from llmdyn.book import buildfacts, figures, gallery
 
 KERNEL = "llmdyn"
 REPO = Path(__file__).resolve().parents[3]  # lib/llmdyn/book/build.py -> repository root
@@ -148,8 +148,6 @@ def write_generated(book_root: Path) -> Path:
     ``book/generated/``, which the committed pages ``book/gallery.md`` and ``book/intro.md``
     include. Returns that directory.
     """
-    from llmdyn.book import buildfacts, figures, gallery
-
     executed, names = book_root / "book" / "executed", chapters(book_root)
     figures.publish(executed, source_url(book_root))
     generated = book_root / "book" / "generated"
@@ -314,104 +312,3 @@ def chapter_list(root: Path = REPO) -> list[Chapter]:
         out.append(Chapter(name, title.group(1).strip(),
                            " ".join(covers.group(1).split()).rstrip(".")))
     return out
-
-
-EXAMPLES = {  # subcommand -> example shown in its --help (unless its parser already has one)
-    "models": "llmdyn models",
-    "chapters": "llmdyn chapters",
-    "book": "llmdyn book --model gemma3-270m --out _build/gemma3-270m\n"
-            "  llmdyn book --model ./my-checkpoint --out _build/my-checkpoint\n"
-            "  llmdyn book --only 05_depth_coupling      # rerun one chapter of the in-place book",
-    "measure": "llmdyn measure coupling --model smollm2-135m --out results/coupling.json",
-    "measure coupling": "llmdyn measure coupling --model smollm2-135m --out results/coupling.json",
-    "workflow": "llmdyn workflow --model gemma3-270m\n  llmdyn workflow --profile slurm -n",
-}
-TOP_EXAMPLES = """\
-examples:
-  llmdyn models                                   # models that load offline
-  llmdyn chapters                                 # chapters and the paper sections they cover
-  llmdyn book                                     # every chapter on smollm2-135m, then the HTML
-  llmdyn book --model ./my-checkpoint --out _build/mine   # a local transformers checkpoint
-  llmdyn lab                                      # edit the chapters in JupyterLab
-  llmdyn <command> --help                         # each command's options and an example
-"""
-
-
-def _add_examples(sub: Any, prefix: str = "") -> None:
-    """Give every subcommand's --help an example (kept where its module wrote its own)."""
-    for name, p in sub.choices.items():
-        key = f"{prefix}{name}"
-        if key in EXAMPLES and "example" not in f"{p.description} {p.epilog}".lower():
-            sep = "\n\n" if p.epilog else ""
-            p.epilog = f"{p.epilog or ''}{sep}example:\n  {EXAMPLES[key]}"
-            p.formatter_class = argparse.RawDescriptionHelpFormatter
-        for action in p._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                _add_examples(action, prefix=f"{key} ")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """The ``llmdyn`` command: ``models``, ``book``, ``measure coupling`` and ``workflow``."""
-    parser = argparse.ArgumentParser(prog="llmdyn", description=__doc__, epilog=TOP_EXAMPLES,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("models", help="list the models that load offline")
-    sub.add_parser("chapters", help="list the chapters and the paper sections they cover")
-    book = sub.add_parser("book", help="run the chapters for a model and build the HTML book")
-    book.add_argument("--model", default="smollm2-135m")
-    book.add_argument("--out", type=Path, default=None,
-                      help="build a separate copy of the book here (default: in place)")
-    book.add_argument("--only", nargs="+", default=None,
-                      help="chapters to run, e.g. 05_depth_coupling")
-    book.add_argument("--force", action="store_true",
-                      help="let --out overwrite a non-empty directory that is not an llmdyn build")
-    book.add_argument("--no-strict", action="store_true", help="do not treat warnings as errors")
-    from llmdyn.book import lab, workflow
-    from llmdyn.sweep import measure
-    from llmdyn.training import suite
-    from llmdyn.vision import suite as vit_suite
-
-    measure.add_parser(sub)
-    workflow.add_parser(sub)
-    suite.add_parser(sub)
-    vit_suite.add_parser(sub)
-    lab.add_parser(sub)
-    _add_examples(sub)
-    args = parser.parse_args(argv)
-    if args.command == "lab":
-        return lab.run_cli(args)
-    if args.command == "chapters":
-        for ch in chapter_list():
-            print(f"{ch.name:24s} {ch.title}\n{'':24s} {ch.covers}")
-        return 0
-    if args.command == "measure":
-        return measure.run_cli(args)
-    if args.command == "workflow":
-        return workflow.run_cli(args)
-    if args.command in ("train", "fetch-corpus"):
-        return suite.run_cli(args)
-    if args.command == "train-vit":
-        return vit_suite.run_cli(args)
-    if args.command == "models":
-        from llmdyn.models.loading import (  # here: other commands skip transformers
-            PACKAGED,
-            TINY_CONFIGS,
-        )
-
-        for name, entry in PACKAGED.items():
-            print(f"{name:16s} {entry.description}")
-        for name in TINY_CONFIGS:
-            print(f"{name:16s} tiny random model for tests (no download)")
-        return 0
-    try:
-        html = build_book(args.model, out=args.out, only=args.only,
-                          strict=not args.no_strict, force=args.force)
-    except LlmdynError as err:  # a refused input: one message, no traceback
-        print(f"llmdyn book: error: {err}", file=sys.stderr)
-        return 2
-    print(f"book built: {html / 'index.html'}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from llmdyn import LlmdynError
-from llmdyn.book.figures import (
+from llmdyn.data.figures import (
     DATA,
     PAPERS,
     STATUSES,

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from llmdyn import LlmdynError
-from llmdyn.phases.boundary import SPLITS
+from llmdyn.data.prompts import ALL_TASKS
+from llmdyn.phases.split import SPLITS
 
 _PLAIN = (bool, int, float, str, list, tuple, dict, type(None))  # what a parameter cell holds
 
@@ -309,7 +310,7 @@ class GeometryAlongDepthParams(CompareParams):
     squad_articles: list[str] | None = None  # None: llmdyn.data.squad_prompts' default articles
     window: int = 11  # layers in each LSS/equidistance window, centred (paper: 11)
     untrained_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # twins, same prompts
-    min_size: int = 3  # fewest layers on each side of a change-point (llmdyn.phases.boundary)
+    min_size: int = 3  # fewest layers on each side of a change-point (llmdyn.phases.split)
     agree_within: float = 0.1  # criteria agree if their estimates span <= this fraction of L
 
     at_least: ClassVar[dict[str, int]] = {"n_prompts": 2, "min_size": 1}
@@ -390,8 +391,6 @@ class RegularityParams(CompareParams):
     def __post_init__(self) -> None:
         """Check types, then values."""
         super().__post_init__()
-        from llmdyn.data.prompts import ALL_TASKS
-
         bad = [t for t in self.tasks if t not in ALL_TASKS]
         if bad or not self.tasks:
             _fail("tasks", self.tasks, f"a non-empty list from {ALL_TASKS}")

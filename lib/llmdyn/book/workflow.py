@@ -22,9 +22,9 @@ from typing import Any
 
 from llmdyn import LlmdynError
 from llmdyn.book import sources
+from llmdyn.book.build import build_html, chapters, run_chapter, stage
 
 REPO = Path(__file__).resolve().parents[3]  # lib/llmdyn/book/workflow.py -> repository root
-LIB = REPO / "lib" / "llmdyn"
 SNAKEFILE = REPO / "workflow" / "Snakefile"
 PROFILES = REPO / "workflow" / "profiles"
 
@@ -59,8 +59,6 @@ def notebook_parameter(name: str, parameter: str, root: Path = REPO) -> Any:
 
 def check_chapters(names: Sequence[str], root: Path = REPO) -> list[str]:
     """Return ``names`` if every one is a chapter of ``_toc.yml``; else raise naming the others."""
-    from llmdyn.book.build import chapters
-
     known = chapters(root)
     bad = [n for n in names if n not in known]
     if bad:
@@ -101,9 +99,10 @@ def check_slurm(timeout: float = 10) -> None:
 def snakemake_command(*, model: str | None = None, profile: str | None = None,
                       targets: Sequence[str] = (), cores: int | None = None,
                       directory: Path | None = None, config: dict[str, Any] | None = None,
-                      dry_run: bool = False, extra: Sequence[str] = ()) -> list[str]:
+                      dry_run: bool = False, extra: Sequence[str] = (),
+                      snakefile: Path = SNAKEFILE) -> list[str]:
     """The Snakemake command line for the book's workflow (see :func:`run_workflow`)."""
-    cmd = [sys.executable, "-m", "snakemake", *targets, "--snakefile", str(SNAKEFILE),
+    cmd = [sys.executable, "-m", "snakemake", *targets, "--snakefile", str(snakefile),
            "--cores", str(cores or os.cpu_count() or 1), "--printshellcmds"]
     if directory is not None:
         cmd += ["--directory", str(directory)]
@@ -236,8 +235,6 @@ def _job(argv: Sequence[str] | None = None) -> int:
     ch.add_argument("--parameters", required=True, help="JSON dict of notebook parameters")
     sub.add_parser("html")
     args = parser.parse_args(argv)
-    from llmdyn.book.build import build_html, run_chapter, stage
-
     here = Path.cwd()
     if args.job == "chapter":
         run_chapter(args.name, here / "book" / "executed", json.loads(args.parameters), cwd=here)

@@ -21,21 +21,24 @@ def prompt_texts(prompts: Any, arg: str = "prompts") -> list[str]:
         LlmdynError: `prompts` is one str or Prompt, not a sequence, empty, or holds an empty,
             whitespace-only or non-text item.
     """
-    from llmdyn.data.prompts import Prompt
-
-    if isinstance(prompts, (str, bytes, Prompt)):
+    if isinstance(prompts, (str, bytes)) or _is_prompt(prompts):
         raise LlmdynError(f"{arg} must be a list of texts, got one {type(prompts).__name__} "
                           f"{prompts!r:.60}; wrap it in a list: [{prompts!r:.40}]")
     if not isinstance(prompts, Sequence) or len(prompts) == 0:
         raise LlmdynError(f"{arg} must be a non-empty list of texts, got {prompts!r:.80}")
     texts = []
     for i, p in enumerate(prompts):
-        text = p.text if isinstance(p, Prompt) else p
+        text = p.text if _is_prompt(p) else p
         if not isinstance(text, str) or not text.strip():
             raise LlmdynError(f"{arg}[{i}] must be a non-empty text (str or Prompt), got "
                               f"{type(p).__name__} {p!r:.60}")
         texts.append(text)
     return texts
+
+
+def _is_prompt(value: Any) -> bool:
+    # a data.Prompt, recognised by its shape: core sits below data and does not import it
+    return isinstance(getattr(value, "text", None), str) and hasattr(value, "task")
 
 
 def _is_int(value: Any) -> bool:

@@ -119,7 +119,7 @@ def params_hash(params: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def _versions() -> dict[str, str | None]:
+def versions() -> dict[str, str | None]:
     """Python and key package versions; None for packages that are not installed."""
     out: dict[str, str | None] = {"python": platform.python_version()}
     for name in _VERSIONED:
@@ -149,7 +149,7 @@ def _to_numpy(key: str, value: Any) -> np.ndarray:
     return arr
 
 
-def _atomic_write(path: Path, write: Callable[[Any], None]) -> None:
+def atomic_write(path: Path, write: Callable[[Any], None]) -> None:
     """Write via `write(fileobj)` to a ``.tmp`` file beside `path`, fsync, then rename onto it."""
     tmp = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.{os.getpid()}-",
                                       suffix=".tmp", delete=False)
@@ -185,7 +185,7 @@ class ResultStore:
         self.root = Path(root if root is not None else os.environ.get("LLMDYN_RESULTS", "results"))
         self.model_id = safe_name(model_id)
         self.provenance = canonical_params(provenance or {}, arg="provenance")
-        self._versions: dict[str, str | None] | None = None
+        self.versions: dict[str, str | None] | None = None
         self._sweep_stale_temp_files()
 
     def _sweep_stale_temp_files(self) -> None:
@@ -254,8 +254,8 @@ class ResultStore:
         npz.parent.mkdir(parents=True, exist_ok=True)
         sidecar = npz.with_suffix(".json")
         sidecar.unlink(missing_ok=True)  # a stale sidecar must never vouch for the new npz
-        if self._versions is None:
-            self._versions = _versions()
+        if self.versions is None:
+            self.versions = versions()
         meta = {
             "format": _FORMAT,
             "measurement": measurement,
@@ -268,11 +268,11 @@ class ResultStore:
                        for k, a in checked.items()},
             "content_sha256": content_hash(checked),
             "code": code_hash(),
-            "versions": self._versions,
+            "versions": self.versions,
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
-        _atomic_write(npz, lambda f: np.savez(f, **checked))
-        _atomic_write(sidecar, lambda f: f.write(json.dumps(meta, indent=1).encode()))
+        atomic_write(npz, lambda f: np.savez(f, **checked))
+        atomic_write(sidecar, lambda f: f.write(json.dumps(meta, indent=1).encode()))
         return checked
 
     def cached(self, measurement: str, params: Mapping[str, Any], item: str,

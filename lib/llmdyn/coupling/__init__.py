@@ -11,7 +11,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
     submod_attrs={
         "depth": ["PROMPTS_PER_BATCH", "DepthCoupling", "coupling_from_jacobians",
                   "depth_coupling", "diagonal_share", "offdiagonal_mean"],
-        "spectra": ["depth_axis", "inverse_top_fit", "power_law_fit"],
+        "spectra": ["depth_axis", "inverse_top_fit", "inverse_depth_r2_gain", "power_law_fit"],
         "summary": ["coupling_strength", "chance_strength", "layer_coupling", "mean_coupling",
                     "adjacency_weights", "AuthorsSplit", "authors_split", "DepthSummary",
                     "summarize_depth", "PromptScores", "prompt_scores"],

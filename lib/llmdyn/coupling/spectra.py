@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from llmdyn import LlmdynError
+from llmdyn.stats.bootstrap import r2
 from llmdyn.stats.regression import LinearFit, ols
 
 
@@ -39,9 +40,30 @@ def inverse_top_fit(S, *, first_layer: int = 1) -> LinearFit:
     Returns:
         The fit of 1/σ₁ on l over every (prompt, layer) point.
     """
+    return ols(*_inverse_top_points(S, first_layer))
+
+
+def _inverse_top_points(S, first_layer: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """(depth l, 1/σ₁) at every (prompt, layer), each ``[prompt, layer]``."""
     S = _spectra(S)
     depth = np.broadcast_to(depth_axis(S.shape[1], first_layer), S.shape[:2])  # (prompt, layer)
-    return ols(depth, 1.0 / S[..., 0])
+    return depth, 1.0 / S[..., 0]
+
+
+def inverse_depth_r2_gain(S_untrained, S_trained) -> float:
+    """R²(untrained) − R²(trained) of the line 1/σ₁ = a + b·l (:func:`inverse_top_fit`).
+
+    Args:
+        S_untrained: singular values ``[prompt, layer, k]`` of the untrained twin.
+        S_trained: the same for the trained model (any number of prompts).
+
+    Returns:
+        Positive when the inverse depth scaling fits the untrained twin better. The R² is the
+        squared Pearson r of the pooled points (vectorised, so a bootstrap over prompts is cheap).
+    """
+    fits = [r2(*(a.reshape(1, -1) for a in _inverse_top_points(S)))[0]
+            for S in (S_untrained, S_trained)]
+    return float(fits[0] - fits[1])
 
 
 def power_law_fit(S, *, first_layer: int = 1) -> LinearFit:

@@ -7,12 +7,15 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["attention", "full", "last_token", "linearization", "truncated"],
+    submodules=["attention", "blocks", "full", "last_token", "linearization", "truncated"],
     submod_attrs={
-        "attention": ["FROZEN_PREFIX_ATTENTION", "supports_frozen_prefix", "frozen_prefix"],
-        "full": ["Pairs", "OWN_POSITION_ATTENTION", "BlockCall", "record_block_calls",
-                 "capture_block_calls", "residual_map", "block_function", "block_residual",
-                 "stack_jacobians", "STANDARD_EAGER", "own_position_attention", "block_jacobians"],
+        "attention": ["OWN_POSITION_ATTENTION", "FROZEN_PREFIX_ATTENTION", "STANDARD_EAGER",
+                      "attention_implementation", "own_position_attention",
+                      "supports_frozen_prefix", "frozen_prefix"],
+        "blocks": ["Pairs", "BlockCall", "record_block_calls", "capture_block_calls",
+                   "residual_map", "block_function", "block_residual", "stack_jacobians",
+                   "resolve_layers", "resolve_pairs", "diagonal_blocks", "progress_bar"],
+        "full": ["block_jacobians"],
         "last_token": ["FrozenPrefix", "capture_last_step", "merge_calls",
                        "last_token_jacobians_batched", "last_token_jacobians"],
         "linearization": ["NoiseTokens", "propagate", "cosine", "relative_noise",

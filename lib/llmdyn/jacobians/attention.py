@@ -17,10 +17,99 @@ from typing import Any
 import torch
 from transformers import AttentionInterface
 
-from llmdyn.jacobians.full import STANDARD_EAGER
 from llmdyn.models.loading import LoadedModel
 
+OWN_POSITION_ATTENTION = "llmdyn_own_position"
 FROZEN_PREFIX_ATTENTION = "llmdyn_frozen_prefix"
+
+
+# Modules whose eager attention is exactly softmax(q k^T * scaling [softcapped] + mask) v with
+# grouped keys and values (repeat_kv); :func:`_own_position_direct` rebuilds it. Others take the
+# generic route. Adding a module here needs its tiny model in the own-position tests.
+STANDARD_EAGER = frozenset({"transformers.models.llama.modeling_llama",
+                            "transformers.models.gemma3.modeling_gemma3"})
+
+
+def _own_position_attention(module, query, key, value, attention_mask, *args, **kwargs):
+    """The model's eager attention, with gradients only through each query's own position.
+
+    Forward values are unchanged; each output token then depends on the block input only through
+    its own position, so one reverse product with a cotangent at every position yields every
+    diagonal Jacobian J_tt at once.
+    """
+    if args or module.training or type(module).__module__ not in STANDARD_EAGER:
+        return _own_position_by_copies(module, query, key, value, attention_mask, *args, **kwargs)
+    return _own_position_direct(module, query, key, value, attention_mask,
+                                scaling=kwargs.get("scaling"), softcap=kwargs.get("softcap"))
+
+
+def _own_position_direct(module, query, key, value, attention_mask, scaling=None, softcap=None):
+    """Standard eager attention in which only the diagonal score and value term stay live.
+
+    Scores are q_t . k_j with k_j detached, plus diag(q_t . (k_t - k_t.detach())), which is zero
+    in value but carries the gradient of the own key; outputs are P @ V.detach() plus
+    P_tt (v_t - v_t.detach()). Cost O(T^2), as the model's own attention.
+    """
+    repeat_kv = sys.modules[type(module).__module__].repeat_kv
+    k = repeat_kv(key, module.num_key_value_groups)  # (B, heads, tok, head_dim)
+    v = repeat_kv(value, module.num_key_value_groups)
+    k_fixed, v_fixed = k.detach(), v.detach()
+    scores = query @ k_fixed.transpose(2, 3)  # (B, heads, tok, tok)
+    scores = scores + torch.diag_embed((query * (k - k_fixed)).sum(-1))
+    scores = scores * (module.head_dim**-0.5 if scaling is None else scaling)
+    if softcap is not None:
+        scores = torch.tanh(scores / softcap) * softcap
+    if attention_mask is not None:
+        scores = scores + attention_mask
+    probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
+    own = torch.diagonal(probs, dim1=-2, dim2=-1)[..., None]  # (B, heads, tok, 1)
+    out = probs @ v_fixed + own * (v - v_fixed)  # (B, heads, tok, head_dim)
+    return out.transpose(1, 2).contiguous(), probs
+
+
+def _own_position_by_copies(module, query, key, value, attention_mask, *args, **kwargs):
+    """Any eager attention: T copies of the batch, copy c keeping only key and value row c live.
+
+    Only query c of copy c is kept. Costs T times the attention, but calls the model's own
+    eager function, so every variant (scaling rules, dropout off in eval) is honoured.
+    """
+    eager = sys.modules[type(module).__module__].eager_attention_forward
+    b, h, t, hd = query.shape  # (B, heads, tok, head_dim)
+    own = torch.eye(t, dtype=query.dtype, device=query.device).view(t, 1, 1, t, 1)
+    k = key.detach() + own * (key - key.detach())  # (copy, B, kv_heads, tok, head_dim)
+    v = value.detach() + own * (value - value.detach())
+    q = query.expand(t, *query.shape)  # (copy, B, heads, tok, head_dim)
+    mask = None
+    if attention_mask is not None:
+        mask = attention_mask.expand(t, *attention_mask.shape).flatten(0, 1)
+    out, _ = eager(module, q.flatten(0, 1), k.flatten(0, 1), v.flatten(0, 1), mask,
+                   *args, **kwargs)  # (copy*B, tok, heads, head_dim)
+    out = out.reshape(t, b, t, *out.shape[2:])
+    pick = torch.arange(t, device=query.device)
+    return out[pick, :, pick].transpose(0, 1), None  # (B, tok, heads, head_dim)
+
+
+AttentionInterface.register(OWN_POSITION_ATTENTION, _own_position_attention)
+
+
+@contextmanager
+def attention_implementation(model: LoadedModel, name: str):
+    """Within the block, the model (and its text config) attends with the registered ``name``."""
+    configs = {id(c): c for c in (model.hf.config, model.hf.config.get_text_config())}
+    saved: dict[int, Any] = {key: c._attn_implementation for key, c in configs.items()}
+    try:
+        for c in configs.values():
+            c._attn_implementation = name
+        yield
+    finally:
+        for key, c in configs.items():
+            c._attn_implementation = saved[key]
+
+
+def own_position_attention(model: LoadedModel):
+    """Within the block, switch attention to :func:`_own_position_attention`."""
+    return attention_implementation(model, OWN_POSITION_ATTENTION)
+
 
 
 class _ConstantMatmul(torch.autograd.Function):
@@ -111,14 +200,9 @@ def frozen_prefix(model: LoadedModel, prefix: dict[int, tuple[torch.Tensor, torc
     Use only where :func:`supports_frozen_prefix` holds, with a cache that returns the new
     token's key and value alone.
     """
-    configs = {id(c): c for c in (model.hf.config, model.hf.config.get_text_config())}
-    saved: dict[int, Any] = {key: c._attn_implementation for key, c in configs.items()}
     _ACTIVE.append(prefix)
     try:
-        for c in configs.values():
-            c._attn_implementation = FROZEN_PREFIX_ATTENTION
-        yield
+        with attention_implementation(model, FROZEN_PREFIX_ATTENTION):
+            yield
     finally:
         _ACTIVE.pop()
-        for key, c in configs.items():
-            c._attn_implementation = saved[key]

@@ -11,8 +11,9 @@ from torch.func import vjp, vmap
 from transformers import Cache, DynamicCache
 
 from llmdyn import LlmdynError
+from llmdyn.core import checks
 from llmdyn.jacobians.attention import frozen_prefix, supports_frozen_prefix
-from llmdyn.jacobians.full import BlockCall, _progress, _resolve_layers, block_function
+from llmdyn.jacobians.blocks import BlockCall, block_function, progress_bar, resolve_layers
 from llmdyn.models.loading import LoadedModel
 from llmdyn.trace import LastPoint, check_last_point, encode
 
@@ -244,7 +245,7 @@ def last_token_jacobians_batched(
         raise LlmdynError(f"prompts must be a non-empty list of texts, got {prompts!r:.60}")
     if int(prompts_per_batch) < 1:
         raise LlmdynError(f"prompts_per_batch must be >= 1, got {prompts_per_batch!r}")
-    blocks = _resolve_layers(model, layers)
+    blocks = resolve_layers(model, layers)
     d, per = model.d_model, int(prompts_per_batch)
     out = []
     for i in range(0, len(prompts), per):
@@ -253,7 +254,7 @@ def last_token_jacobians_batched(
         x = calls[0].args[0]
         eye = torch.eye(d, dtype=x.dtype, device=x.device)  # cotangents e_k, built once
         jac = [_batch_jacobian(model, b, calls[b], eye, chunk_size, last_point)
-               for b in _progress(blocks, desc=f"last-token Jacobians {model.name}",
+               for b in progress_bar(blocks, desc=f"last-token Jacobians {model.name}",
                                   enabled=progress)]
         out.append(torch.stack(jac, dim=1).detach())  # (prompt, layer, d_model, d_model)
     jac = torch.cat(out)
@@ -295,8 +296,6 @@ def last_token_jacobians(
     Returns:
         ``[layer, d_model, d_model]`` (rows = output coordinates), detached.
     """
-    from llmdyn.core import checks
-
     layers = checks.layer_indices(layers, model.n_layers)
     if not isinstance(prompt, str):
         raise LlmdynError(f"prompt must be one text, got {type(prompt).__name__}; for a list "

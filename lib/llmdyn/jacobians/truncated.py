@@ -13,7 +13,8 @@ from torch.profiler import record_function
 
 from llmdyn import LlmdynError
 from llmdyn.core import checks
-from llmdyn.jacobians import full as jac
+from llmdyn.jacobians.attention import own_position_attention
+from llmdyn.jacobians.blocks import block_residual, capture_block_calls
 from llmdyn.models.loading import LoadedModel
 from llmdyn.trace import encode
 
@@ -233,14 +234,14 @@ def truncated_block_svd(
         raise LlmdynError(f"tol: got {tol!r}; expected a positive angle in radians or None")
     ids = encode(model, prompt)
     blocks = checks.layer_indices(layers, model.n_layers)
-    calls = jac.capture_block_calls(model, ids)
+    calls = capture_block_calls(model, ids)
     positions = tuple(range(ids.shape[1])) if tokens == "diagonal" else (ids.shape[1] - 1,)
     start, block = k + oversample, block_size or k + oversample
     gen = torch.Generator().manual_seed(seed)
     out, iters = [], []
-    with jac.own_position_attention(model) if tokens == "diagonal" else nullcontext():
+    with own_position_attention(model) if tokens == "diagonal" else nullcontext():
         for b in blocks:
-            jmul, jtmul = _products(jac.block_residual(model, b, calls[b]),
+            jmul, jtmul = _products(block_residual(model, b, calls[b]),
                                     calls[b].hidden.detach(), tokens, chunk_size)
             usv, ext = _krylov_svd(jmul, jtmul, (len(positions), d), k, start, block,
                                    start * (power_iters + 1), tol, gen)
@@ -291,10 +292,10 @@ def truncated_coupling_matrices(
                           f"({ids.shape[1] - 1},) and k >= {k}")
     U, V = svd.U[:, 0, :, :k], svd.V[:, 0, :, :k]  # [layer, d_model, k] each
     stacked = V.permute(1, 0, 2).reshape(1, model.d_model, -1)  # (1, d_model, layer*k)
-    calls = jac.capture_block_calls(model, ids)
+    calls = capture_block_calls(model, ids)
     rows = []
     for b in blocks:
-        jmul, _ = _products(jac.block_residual(model, b, calls[b]), calls[b].hidden.detach(),
+        jmul, _ = _products(block_residual(model, b, calls[b]), calls[b].hidden.detach(),
                             "last", chunk_size)
         JV = jmul(stacked)[0].reshape(model.d_model, len(blocks), k)  # (d_model, layer_j, k)
         rows.append(torch.einsum("jda,djb->jab", U, JV))  # (layer_j, k, k)

@@ -12,6 +12,7 @@ from typing import Any
 from filelock import FileLock
 
 from llmdyn import LlmdynError
+from llmdyn.core.store import safe_name
 
 __all__ = ["cache_dir", "check_model_dir", "dir_digest", "file_sha256", "local_key",
            "remember", "sha256_of"]
@@ -150,8 +151,6 @@ def dir_digest(directory: Path, *, weights: bool = True) -> str:
 
 def local_key(directory: Path, digest: str) -> str:
     """Short readable key ``<parent>--<dir>-<digest8>``, e.g. ``run1--step100-1a2b3c4d``."""
-    from llmdyn.core.store import safe_name
-
     parts = [p for p in directory.resolve().parts[-2:] if p not in ("/", "")]
     label = safe_name("--".join(safe_name(p) for p in parts)) or "local"
     return f"{label}-{digest[:8]}"

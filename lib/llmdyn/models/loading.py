@@ -16,8 +16,10 @@ from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 from llmdyn import LlmdynError
+from llmdyn.core.store import ResultStore
 from llmdyn.models.files import NEEDS, cache_dir, check_model_dir, dir_digest, local_key
 from llmdyn.models.packaged import PACKAGED, PackagedModel, local_gguf, packaged_safetensors
+from llmdyn.models.tokenizers import byte_tokenizer
 
 __all__ = ["ARCHITECTURES", "PACKAGED", "TINY_CONFIGS", "Architecture", "LoadedModel",
            "PackagedModel", "cache_dir", "known_models", "load_model", "twin_config"]
@@ -143,8 +145,6 @@ class LoadedModel:
         Returns:
             A :class:`llmdyn.core.ResultStore` keyed by :attr:`model_id`.
         """
-        from llmdyn.core.store import ResultStore
-
         kwargs = {} if root is None else {"root": root}
         return ResultStore(self.model_id, provenance=self.identity, **kwargs)
 
@@ -413,8 +413,6 @@ def _without_torch_default_init():
 
 
 def _load_tiny(spec: str, seed: int) -> tuple[torch.nn.Module, Any, dict[str, Any]]:
-    from llmdyn.models.tokenizers import byte_tokenizer
-
     tokenizer = byte_tokenizer()
     kwargs = dict(TINY_CONFIGS[spec])
     model_type = kwargs.pop("model_type")

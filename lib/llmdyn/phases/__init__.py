@@ -7,18 +7,19 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["boundary", "changepoints", "contrast", "curves"],
+    submodules=["changepoints", "contrast", "curves", "measure", "split"],
     submod_attrs={
-        "boundary": ["CRITERIA", "SPLITS", "PhaseSplit", "as_split", "window_that_fits",
-                     "PhaseBoundary", "estimate_boundary", "agree", "measure_boundary"],
         "changepoints": ["ChangePoint", "step_changepoint", "hinge_changepoint", "lss_peak_layer",
                          "lss_peak_fit", "entropy_spread_layer", "entropy_spread_fit",
                          "norm_velocity_layer", "norm_velocity_fit"],
-        "contrast": ["PAPER_TABLE1", "AlignmentMeans", "alignment_means", "alignment_profile",
-                     "contrast_claims", "pair_phase_means", "phase_means", "table1_claims"],
+        "contrast": ["PAPER_TABLE1", "AlignmentMeans", "alignment_means", "contrast_claims",
+                     "pair_phase_means", "table1_claims"],
         "curves": ["phase_means_per_prompt", "spread_ratio", "peak_position", "fraction_in_band",
                    "rising_fraction", "velocity_change", "relative_velocity_change",
-                   "velocity_gain_over", "most_aligned_position", "inverse_depth_r2_gain",
+                   "velocity_gain_over", "alignment_profile", "most_aligned_position",
                    "profile_correlation"],
+        "measure": ["measure_boundary"],
+        "split": ["CRITERIA", "SPLITS", "PhaseSplit", "as_split", "window_that_fits",
+                  "PhaseBoundary", "estimate_boundary", "agree"],
     },
 )

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Literal, NamedTuple
 
 import numpy as np
 
 from llmdyn import LlmdynError
-from llmdyn.phases.boundary import PhaseSplit, as_split
+from llmdyn.claims.claim import Claim, Measure, at_least, at_most, below, slug
+from llmdyn.core.masked import finite_mean
+from llmdyn.phases.curves import (
+    fraction_in_band,
+    phase_means_per_prompt,
+    spread_ratio,
+)
+from llmdyn.phases.split import PhaseSplit, as_split
 
-__all__ = ["PAPER_TABLE1", "AlignmentMeans", "alignment_means", "alignment_profile",
-           "contrast_claims", "pair_phase_means", "phase_means", "table1_claims"]
+__all__ = ["PAPER_TABLE1", "AlignmentMeans", "alignment_means",
+           "contrast_claims", "pair_phase_means", "table1_claims"]
 
 Phase = Literal["Thought", "Fixation"]
 
@@ -21,29 +29,6 @@ PAPER_TABLE1: dict[str, tuple[Phase, str]] = {
     "ALIGNED": ("Thought", "r(A_{i,j,K}) within the phase, i ≠ j (lower = more aligned)"),
     "CONFIDENT": ("Fixation", "logit-lens entropy, nats (lower = more confident)"),
 }
-
-
-def phase_means(values: np.ndarray, boundary: PhaseSplit | int) -> tuple[float, float]:
-    """Mean of a per-layer measurement over the Thought layers and over the Fixation layers.
-
-    At a boundary ``b``, layers ``1 … b-1`` are Thought and ``b … L`` Fixation; layer 0 (the
-    embedding) is in neither (see :class:`llmdyn.phases.PhaseSplit`). NaN entries (e.g.
-    windows that do not fit at the ends) are ignored; a phase with no finite entry gives NaN.
-
-    Args:
-        values: ``[prompt, layer+1]`` or ``[layer+1]``.
-        boundary: the split, or the first Fixation layer in 2 … L.
-
-    Returns:
-        (Thought mean, Fixation mean) over prompts and layers.
-    """
-    values = np.asarray(values, dtype=float)
-    if values.ndim == 1:
-        values = values[None]
-    if values.ndim != 2 or values.shape[1] < 2:
-        raise LlmdynError(f"values must be [prompt, layer+1] or [layer+1], got {values.shape}")
-    thought, fixation = as_split(boundary, values.shape[1] - 1).masks()
-    return _nanmean(values[:, thought]), _nanmean(values[:, fixation])
 
 
 def pair_phase_means(M: np.ndarray, boundary: PhaseSplit | int) -> tuple[float, float]:
@@ -68,13 +53,8 @@ def pair_phase_means(M: np.ndarray, boundary: PhaseSplit | int) -> tuple[float, 
     for layers in as_split(boundary, n).masks():
         in_phase = layers[1:]  # (layer,): block b produces layer b + 1
         mask = off & in_phase[:, None] & in_phase[None, :]
-        means.append(_nanmean(M[mask]) if mask.any() else float("nan"))
+        means.append(finite_mean(M[mask]) if mask.any() else float("nan"))
     return means[0], means[1]
-
-
-def _nanmean(x: np.ndarray) -> float:
-    x = np.asarray(x, dtype=float)
-    return float(np.mean(x[np.isfinite(x)])) if np.isfinite(x).any() else float("nan")
 
 
 class AlignmentMeans(NamedTuple):
@@ -114,22 +94,6 @@ def alignment_means(grid_ratio: np.ndarray, ratios: np.ndarray,
         thought=float(np.mean([pair_phase_means(M, boundary)[0] for M in ratios])))
 
 
-def alignment_profile(ratio: np.ndarray) -> np.ndarray:
-    """How well the other blocks' singular vectors diagonalise each block: ``[layer]``.
-
-    Row mean of r(A_{i,j,K}) over j ≠ i (paper B Fig. 6 read row by row); low where block i
-    is aligned with the rest of the network.
-
-    Args:
-        ratio: ``[layer, layer]`` r(A_{i,j,K}) (row i: the Jacobian J_i, column j: the basis).
-    """
-    ratio = np.asarray(ratio, dtype=float)
-    if ratio.ndim != 2 or ratio.shape[0] != ratio.shape[1] or ratio.shape[0] < 2:
-        raise LlmdynError(f"ratio must be [layer, layer] with layer >= 2, got {ratio.shape}")
-    off = ~np.eye(ratio.shape[0], dtype=bool)
-    return np.array([row[mask].mean() for row, mask in zip(ratio, off, strict=True)])
-
-
 def table1_claims(name: str, split: PhaseSplit, *, lss: np.ndarray, equidistance: np.ndarray,
                   entropy: np.ndarray, ratios: np.ndarray,
                   other_entropy: tuple[str, np.ndarray] | None = None) -> list:
@@ -148,9 +112,6 @@ def table1_claims(name: str, split: PhaseSplit, *, lss: np.ndarray, equidistance
         other_entropy: (lens name, ``[prompt, layer+1]``) of the logit lens shown beside
             ``entropy`` (e.g. ``("normed", …)``): one more CONFIDENT row.
     """
-    from llmdyn.claims.claim import Claim, Measure, below, slug
-    from llmdyn.phases.curves import phase_means_per_prompt
-
     means = {"LINEAR": phase_means_per_prompt(lss, split),
              "EQUISPACED": phase_means_per_prompt(equidistance, split),
              "ALIGNED": np.array([pair_phase_means(M, split) for M in ratios]).T,
@@ -167,8 +128,8 @@ def table1_claims(name: str, split: PhaseSplit, *, lss: np.ndarray, equidistance
             f"table1_{slug(prop)}_{slug(name)}_{split.name}", "B", "Table 1",
             f"{name}: {prop} is stronger in {stronger}", f"{stronger} (MORE there)",
             Measure.difference(mine, theirs, f"{measure}: {stronger} − {other}", fmt=".3f",
-                               detail=f"Thought {_nanmean(thought):.3f} / Fixation "
-                               f"{_nanmean(fixation):.3f}; {split.label()} of {split.n_layers}"),
+                               detail=f"Thought {finite_mean(thought):.3f} / Fixation "
+                               f"{finite_mean(fixation):.3f}; {split.label()} of {split.n_layers}"),
             below(0)))
     return claims
 
@@ -191,11 +152,6 @@ def contrast_claims(name: str, split: PhaseSplit, *, norms: np.ndarray, lss: np.
         LSS in 2–3 at every Fixation layer, entropy spread over prompts (Thought/Fixation < 1),
         Fixation LSS below the all-layer mean (Fig 12).
     """
-    from functools import partial
-
-    from llmdyn.claims.claim import Claim, Measure, at_least, at_most, below, slug
-    from llmdyn.phases.curves import fraction_in_band, phase_means_per_prompt, spread_ratio
-
     sid = f"{slug(name)}_{split.name}"
     lss_t, lss_f = phase_means_per_prompt(lss, split)
     eq_t, eq_f = phase_means_per_prompt(equidistance, split)
@@ -237,6 +193,4 @@ def contrast_claims(name: str, split: PhaseSplit, *, norms: np.ndarray, lss: np.
 
 def _row_means(values: np.ndarray) -> np.ndarray:
     """Each prompt's mean over the layers 1 … L that hold a value, ``[prompt]``."""
-    from llmdyn.core.masked import finite_mean
-
     return finite_mean(np.asarray(values, dtype=float)[:, 1:], axis=1)

@@ -13,7 +13,8 @@ import numpy as np
 
 from llmdyn import LlmdynError
 from llmdyn.core import masked
-from llmdyn.phases.boundary import PhaseSplit, as_split
+from llmdyn.phases.changepoints import norm_velocity_fit
+from llmdyn.phases.split import PhaseSplit, as_split
 
 
 def _curves(values, boundary: PhaseSplit | int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -96,8 +97,6 @@ def velocity_change(norms, *, min_size: int = 3, exclude_last: int = 1) -> float
     positive change, so a claim on it is compared with the untrained twin's in the chapter.
     ``exclude_last`` trailing layers are left out, as in the fit (the final norm's output).
     """
-    from llmdyn.phases.changepoints import norm_velocity_fit
-
     fit = norm_velocity_fit(np.asarray(norms, dtype=np.float64), min_size=min_size,
                             exclude_last=exclude_last)
     return float(fit.after - fit.before)
@@ -136,41 +135,32 @@ def velocity_gain_over(norms, reference, *, min_size: int = 3) -> float:
             - relative_velocity_change(reference, min_size=min_size))
 
 
+def alignment_profile(ratio: np.ndarray) -> np.ndarray:
+    """How well the other blocks' singular vectors diagonalise each block: ``[layer]``.
+
+    Row mean of r(A_{i,j,K}) over j ≠ i (paper B Fig. 6 read row by row); low where block i
+    is aligned with the rest of the network.
+
+    Args:
+        ratio: ``[layer, layer]`` r(A_{i,j,K}) (row i: the Jacobian J_i, column j: the basis).
+    """
+    ratio = np.asarray(ratio, dtype=float)
+    if ratio.ndim != 2 or ratio.shape[0] != ratio.shape[1] or ratio.shape[0] < 2:
+        raise LlmdynError(f"ratio must be [layer, layer] with layer >= 2, got {ratio.shape}")
+    off = ~np.eye(ratio.shape[0], dtype=bool)
+    return np.array([row[mask].mean() for row, mask in zip(ratio, off, strict=True)])
+
+
 def most_aligned_position(ratios) -> float:
     """Depth l / L of the block most aligned with the others, from ``[prompt, layer, layer]`` r(A).
 
     The block (1-based, so the last block gives 1) where the prompt-mean r(A_{i,j,K}),
-    averaged over j ≠ i (`thought_fixation.alignment_profile`), is lowest.
+    averaged over j ≠ i (:func:`alignment_profile`), is lowest.
     """
-    from llmdyn.phases.contrast import alignment_profile
-
     r = np.asarray(ratios, dtype=np.float64)
     if r.ndim != 3:
         raise LlmdynError(f"ratios must be [prompt, layer, layer], got shape {r.shape}")
     return float((np.argmin(alignment_profile(r.mean(0))) + 1) / r.shape[1])
-
-
-def inverse_depth_r2_gain(S_untrained, S_trained) -> float:
-    """R²(untrained) − R²(trained) of the line 1/σ₁ = a + b·l (`spectra.inverse_top_fit`).
-
-    Args:
-        S_untrained: singular values ``[prompt, layer, k]`` of the untrained twin.
-        S_trained: the same for the trained model (any number of prompts).
-
-    Returns:
-        Positive when the inverse depth scaling fits the untrained twin better.
-    """
-    from llmdyn.coupling.spectra import depth_axis
-    from llmdyn.stats.bootstrap import r2
-
-    gains = []
-    for S in (S_untrained, S_trained):
-        S = np.asarray(S, dtype=np.float64)
-        if S.ndim != 3:
-            raise LlmdynError(f"S must be [prompt, layer, k], got shape {S.shape}")
-        depth = np.broadcast_to(depth_axis(S.shape[1]), S.shape[:2])  # (prompt, layer)
-        gains.append(r2(depth.reshape(1, -1), 1.0 / S[..., 0].reshape(1, -1))[0])
-    return float(gains[0] - gains[1])
 
 
 def profile_correlation(a, b) -> float:

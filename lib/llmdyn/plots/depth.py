@@ -8,8 +8,8 @@ import numpy as np
 from matplotlib.axes import Axes
 
 from llmdyn.core import masked
-from llmdyn.phases.boundary import PhaseSplit
-from llmdyn.plots.base import TRAINED_COLOR, _as_numpy, _series_color
+from llmdyn.phases.split import PhaseSplit
+from llmdyn.plots.base import TRAINED_COLOR, UNTRAINED_COLOR, _as_numpy, _series_color
 
 
 def band(
@@ -82,7 +82,7 @@ def mark_boundary(ax: Axes, boundary: float | PhaseSplit, *, heatmap: bool = Fal
     return ax
 
 
-CRITERION_STYLES = {  # one line style per llmdyn.phases.boundary criterion
+CRITERION_STYLES = {  # one line style per llmdyn.phases.split criterion
     "lss_peak": dict(color="tab:purple", linestyle="-.", label="LSS trend turns"),
     "entropy_spread": dict(color="tab:green", linestyle="--", label="entropy spread rises"),
     "norm_velocity": dict(color="tab:orange", linestyle=(0, (1, 1.5)),
@@ -91,7 +91,7 @@ CRITERION_STYLES = {  # one line style per llmdyn.phases.boundary criterion
 
 
 def phase_criteria(ax: Axes, layers, *, legend: bool = True) -> Axes:
-    """Vertical lines at each criterion's Thought -> Fixation estimate (``llmdyn.phases.boundary``).
+    """Vertical lines at each criterion's Thought -> Fixation estimate (``llmdyn.phases.split``).
 
     Args:
         ax: a plot over layers 0 … L.
@@ -277,7 +277,7 @@ def depth_panel(ax: Axes, boundaries: dict[str, int], n_layers: int, *, ylabel: 
 
     Args:
         ax: the panel, with its curves drawn.
-        boundaries: `llmdyn.phases.boundary` estimates by criterion (``PhaseBoundary.layers``).
+        boundaries: `llmdyn.phases.split` estimates by criterion (``PhaseBoundary.layers``).
         n_layers: the model's depth L (the axis shows 0 … L even where no window fits).
         ylabel: what the curve is.
         title: the panel's title.
@@ -303,8 +303,6 @@ def twin_bands(values, twin, ax: Axes, *, twin_label: str) -> Axes:
         ax: where to draw.
         twin_label: the twin's legend entry.
     """
-    from llmdyn.plots.base import UNTRAINED_COLOR
-
     values = _as_numpy(values)
     depth = np.arange(values.shape[1])
     band(depth, values, ax, center="mean", spread="minmax",

@@ -8,6 +8,10 @@ import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from llmdyn import LlmdynError
+from llmdyn.plots.matrices import token_coupling_grid
+from llmdyn.plots.trajectories import pc_trajectories
+
 TWINS = ("untrained", "trained")  # the papers draw initialisation on the left
 
 
@@ -35,8 +39,6 @@ def per_model(names: Sequence[str], *, rows: int = 1, width: float = 6.2,
         The figure and each model's column of axes, top to bottom.
     """
     if not names:
-        from llmdyn import LlmdynError
-
         raise LlmdynError("names is empty; pass the models to draw, one column each")
     fig, axes = plt.subplots(rows, len(names), figsize=(width * len(names), height * rows),
                              squeeze=False)
@@ -57,8 +59,6 @@ def token_coupling_twins(grids: dict[str, object], *, titles: dict[str, str],
     Returns:
         The figure (call ``plt.show()``).
     """
-    from llmdyn.plots.matrices import token_coupling_grid
-
     fig, axes = twins()
     for state, ax in axes.items():
         token_coupling_grid(grids[state], ax, labels=labels, row_label=row_label,
@@ -78,8 +78,6 @@ def trajectory_grid(panels: dict[str, dict], *, title: str) -> Figure:
     Returns:
         The figure (call ``plt.show()``).
     """
-    from llmdyn.plots.trajectories import pc_trajectories
-
     fig, axes = per_model(list(panels), rows=3, width=5.2, height=13 / 3)
     for name, r in panels.items():
         rows = [("all layers", (0, r["n_layers"])), ("shallow", r["windows"]["shallow"]),

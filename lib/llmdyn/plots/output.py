@@ -1,7 +1,7 @@
 """Show a chapter's figure once, as a raster for the page and a vector file for a paper.
 
 A figure cell ends with ``plots.show("<name>")`` instead of ``plt.show()``; ``<name>`` is a row
-of ``data/book_figures.csv`` (see :mod:`llmdyn.book.figures`). The figure is displayed as one output
+of ``data/book_figures.csv`` (see :mod:`llmdyn.data.figures`). The figure is displayed as one output
 holding a PNG, an SVG and a plain-text caption, tagged with the figure's name in the output's
 metadata. Nothing is written while the chapter runs: when the book is built,
 :func:`llmdyn.book.figures.publish` reads those outputs from the executed notebook, writes
@@ -14,11 +14,11 @@ import base64
 import io
 
 import matplotlib.pyplot as plt
+from IPython.display import display
 from matplotlib.figure import Figure
 
-from llmdyn.book import figures
-
-METADATA_KEY = "llmdyn_figure"  # output metadata: {"name": ..., "caption": ...}
+from llmdyn.data import figures
+from llmdyn.data.figures import METADATA_KEY
 
 
 def render(fig: Figure) -> dict[str, str]:
@@ -43,8 +43,6 @@ def show(name: str, fig: Figure | None = None) -> None:
         name: a row of ``data/book_figures.csv``; an unknown name raises ``LlmdynError``.
         fig: the figure to show; ``None`` takes ``plt.gcf()``.
     """
-    from IPython.display import display
-
     entry = figures.figure(name)  # refuse an unregistered name before drawing anything
     fig = fig if fig is not None else plt.gcf()
     bundle = {**render(fig), "text/plain": caption_text(name)}

@@ -21,8 +21,15 @@ from typing import Any
 import numpy as np
 
 from llmdyn import LlmdynError
-from llmdyn.core.store import _atomic_write, _versions, canonical_params, params_hash, safe_name
-from llmdyn.data.prompts import ALL_TASKS
+from llmdyn.core.store import (
+    ResultStore,
+    atomic_write,
+    canonical_params,
+    params_hash,
+    safe_name,
+    versions,
+)
+from llmdyn.data.prompts import ALL_TASKS, sample_leaderboard
 
 FORMAT = "llmdyn.coupling.depth-measurement/1"  # bump when the file's schema changes
 
@@ -128,10 +135,10 @@ def measure_coupling(model: str, params: MeasureParams = MeasureParams(), *,
     Returns:
         The result file's content (plain JSON types).
     """
-    from llmdyn.core.store import ResultStore
+    # here, not at the top: the `llmdyn` command imports this module for its options, and
+    # only a measurement needs torch and transformers (seconds to import)
     from llmdyn.coupling.depth import depth_coupling, diagonal_share, offdiagonal_mean
     from llmdyn.coupling.summary import summarize_depth
-    from llmdyn.data.prompts import sample_leaderboard
     from llmdyn.models.loading import load_model
 
     prompts = sample_leaderboard(params.n_per_task, tasks=params.tasks, seed=params.seed)
@@ -162,7 +169,7 @@ def measure_coupling(model: str, params: MeasureParams = MeasureParams(), *,
                      "coupling_mis": offdiagonal_mean(c.normalized),
                      "coupling_share": offdiagonal_mean(diagonal_share(c.normalized))}
                     for p, c in zip(prompts, couplings, strict=True)],
-        "versions": _versions(),
+        "versions": versions(),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
 
@@ -172,7 +179,7 @@ def write_result(result: dict[str, Any], out: str | os.PathLike) -> Path:
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(result, indent=1, allow_nan=False)
-    _atomic_write(out, lambda f: f.write(text.encode()))
+    atomic_write(out, lambda f: f.write(text.encode()))
     return out
 
 

@@ -22,6 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from llmdyn import LlmdynError
+from llmdyn.models.files import cache_dir
 
 EOS = "<|endoftext|>"
 
@@ -60,8 +61,6 @@ class Split(NamedTuple):
 
 def npm_dir() -> Path:
     """Where the corpus tarballs live: ``<llmdyn cache>/corpus``."""
-    from llmdyn.models.loading import cache_dir
-
     return cache_dir() / "corpus"
 
 

@@ -18,9 +18,13 @@ import numpy as np
 import pandas as pd
 
 from llmdyn import LlmdynError
+from llmdyn.core.store import ResultStore
+from llmdyn.coupling.depth import depth_coupling, diagonal_share, offdiagonal_mean
+from llmdyn.models.loading import load_model
 from llmdyn.stats.regression import LinearFit, ols
 from llmdyn.sweep.join import SCORE_COLUMNS, leaderboard
-from llmdyn.training.emergence import RunSeries
+from llmdyn.trace import encode
+from llmdyn.training.emergence import RunSeries, measure_checkpoints
 from llmdyn.training.suite import Suite
 
 SHAPES_CSV = Path(__file__).resolve().parents[3] / "data" / "model_shapes.csv"
@@ -95,8 +99,6 @@ def bits_per_byte(model, texts: Sequence[str]) -> np.ndarray:
     import torch
     import torch.nn.functional as F
 
-    from llmdyn.trace import encode
-
     out = []
     for text in texts:
         ids = encode(model, text)  # (1, tok)
@@ -152,8 +154,6 @@ def k_table(frame: pd.DataFrame, ks: Sequence[int], y: str = "heldout_loss") -> 
 def final_shares(checkpoints: Sequence, texts: Sequence[str], *, k: int,
                  device: str = "cpu") -> dict[str, float]:
     """Mean diagonal share at ``k`` of each checkpoint, keyed ``"<run>@step<N>"`` (cached)."""
-    from llmdyn.training.emergence import measure_checkpoints
-
     profiles = measure_checkpoints(checkpoints, texts, k=k, device=device, progress=False)
     return {f"{c.run}@step{c.step}": float(profiles[c.spec].share.mean()) for c in checkpoints}
 
@@ -161,10 +161,6 @@ def final_shares(checkpoints: Sequence, texts: Sequence[str], *, k: int,
 def coupling_and_bits(spec: str, texts: Sequence[str], *, k: int,
                       device: str = "cpu") -> tuple[float, float]:
     """(mean diagonal share, mean bits per byte) of one model on ``texts``, coupling cached."""
-    from llmdyn.core.store import ResultStore
-    from llmdyn.coupling.depth import depth_coupling, diagonal_share, offdiagonal_mean
-    from llmdyn.models.loading import load_model
-
     model = load_model(spec, device=device)
     store = ResultStore(model.model_id, provenance=model.identity)
     coupling = depth_coupling(model, texts, k=min(k, model.d_model), store=store)

@@ -29,8 +29,9 @@ from llmdyn import LlmdynError
 from llmdyn.core.store import ResultStore, content_hash
 from llmdyn.coupling.depth import DepthCoupling, coupling_from_jacobians
 from llmdyn.coupling.summary import mean_coupling
-from llmdyn.jacobians.full import record_block_calls, stack_jacobians
-from llmdyn.stats.bootstrap import slope
+from llmdyn.jacobians.blocks import record_block_calls, stack_jacobians
+from llmdyn.stats.bootstrap import bootstrap, mean, slope
+from llmdyn.stats.regression import ols_or_none
 from llmdyn.training import loop as training
 from llmdyn.vision.images import ImageData
 from llmdyn.vision.suite import (
@@ -176,8 +177,6 @@ def fits_by_sd(table: pd.DataFrame) -> dict[float, object]:
 
     None where there is nothing to fit (fewer than 3 runs, or coupling constant).
     """
-    from llmdyn.stats.regression import ols_or_none
-
     return {float(sd): ols_or_none(rows.coupling, rows.test_accuracy)
             for sd, rows in table.groupby("drop_path")}
 
@@ -188,8 +187,6 @@ def run_intervals(per_image: np.ndarray, seed: int = 0) -> np.ndarray:
     The same image draws for every run (the images are shared), so the intervals are those of
     the paired comparison the claims make.
     """
-    from llmdyn.stats.bootstrap import bootstrap, mean
-
     est = [bootstrap(mean, per_image[:, j], seed=seed) for j in range(per_image.shape[1])]
     return np.array([[e.lo for e in est], [e.hi for e in est]])
 

@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
 from llmdyn import LlmdynError
+from llmdyn.core.store import safe_name
 from llmdyn.training import loop as training
 from llmdyn.vision.images import ImageData, load_images
 from llmdyn.vision.vit import ViT, ViTShape
@@ -270,8 +271,6 @@ def train_grid(grid: VitGrid | str, root: str | Path | None = None, *,
 
 def default_root(grid: VitGrid, dataset: str | None = None) -> Path:
     """``results/vit/<grid>/<data set>``: runs on different data never share a directory."""
-    from llmdyn.core.store import safe_name
-
     name = dataset or grid.dataset
     return Path("results/vit") / grid.name / safe_name(Path(name).name or name)
 

@@ -1,0 +1,133 @@
+"""The book's figures as data: which paper figure each one regenerates, and what cannot be.
+
+Two committed tables hold the facts; nothing about a figure is typed into a notebook or a page:
+
+- ``data/book_figures.csv``: one row per figure a chapter draws (``name``, ``chapter``,
+  ``paper`` as ``"A 3; A 20"``, ``caption`` in our own words).
+- ``data/paper_figures.csv``: one row per figure of paper A and paper B (``paper``, ``figure``,
+  ``subject``, ``status``, ``reason``). ``status`` is one of ``STATUSES``; every status but
+  ``regenerated`` gives its reason, and the gallery prints it.
+
+A chapter draws a registered figure with one call, ``plots.show("coupling-grid")`` in place of
+``plt.show()`` (see :mod:`llmdyn.plots.output`); when the book is built,
+:func:`llmdyn.book.figures.publish` writes ``<name>.png`` and ``<name>.svg`` beside the executed
+notebook and captions the figure with the paper figures it regenerates and the notebook cell
+that made it. The gallery page (:mod:`llmdyn.book.gallery`) is built from the same tables.
+
+To add a chapter's figures (e.g. ``10_vit``): add one row per figure to ``book_figures.csv``
+(its ``chapter`` must be in ``_toc.yml``), end each figure cell with ``plots.show("<name>")``,
+and set the paper figures it covers (A 6, A 10, A 11) to ``regenerated`` or ``stand-in`` in
+``paper_figures.csv``. ``tests/test_figures.py`` checks that the tables agree.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from llmdyn import LlmdynError
+
+DATA = Path(__file__).resolve().parents[3] / "data"
+STATUSES = {
+    "regenerated": "regenerated here on the book's models",
+    "stand-in": "regenerated with an offline stand-in",
+    "not offline": "cannot be regenerated offline",
+    "not reproduced": "not reproduced",
+}
+PAPERS = {"A": "Paper A", "B": "Paper B"}
+METADATA_KEY = "llmdyn_figure"  # a shown figure's output metadata: {"name": ...}
+
+
+@dataclass(frozen=True)
+class BookFigure:
+    """One figure a chapter draws."""
+
+    name: str  # unique across the book, e.g. "coupling-grid"; the page label is fig-<name>
+    chapter: str  # notebook name, e.g. "05_depth_coupling"
+    paper: tuple[str, ...]  # paper figures it regenerates, e.g. ("A 3", "A 20"); () for none
+    caption: str  # what the figure shows, in our words
+
+    @property
+    def label(self) -> str:
+        """The figure's target on its chapter page (for ``{ref}`` and the gallery)."""
+        return f"fig-{self.name}"
+
+    def paper_text(self) -> str:
+        """``"Paper A, Fig 3 and Fig 20"``, or ``"Not a figure of the papers"``."""
+        if not self.paper:
+            return "Not a figure of the papers"
+        by_paper: dict[str, list[str]] = {}
+        for ref in self.paper:
+            key, number = ref.split()
+            by_paper.setdefault(key, []).append(f"Fig {number}")
+        return "; ".join(f"{PAPERS[key]}, {' and '.join(figs)}" for key, figs in by_paper.items())
+
+
+@dataclass(frozen=True)
+class PaperFigure:
+    """One figure of paper A or paper B and what the book does with it."""
+
+    paper: str  # "A" or "B"
+    figure: int  # the figure's number in the paper
+    subject: str  # what it shows, in our words
+    status: str  # a key of STATUSES
+    reason: str  # why it is not regenerated as the paper drew it ("" when regenerated)
+
+    @property
+    def key(self) -> str:
+        """``"A 3"``: the paper's letter and the figure's number."""
+        return f"{self.paper} {self.figure}"
+
+
+def _rows(name: str, data: Path) -> list[dict[str, str]]:
+    path = data / name
+    if not path.exists():
+        raise LlmdynError(f"figure table {path} is missing; it is committed with the repository")
+    with path.open(newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+@cache
+def book_figures(data: Path = DATA) -> dict[str, BookFigure]:
+    """The registered figures by name, in table order."""
+    out: dict[str, BookFigure] = {}
+    for row in _rows("book_figures.csv", data):
+        refs = tuple(r.strip() for r in row["paper"].split(";") if r.strip())
+        bad = [r for r in refs if not re.fullmatch(r"[AB] \d+[a-e]?", r)]
+        if bad or row["name"] in out:
+            raise LlmdynError(f"book_figures.csv row {row['name']!r}: names must be unique and "
+                              f"paper figures look like 'A 3' or 'A 1c'; got {bad or 'a repeat'}")
+        out[row["name"]] = BookFigure(row["name"], row["chapter"], refs, row["caption"])
+    return out
+
+
+@cache
+def paper_figures(data: Path = DATA) -> list[PaperFigure]:
+    """Every figure of both papers, with its status and, unless regenerated, the reason."""
+    out = []
+    for row in _rows("paper_figures.csv", data):
+        fig = PaperFigure(row["paper"], int(row["figure"]), row["subject"], row["status"],
+                          row["reason"].strip())
+        if fig.status not in STATUSES or (fig.status != "regenerated") != bool(fig.reason):
+            raise LlmdynError(f"paper_figures.csv {fig.key}: status must be one of "
+                              f"{list(STATUSES)}, with a reason unless it is 'regenerated'")
+        out.append(fig)
+    return out
+
+
+def figure(name: str, data: Path = DATA) -> BookFigure:
+    """The registered figure ``name``; an unknown name lists the chapter's known ones."""
+    figures = book_figures(data)
+    if name not in figures:
+        raise LlmdynError(f"figure {name!r} is not in data/book_figures.csv; add a row for it "
+                          f"(known: {', '.join(figures)})")
+    return figures[name]
+
+
+def drawn_by(paper_figure: PaperFigure, data: Path = DATA) -> list[BookFigure]:
+    """The book figures that regenerate one paper figure (panels count: "A 1c" draws A 1)."""
+    return [f for f in book_figures(data).values()
+            if any(re.fullmatch(rf"{paper_figure.key}[a-e]?", ref) for ref in f.paper)]
