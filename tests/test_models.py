@@ -248,8 +248,8 @@ def test_store_and_load_each(tmp_path):
     assert [s[:3] for s in seen] == [("tiny-llama", "trained", False),
                                     ("tiny-llama", "untrained", True)]
     assert seen[0][3] != seen[1][3]  # twins never share a cache
-    with pytest.raises(LlmdynError, match="kinds"):
-        next(load_each(["tiny-llama"], kinds=("random",)))
+    with pytest.raises(LlmdynError, match="states"):
+        next(load_each(["tiny-llama"], states=("random",)))
 
 
 def test_load_twins_gives_one_seeded_twin_per_seed(tmp_path):

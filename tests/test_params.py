@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from llmdyn import LlmdynError
@@ -6,11 +8,11 @@ from llmdyn.book.params import DepthCouplingParams
 
 def test_defaults_are_valid():
     p = DepthCouplingParams()
-    assert p.model == "smollm2-135m" and p.k == 30 and p.layers == list(range(8, 16))
+    assert p.model == "smollm2-135m" and p.k == 30 and p.grid_layers == list(range(8, 16))
 
 
 @pytest.mark.parametrize("field, value", [
-    ("k", "30"), ("k", 3.5), ("k", True), ("layers", [1, "2"]), ("layers", 5),
+    ("k", "30"), ("k", 3.5), ("k", True), ("grid_layers", [1, "2"]), ("grid_layers", 5),
     ("prompts", "one prompt"), ("model", None), ("seed", 1.0),
 ])
 def test_wrong_types_name_the_parameter(field, value):
@@ -54,17 +56,17 @@ def test_spectra_prompts_params(field, value, match):
 def test_from_cell_reads_fields_and_rejects_unknown_names():
     import math
 
-    cell = {"model": "tiny-llama", "k": 4, "layers": [0, 1], "math": math, "KINDS": ("a",),
+    cell = {"model": "tiny-llama", "k": 4, "grid_layers": [0, 1], "math": math, "KINDS": ("a",),
             "In": [""], "_": "", "get_ipython": print}
     p = DepthCouplingParams.from_cell(cell)
-    assert (p.model, p.k, p.layers, p.n_prompts) == ("tiny-llama", 4, [0, 1], 20)
+    assert (p.model, p.k, p.grid_layers, p.n_prompts) == ("tiny-llama", 4, [0, 1], 20)
     with pytest.raises(LlmdynError, match=r"unknown notebook parameter 'kk' \(did you mean 'k'"):
         DepthCouplingParams.from_cell({**cell, "kk": 3})
 
 
 @pytest.mark.parametrize("field, value, match", [
     ("example_prompt", "", "'example_prompt' must be non-empty text"),
-    ("layers", [], "'layers' must be a non-empty list"),
+    ("grid_layers", [], "'grid_layers' must be a non-empty list"),
     ("compare_models", ["gemma3-270m", " "], "'compare_models' must be non-empty"),
     ("k", 1, "'k' must be >= 2"),
 ])
@@ -74,13 +76,14 @@ def test_empty_and_too_small_values_name_the_parameter(field, value, match):
 
 
 def test_blocks_resolve_negatives_once_and_check_the_depth():
-    p = DepthCouplingParams(layers=[-1, 0, 2])
-    assert p.blocks("layers", 4) == [3, 0, 2]
-    with pytest.raises(LlmdynError, match=r"'layers' must be blocks of smollm2-135m \(4 blocks"):
-        DepthCouplingParams().blocks("layers", 4)  # default 8-15 on a 4-block model
-    assert DepthCouplingParams().blocks("layers", 12, drop_missing=True) == [8, 9, 10, 11]
+    p = DepthCouplingParams(grid_layers=[-1, 0, 2])
+    assert p.blocks("grid_layers", 4) == [3, 0, 2]
+    with pytest.raises(LlmdynError,
+                       match=r"'grid_layers' must be blocks of smollm2-135m \(4 blocks"):
+        DepthCouplingParams().blocks("grid_layers", 4)  # default 8-15 on a 4-block model
+    assert DepthCouplingParams().blocks("grid_layers", 12, drop_missing=True) == [8, 9, 10, 11]
     with pytest.raises(LlmdynError, match="distinct"):
-        DepthCouplingParams(layers=[3, -1]).blocks("layers", 4)
+        DepthCouplingParams(grid_layers=[3, -1]).blocks("grid_layers", 4)
     from llmdyn.book.params import TokenCouplingParams
 
     assert TokenCouplingParams(layer=-2).block("layer", 30) == 28
@@ -94,8 +97,8 @@ def test_shared_bases_give_models_and_checks_once():
     assert UncertaintyParams(compare_models=["smollm2-135m", "x", "x"]).models() == \
         ["smollm2-135m", "x"]
     assert JacobianAlignmentParams().compared() == ["gemma3-270m"]
-    assert JacobianAlignmentParams().n_questions == 20 == UncertaintyParams().n_questions
-    assert JacobianAlignmentParams().n_compare_questions == 2
+    assert JacobianAlignmentParams().n_prompts == 20 == UncertaintyParams().n_prompts
+    assert JacobianAlignmentParams().n_compare_prompts == 2
     for cls in (UncertaintyParams, JacobianAlignmentParams):
         with pytest.raises(LlmdynError, match="phase_criterion"):
             cls(phase_criterion="median")
@@ -106,8 +109,8 @@ def test_shared_bases_give_models_and_checks_once():
 @pytest.mark.slow
 @pytest.mark.parametrize("extra, message", [
     ({"kk": 3}, "unknown notebook parameter 'kk' (did you mean 'k'?)"),
-    ({"layers": [0, 99]}, "notebook parameter 'layers' must be blocks of tiny-llama"),
-    ({"layers": []}, "notebook parameter 'layers' must be a non-empty list"),
+    ({"grid_layers": [0, 99]}, "notebook parameter 'grid_layers' must be blocks of tiny-llama"),
+    ({"grid_layers": []}, "notebook parameter 'grid_layers' must be a non-empty list"),
     ({"example_prompt": ""}, "notebook parameter 'example_prompt' must be non-empty text"),
 ])
 def test_chapter_rejects_bad_parameters_before_any_work(tmp_path, extra, message):
@@ -148,24 +151,56 @@ def test_twin_seeds_are_distinct_and_empty_only_where_twins_are_optional(cls, se
 
     make = getattr(params, cls)
     if ok:
-        assert make(untrained_seeds=seeds).untrained_seeds == seeds
+        assert make(twin_seeds=seeds).twin_seeds == seeds
     else:
-        with pytest.raises(LlmdynError, match="notebook parameter 'untrained_seeds'.*distinct"):
-            make(untrained_seeds=seeds)
+        with pytest.raises(LlmdynError, match="notebook parameter 'twin_seeds'.*distinct"):
+            make(twin_seeds=seeds)
 @pytest.mark.parametrize("cls_name", ["JacobianAlignmentParams", "SpectraPromptsParams",
-                                      "RegularityParams"])
-@pytest.mark.parametrize("extra, match", [
-    ({"extra_twin_seeds": [0]}, "'extra_twin_seeds' must be seeds other than seed=0"),
-    ({"extra_twin_seeds": [1, 1]}, "'extra_twin_seeds' must be seeds other than seed=0"),
-    ({"seed": 2, "extra_twin_seeds": [1, 2]}, "seeds other than seed=2"),
-    ({"extra_twin_seeds": [1.0]}, "notebook parameter 'extra_twin_seeds' must be"),
-    ({"extra_twin_seeds": 1}, "notebook parameter 'extra_twin_seeds' must be"),
+                                      "RegularityParams", "TokenCouplingParams",
+                                      "DepthCouplingParams"])
+@pytest.mark.parametrize("bad, match", [
+    ({"twin_seeds": []}, "'twin_seeds' must be a non-empty list of distinct seeds"),
+    ({"twin_seeds": [1, 1]}, "'twin_seeds' must be a non-empty list of distinct seeds"),
+    ({"twin_seeds": [1.0]}, "notebook parameter 'twin_seeds' must be"),
+    ({"twin_seeds": 1}, "notebook parameter 'twin_seeds' must be"),
     ({"n_seed_prompts": 0}, "notebook parameter 'n_seed_prompts' must be >= 1"),
 ])
-def test_extra_twin_seeds_are_checked(cls_name, extra, match):
+def test_twin_seeds_are_checked(cls_name, bad, match):
     import llmdyn.book.params
 
     cls = getattr(llmdyn.book.params, cls_name)
-    assert cls().extra_twin_seeds == [1, 2] and cls(extra_twin_seeds=[]).extra_twin_seeds == []
+    assert cls().twin_seeds == [0, 1, 2] and cls(twin_seeds=[5]).twin_seeds == [5]
     with pytest.raises(LlmdynError, match=match):
-        cls(**extra)
+        cls(**bad)
+
+
+def _parameters_cell(chapter: str) -> tuple[str, dict]:
+    """The params class a chapter builds (``XParams.from_cell``) and its parameters cell."""
+    import json
+
+    from llmdyn.book.build import REPO
+
+    cells = json.loads((REPO / "notebooks" / f"{chapter}.ipynb").read_text())["cells"]
+    code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    cls_name = re.search(r"(\w+Params)\.from_cell", code).group(1)
+    cell = next("".join(c["source"]) for c in cells
+                if "parameters" in c.get("metadata", {}).get("tags", []))
+    namespace: dict = {}
+    exec(cell, {"list": list, "range": range}, namespace)  # our own committed cell
+    return cls_name, namespace
+
+
+@pytest.mark.parametrize("chapter", __import__("llmdyn.book.build").book.build.chapters())
+def test_parameters_cell_and_dataclass_defaults_agree(chapter):
+    """Defaults are written twice (papermill needs the literal cell): they must be the same."""
+    import dataclasses
+
+    import llmdyn.book.params as params
+
+    cls_name, cell = _parameters_cell(chapter)
+    cls = getattr(params, cls_name)
+    fields = {f.name for f in dataclasses.fields(cls)}
+    assert set(cell) <= fields, f"{chapter}: cell names no field: {set(cell) - fields}"
+    defaults = cls()
+    differ = {k: (v, getattr(defaults, k)) for k, v in cell.items() if getattr(defaults, k) != v}
+    assert not differ, f"{chapter}: parameters cell != {cls_name} defaults: {differ}"

@@ -269,8 +269,8 @@ def test_params_layer_pairs_known_answers():
     (dict(extra_layer_pairs=[[3, 3]]), "two different 0-based blocks"),
     (dict(extra_layer_pairs=[3, 4]), "'extra_layer_pairs' must be"),  # not a list of pairs
     (dict(extra_layer_pairs=[[3.0, 4]]), "'extra_layer_pairs' must be"),
-    (dict(extra_twin_seeds=[0, 1]), "seeds other than seed=0"),  # the base class checks
-    (dict(extra_twin_seeds=[1, 1]), "each once"),
+    (dict(twin_seeds=[0, 0]), "distinct seeds"),  # the base class checks
+    (dict(twin_seeds=[]), "non-empty list"),
     (dict(n_pair_prompts=0), "'n_pair_prompts' must be >= 1"),
     (dict(n_seed_prompts=0), "'n_seed_prompts' must be >= 1"),
 ])

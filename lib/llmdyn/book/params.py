@@ -57,10 +57,12 @@ class ChapterParams:
     """Parameters every chapter shares; subclasses add their own fields and bounds."""
 
     model: str = "smollm2-135m"  # a name from `llmdyn models`, a local path or a hub id
-    seed: int = 0  # seed of the untrained twin and of any prompt sampling
+    seed: int = 0  # seed of any prompt sampling (twins have their own: twin_seeds)
     device: str = "cpu"  # "cuda" where a GPU exists
 
     at_least: ClassVar[dict[str, int]] = {}  # field -> smallest allowed value
+    # twin_seeds: [] allowed (no twin) or not; chapters with twins set it with the field
+    twins_optional: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         """Check every field against its type hint and bounds; name the parameter on failure."""
@@ -84,10 +86,8 @@ class ChapterParams:
             _fail("window", window, "odd and >= 3")
         if getattr(self, "phase_criterion", "consensus") not in SPLITS:
             _fail("phase_criterion", self.phase_criterion, f"one of {SPLITS} (llmdyn.phases)")
-        extra = getattr(self, "extra_twin_seeds", [])  # chapters with twins of several seeds
-        if len(set([self.seed, *extra])) != len(extra) + 1:
-            _fail("extra_twin_seeds", extra, f"seeds other than seed={self.seed}, each once "
-                  "([] for one twin)")
+        if hasattr(self, "twin_seeds"):  # the first twin runs on every prompt
+            _check_seeds("twin_seeds", self.twin_seeds, empty_ok=self.twins_optional)
 
     @classmethod
     def from_cell(cls, namespace: Mapping[str, Any]):
@@ -162,7 +162,7 @@ class CompareParams(ChapterParams):
 class QuestionParams(CompareParams):
     """Paper B's chapters on SQuAD questions, split into Thought and Fixation (03, 04)."""
 
-    n_questions: int = 20  # SQuAD question prompts (paper: 100 on SQuAD v2 "Dog")
+    n_prompts: int = 20  # SQuAD question prompts (paper: 100 on SQuAD v2 "Dog")
     squad_articles: list[str] | None = None  # None: llmdyn.data.squad_prompts' default articles
     max_prompt_chars: int | None = None  # None: full prompts; else keep each prompt's last chars
     window: int = 11  # LSS window of the phase-boundary estimate (paper: 11), if it fits
@@ -188,12 +188,12 @@ class DepthCouplingParams(CompareParams):
     example_prompt: str = "What is the capital of France? The capital is"
     prompts: list[str] | None = None  # None: the example, then chapter 04's SQuAD questions
     k: int = 30  # top singular vectors kept in A
-    layers: list[int] = field(default_factory=lambda: list(range(8, 16)))  # blocks in the grid
+    grid_layers: list[int] = field(default_factory=lambda: list(range(8, 16)))  # grid blocks
     n_prompts: int = 20  # SQuAD questions after the example (the same draw as chapter 04)
     squad_articles: list[str] | None = None  # as chapter 04 (None: the default articles)
     max_prompt_chars: int | None = None  # as chapter 04 (None: whole prompts)
     n_compare_prompts: int = 1  # prompts for each compare model (1: the example, as Fig 20)
-    untrained_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # twins' seeds
+    twin_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # untrained twins' seeds
     n_seed_prompts: int = 3  # prompts for the twins after the first seed (their spread)
 
     at_least: ClassVar[dict[str, int]] = {"k": 2, "n_prompts": 1, "n_compare_prompts": 1,
@@ -202,9 +202,8 @@ class DepthCouplingParams(CompareParams):
     def __post_init__(self) -> None:
         """Check types, then values."""
         super().__post_init__()
-        if not self.layers:
-            _fail("layers", self.layers, "a non-empty list of blocks, e.g. [8, 9, 10]")
-        _check_seeds("untrained_seeds", self.untrained_seeds, empty_ok=False)
+        if not self.grid_layers:
+            _fail("grid_layers", self.grid_layers, "a non-empty list of blocks, e.g. [8, 9, 10]")
 
 
 @dataclass(frozen=True)
@@ -213,14 +212,10 @@ class UncertaintyParams(QuestionParams):
 
     top_k: int = 5  # tokens per layer in the top-k tables (paper: 5)
     n_table_layers: int = 8  # evenly spaced layers shown in the top-k tables (paper: 5–8)
-    untrained_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # twins, same prompts
+    twin_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # twins, every prompt
 
-    at_least: ClassVar[dict[str, int]] = {"n_questions": 1, "top_k": 1, "n_table_layers": 2}
-
-    def __post_init__(self) -> None:
-        """Check types, then values."""
-        super().__post_init__()
-        _check_seeds("untrained_seeds", self.untrained_seeds, empty_ok=True)
+    at_least: ClassVar[dict[str, int]] = {"n_prompts": 1, "top_k": 1, "n_table_layers": 2}
+    twins_optional: ClassVar[bool] = True
 
 
 @dataclass(frozen=True)
@@ -230,14 +225,14 @@ class JacobianAlignmentParams(QuestionParams):
     example_prompt: str = "What is the capital of France? The capital is"  # the |A| grids
     k: int = 30  # top singular vectors in A_{i,j,K} (paper: 30)
     grid_layers: list[int] = field(default_factory=lambda: list(range(8, 16)))  # 0-based blocks
-    n_questions: int = 20  # SQuAD prompts in the r(A) heatmap and claims (paper: 100)
-    n_compare_questions: int = 2  # of those, for each compare model (Jacobians cost ~5 s each)
-    n_lens_questions: int = 20  # SQuAD prompts for the cheap per-layer quantities of Table 1
-    extra_twin_seeds: list[int] = field(default_factory=lambda: [1, 2])  # twins beside `seed`
+    n_prompts: int = 20  # SQuAD prompts in the r(A) heatmap and claims (paper: 100)
+    n_compare_prompts: int = 2  # of those, for each compare model (Jacobians cost ~5 s each)
+    n_lens_prompts: int = 20  # SQuAD prompts for the cheap per-layer quantities of Table 1
+    twin_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # untrained twins' seeds
     n_seed_prompts: int = 2  # questions (evenly spread over the sample) the extra twins run on
 
-    at_least: ClassVar[dict[str, int]] = {"k": 2, "n_questions": 1, "n_compare_questions": 1,
-                                          "n_lens_questions": 2, "n_seed_prompts": 1}
+    at_least: ClassVar[dict[str, int]] = {"k": 2, "n_prompts": 1, "n_compare_prompts": 1,
+                                          "n_lens_prompts": 2, "n_seed_prompts": 1}
 
     def __post_init__(self) -> None:
         """Check types, then values."""
@@ -251,7 +246,7 @@ class SpectraPromptsParams(CompareParams):
     """Chapter 11: spectra, linearisation, CoT, prompt length (paper A Figs 9, 15, 32–34)."""
 
     example_prompt: str = "What is the capital of France? The capital is"
-    n_spectra_prompts: int = 20  # SQuAD questions after the example (chapter 04's draw)
+    n_prompts: int = 20  # SQuAD questions after the example (chapter 04's draw)
     squad_articles: list[str] | None = None  # as chapter 04 (None: the default articles)
     n_compare_prompts: int = 1  # of those, for each compare model
     k: int = 30  # top singular vectors in A; also the singular values kept
@@ -262,10 +257,10 @@ class SpectraPromptsParams(CompareParams):
     n_gsm8k: int = 6  # GSM8K prompts, each also with the zero-shot CoT suffix (Fig 15)
     n_per_task: int = 1  # leaderboard prompts per task added to the length plot (Fig 9)
     max_prompt_chars: int | None = None  # None: full prompts; else keep each prompt's last chars
-    extra_twin_seeds: list[int] = field(default_factory=lambda: [1, 2])  # twins beside `seed`
+    twin_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # untrained twins' seeds
     n_seed_prompts: int = 2  # questions (evenly spread, as chapter 04's) the extra twins run on
 
-    at_least: ClassVar[dict[str, int]] = {"k": 2, "n_spectra_prompts": 1, "n_compare_prompts": 1,
+    at_least: ClassVar[dict[str, int]] = {"k": 2, "n_prompts": 1, "n_compare_prompts": 1,
                                           "n_top": 1, "n_draws": 1, "n_per_task": 1,
                                           "n_gsm8k": 3,  # a regression needs 3 points
                                           "n_seed_prompts": 1}
@@ -284,17 +279,20 @@ class TrajectoriesParams(CompareParams):
     """Chapter 01: token trajectories in the PC plane of X^L (paper B Fig 1, paper A Fig 12)."""
 
     prompt: str = "What is the capital of France? The capital is"  # paper B's example
-    untrained: bool = True  # also draw each model's untrained twin
+    twin_seeds: list[int] = field(default_factory=lambda: [0])  # the twin's seed ([]: none)
     shallow: list[float] = field(default_factory=lambda: [0.0, 0.5])  # fractions of depth L
     deep: list[float] = field(default_factory=lambda: [0.5, 1.0])  # fractions of depth L
     windows_skip_last: bool = True  # shallow/deep panels stop at X^{L-1} (the last jump is big)
     drop_first: int = 1  # leading tokens left out (the first is an attention sink, huge norm)
 
     at_least: ClassVar[dict[str, int]] = {"drop_first": 0}
+    twins_optional: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         """Check types, then values."""
         super().__post_init__()
+        if len(self.twin_seeds) > 1:
+            _fail("twin_seeds", self.twin_seeds, "[] or one seed (this chapter draws one twin)")
         for name in ("shallow", "deep"):
             value = getattr(self, name)
             if len(value) != 2 or not 0 <= value[0] < value[1] <= 1:
@@ -309,18 +307,18 @@ class GeometryAlongDepthParams(CompareParams):
     n_prompts: int = 20  # question prompts (paper: 100)
     squad_articles: list[str] | None = None  # None: llmdyn.data.squad_prompts' default articles
     window: int = 11  # layers in each LSS/equidistance window, centred (paper: 11)
-    untrained_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # twins, same prompts
+    twin_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # twins, every prompt
     min_size: int = 3  # fewest layers on each side of a change-point (llmdyn.phases.split)
     agree_within: float = 0.1  # criteria agree if their estimates span <= this fraction of L
 
     at_least: ClassVar[dict[str, int]] = {"n_prompts": 2, "min_size": 1}
+    twins_optional: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         """Check types, then values."""
         super().__post_init__()
         if self.prompts is not None and len(self.prompts) < 2:
             _fail("prompts", self.prompts, "None or at least 2 texts")
-        _check_seeds("untrained_seeds", self.untrained_seeds, empty_ok=True)
         if not 0 <= self.agree_within <= 1:
             _fail("agree_within", self.agree_within, "a fraction of depth in [0, 1]")
 
@@ -341,7 +339,7 @@ class TokenCouplingParams(ChapterParams):
     extra_layer_pairs: list[list[int]] = field(  # more (l, l′) pairs: early and late blocks
         default_factory=lambda: [[3, 4], [23, 24]])
     n_pair_prompts: int = 1  # prompts (example first) the extra pairs run on
-    extra_twin_seeds: list[int] = field(default_factory=lambda: [1, 2])  # twins beside `seed`
+    twin_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # untrained twins' seeds
     n_seed_prompts: int = 1  # prompts (example first) the extra twins run on
 
     at_least: ClassVar[dict[str, int]] = {"k": 2, "n_prompts": 1, "n_pair_prompts": 1,
@@ -383,7 +381,7 @@ class RegularityParams(CompareParams):
                                                       "mmlu", "winogrande", "truthfulqa"])
     n_per_task: int = 20  # prompts drawn per task (paper: 200 per task, 1,200 in all)
     max_prompt_chars: int | None = None  # None: full prompts; else keep each prompt's last chars
-    extra_twin_seeds: list[int] = field(default_factory=lambda: [1, 2])  # twins beside `seed`
+    twin_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # untrained twins' seeds
     n_seed_prompts: int = 20  # prompts (evenly spread over the sample) the extra twins run on
 
     at_least: ClassVar[dict[str, int]] = {"n_per_task": 1, "n_seed_prompts": 1}
@@ -440,8 +438,8 @@ class GeneralizationParams(ChapterParams):
     prompt_chars: int = 240  # characters per passage
     k: int = 30  # top singular vectors (paper: 30)
     k_sweep: list[int] = field(default_factory=lambda: [10, 30, 50])  # Fig 36's choices of K
-    packaged_models: list[str] = field(default_factory=lambda: ["gemma3-270m"])  # also placed
-    n_packaged_prompts: int = 8  # passages for `model` and each packaged model
+    compare_models: list[str] = field(default_factory=lambda: ["gemma3-270m"])  # also placed
+    n_compare_prompts: int = 8  # passages for `model` and each compare model
     sweep_models: list[str] = field(default_factory=list)  # hub ids measured by `llmdyn measure`
     sweep_root: str = "results/measure"  # where their result files are
     sweep_n_per_task: int = 200  # prompts per task the sweep files were measured with (paper)
@@ -455,12 +453,12 @@ class GeneralizationParams(ChapterParams):
                               f"{self.k}, {self.n_prompts}, {self.prompt_chars}")
         if not self.k_sweep or min(self.k_sweep) < 2:
             raise LlmdynError(f"k_sweep must list values >= 2, got {self.k_sweep}")
-        if self.n_packaged_prompts < 1:
-            raise LlmdynError(f"n_packaged_prompts must be >= 1, got {self.n_packaged_prompts}")
+        if self.n_compare_prompts < 1:
+            raise LlmdynError(f"n_compare_prompts must be >= 1, got {self.n_compare_prompts}")
 
-    def packaged(self) -> list[str]:
-        """``model`` first, then the packaged models, each once."""
-        return list(dict.fromkeys([self.model, *self.packaged_models]))
+    def models(self) -> list[str]:
+        """``model`` first, then the compare models, each once."""
+        return list(dict.fromkeys([self.model, *self.compare_models]))
 
 
 @dataclass(frozen=True)
@@ -470,7 +468,7 @@ class VitParams(ChapterParams):
     model: str = "vit"  # the chapter trains its own ViTs; the book's model is not used
     grid: str = "default"  # a grid from llmdyn.vision.GRIDS (trained here if missing)
     dataset: str = "fashion-mnist"  # "fashion-mnist", "digits" or a CIFAR-10 binary directory
-    root: str | None = None  # where the grid's runs are (None: results/vit/<grid>/<dataset>)
+    grid_root: str | None = None  # where the grid's runs are (None: results/vit/<grid>/<dataset>)
     n_images: int = 32  # held-out test images whose class-token coupling is averaged
     k: int | None = None  # top singular vectors (None: d_model / 8; paper's LLMs: 30)
     fixed_weight_decay: float = 0.04  # Fig 6b's weight decay (paper: 0.04)

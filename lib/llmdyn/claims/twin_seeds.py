@@ -1,7 +1,7 @@
 """Untrained twins of several seeds: the prompts the extra twins see, and the spread over seeds.
 
-A chapter's untrained numbers come from the twin of its ``seed`` on every prompt. Each further
-twin (the seeds in ``extra_twin_seeds``) costs another pass per prompt, so those twins run on
+A chapter's untrained numbers come from the twin of the first of its ``twin_seeds`` on every
+prompt. Each further twin (the rest of ``twin_seeds``) costs another pass per prompt, so they run on
 ``n_seed_prompts`` prompts spread evenly over the same sample, and every untrained number is
 then given for each seed on those shared prompts, with its range over the seeds. This shows how
 much a number depends on the draw of the initial weights, beside its interval over prompts.

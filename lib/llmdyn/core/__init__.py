@@ -9,9 +9,9 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
     submodules=["checks", "masked", "store"],
     submod_attrs={
-        "checks": ["choice", "k_value", "layer_indices", "prompt_texts"],
+        "checks": ["prompt_texts", "layer_indices", "k_value", "choice"],
         "masked": ["columns", "finite_mean"],
-        "store": ["ResultStore", "canonical_params", "code_hash", "content_hash", "params_hash",
-                  "safe_name"],
+        "store": ["Arrays", "code_hash", "content_hash", "safe_name", "canonical_params",
+                  "params_hash", "versions", "atomic_write", "ResultStore"],
     },
 )

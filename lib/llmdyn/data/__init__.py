@@ -7,8 +7,10 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["prompts"],
+    submodules=["figures", "prompts"],
     submod_attrs={
+        "figures": ["DATA", "STATUSES", "PAPERS", "METADATA_KEY", "BookFigure", "PaperFigure",
+                    "book_figures", "paper_figures", "figure", "drawn_by"],
         "prompts": ["Source", "ALL_TASKS", "TASK_FORMATS", "COT_SUFFIX", "HUB_DATASETS",
                     "OFFLINE_FILES", "Prompt", "SquadArticle", "NAMED_PROMPTS", "mmlu_subjects",
                     "load_task", "sample_leaderboard", "squad_articles", "squad_prompts",

@@ -9,12 +9,12 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
     submodules=["convert", "files", "loading", "packaged", "tokenizers"],
     submod_attrs={
-        "convert": ["MANIFEST", "conversion_log", "converted", "verify_converted"],
-        "files": ["check_model_dir", "dir_digest", "file_sha256", "local_key", "remember",
-                  "sha256_of"],
-        "loading": ["ARCHITECTURES", "TINY_CONFIGS", "Architecture", "LoadedModel", "known_models",
-                    "load_model", "twin_config"],
-        "packaged": ["local_gguf", "packaged_safetensors"],
+        "convert": ["MANIFEST", "verify_converted", "converted", "conversion_log", "checked_gguf"],
+        "files": ["NEEDS", "cache_dir", "sha256_of", "file_sha256", "remember", "check_model_dir",
+                  "dir_digest", "local_key"],
+        "loading": ["Architecture", "ARCHITECTURES", "TINY_CONFIGS", "LoadedModel", "known_models",
+                    "load_model", "twin_config", "load_each", "load_twins"],
+        "packaged": ["PackagedModel", "PACKAGED", "packaged_safetensors", "local_gguf"],
         "tokenizers": ["byte_tokenizer"],
     },
 )

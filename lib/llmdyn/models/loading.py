@@ -425,29 +425,29 @@ def _load_tiny(spec: str, seed: int) -> tuple[torch.nn.Module, Any, dict[str, An
     return hf, tokenizer, {"name": spec, "source": "tiny-config", "seed": seed}
 
 
-def load_each(names: list[str], *, kinds: tuple[str, ...] = ("trained", "untrained"),
+def load_each(names: list[str], *, states: tuple[str, ...] = ("trained", "untrained"),
               seed: int = 0, device: str = "cpu"):
     """Load each model and its twins in turn, freeing each one before the next loads.
 
     Args:
         names: model specs, in order.
-        kinds: "trained" and/or "untrained" (the seeded twin), in the order to load them.
+        states: "trained" and/or "untrained" (the seeded twin), in the order to load them.
         seed: seed of the untrained twins.
         device: where to load them.
 
     Yields:
-        ``(name, kind, model)``; drop the model (e.g. keep only numpy results) before the
+        ``(name, state, model)``; drop the model (e.g. keep only numpy results) before the
         next step, so that at most one model is alive when the next one loads.
     """
     import gc
 
-    bad = [k for k in kinds if k not in ("trained", "untrained")]
-    if bad or not kinds:
-        raise LlmdynError(f"kinds must hold 'trained' and/or 'untrained', got {kinds!r}")
+    bad = [s for s in states if s not in ("trained", "untrained")]
+    if bad or not states:
+        raise LlmdynError(f"states must hold 'trained' and/or 'untrained', got {states!r}")
     for name in names:
-        for kind in kinds:
-            yield name, kind, load_model(name, untrained=kind == "untrained", seed=seed,
-                                         device=device)
+        for state in states:
+            yield name, state, load_model(name, untrained=state == "untrained", seed=seed,
+                                          device=device)
             gc.collect()
 
 

@@ -31,7 +31,7 @@ PAPER_TABLE1: dict[str, tuple[Phase, str]] = {
 }
 
 
-def pair_phase_means(M: np.ndarray, boundary: PhaseSplit | int) -> tuple[float, float]:
+def pair_phase_means(M: np.ndarray, split: PhaseSplit | int) -> tuple[float, float]:
     """Mean of a block × block score over pairs i ≠ j that both lie in one phase.
 
     Row/column b is block b, which produces layer b + 1 (the paper's depth l = b + 1); it
@@ -39,7 +39,7 @@ def pair_phase_means(M: np.ndarray, boundary: PhaseSplit | int) -> tuple[float, 
 
     Args:
         M: ``[layer, layer]``, e.g. r(A_{i,j,K}) (paper B Fig. 6).
-        boundary: the split, or the first Fixation layer in 2 … L.
+        split: the phase split, or the first Fixation layer in 2 … L.
 
     Returns:
         (Thought mean, Fixation mean); NaN for a phase with fewer than two blocks.
@@ -50,7 +50,7 @@ def pair_phase_means(M: np.ndarray, boundary: PhaseSplit | int) -> tuple[float, 
     n = M.shape[0]
     off = ~np.eye(n, dtype=bool)
     means = []
-    for layers in as_split(boundary, n).masks():
+    for layers in as_split(split, n).masks():
         in_phase = layers[1:]  # (layer,): block b produces layer b + 1
         mask = off & in_phase[:, None] & in_phase[None, :]
         means.append(finite_mean(M[mask]) if mask.any() else float("nan"))
@@ -66,13 +66,13 @@ class AlignmentMeans(NamedTuple):
 
 
 def alignment_means(grid_ratio: np.ndarray, ratios: np.ndarray,
-                    boundary: PhaseSplit | int) -> AlignmentMeans:
+                    split: PhaseSplit | int) -> AlignmentMeans:
     """The three mean r(A_{i,j,K}) that chapter 04's alignment claims compare (paper B §4.5).
 
     Args:
         grid_ratio: ``[grid, grid]`` r(A) of one prompt over the blocks of the |A| grid (Fig 7).
         ratios: ``[prompt, layer, layer]`` r(A) over every pair of blocks (Fig 6).
-        boundary: the phase split of ``ratios``' depth, or its first Fixation layer.
+        split: the phase split of ``ratios``' depth, or its first Fixation layer.
 
     Returns:
         ``grid``: mean over the grid's pairs of distinct blocks; ``pairs``: mean over prompts
@@ -91,7 +91,7 @@ def alignment_means(grid_ratio: np.ndarray, ratios: np.ndarray,
     return AlignmentMeans(
         grid=float(grid_ratio[grid_off].mean()),
         pairs=float(np.mean([M[off].mean() for M in ratios])),
-        thought=float(np.mean([pair_phase_means(M, boundary)[0] for M in ratios])))
+        thought=float(np.mean([pair_phase_means(M, split)[0] for M in ratios])))
 
 
 def table1_claims(name: str, split: PhaseSplit, *, lss: np.ndarray, equidistance: np.ndarray,
@@ -160,7 +160,7 @@ def contrast_claims(name: str, split: PhaseSplit, *, norms: np.ndarray, lss: np.
         Claim(f"geo_norm_prompts_{sid}", "B", "§4.1, Fig 2", f"{name}: the norm is "
               "prompt-independent in Thought, prompt-dependent in Fixation",
               "band narrow in Thought, wide in Fixation",
-              Measure.of_rows(partial(spread_ratio, boundary=split, relative=True), norms,
+              Measure.of_rows(partial(spread_ratio, split=split, relative=True), norms,
                               quantity="Thought / Fixation std/mean of the norm over prompts",
                               fmt=".2f", detail=where), below(1)),
         Claim(f"geo_lss_drop_{sid}", "B", "§4.2, Fig 3", f"{name}: LSS falls in Fixation",
@@ -169,7 +169,7 @@ def contrast_claims(name: str, split: PhaseSplit, *, norms: np.ndarray, lss: np.
                   detail=where), below(0)),
         Claim(f"geo_lss_range_{sid}", "B", "§5.1", f"{name}: LSS between 2.0 and 3.0 through "
               "Fixation", "2.0–3.0", Measure.of_rows(
-                  partial(fraction_in_band, boundary=split, low=2.0, high=3.0), lss,
+                  partial(fraction_in_band, split=split, low=2.0, high=3.0), lss,
                   quantity="share of Fixation layers with mean LSS in 2.0–3.0", fmt=".2f",
                   detail=where), at_least(1)),
         Claim(f"geo_eq_drop_{sid}", "B", "§4.3, Fig 4", f"{name}: equidistance drops in "
@@ -181,7 +181,7 @@ def contrast_claims(name: str, split: PhaseSplit, *, norms: np.ndarray, lss: np.
                                                    fmt=".2f", detail=where), at_most(0.15)),
         Claim(f"geo_entropy_spread_{sid}", "B", "§4.4, Fig 5", f"{name}: prompts agree in "
               "confidence in Thought, disagree in Fixation", "low variation in Thought",
-              Measure.of_rows(partial(spread_ratio, boundary=split), entropy, fmt=".2f",
+              Measure.of_rows(partial(spread_ratio, split=split), entropy, fmt=".2f",
                               quantity="Thought / Fixation std of the entropy over prompts",
                               detail=where), below(1)),
         Claim(f"geo_fixation_lss_{sid}", "B", "§5.4, Fig 12", f"{name}: over the Fixation "

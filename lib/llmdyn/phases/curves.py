@@ -17,12 +17,12 @@ from llmdyn.phases.changepoints import norm_velocity_fit
 from llmdyn.phases.split import PhaseSplit, as_split
 
 
-def _curves(values, boundary: PhaseSplit | int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _curves(values, split: PhaseSplit | int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``[prompt, layer+1]`` float64 and the Thought and Fixation masks ``[layer+1]``."""
     values = np.asarray(values, dtype=np.float64)
     if values.ndim != 2 or values.shape[1] < 2:
         raise LlmdynError(f"values must be [prompt, layer+1], got shape {values.shape}")
-    thought, fixation = as_split(boundary, values.shape[1] - 1).masks()
+    thought, fixation = as_split(split, values.shape[1] - 1).masks()
     return values, thought, fixation
 
 
@@ -31,27 +31,27 @@ def _nanmean(x: np.ndarray, axis=None) -> np.ndarray:
     return masked.finite_mean(x, axis=axis)
 
 
-def phase_means_per_prompt(values, boundary: PhaseSplit | int) -> tuple[np.ndarray, np.ndarray]:
+def phase_means_per_prompt(values, split: PhaseSplit | int) -> tuple[np.ndarray, np.ndarray]:
     """Each prompt's mean over the Thought layers and over the Fixation layers.
 
     Args:
         values: ``[prompt, layer+1]``.
-        boundary: the split, or the first Fixation layer (2 … L).
+        split: the phase split, or the first Fixation layer (2 … L).
 
     Returns:
         (Thought ``[prompt]``, Fixation ``[prompt]``).
     """
-    v, thought, fixation = _curves(values, boundary)
+    v, thought, fixation = _curves(values, split)
     return _nanmean(v[:, thought], 1), _nanmean(v[:, fixation], 1)
 
 
-def spread_ratio(values, boundary: PhaseSplit | int, *, relative: bool = False) -> float:
+def spread_ratio(values, split: PhaseSplit | int, *, relative: bool = False) -> float:
     """Thought / Fixation ratio of the spread over prompts, averaged over each phase's layers.
 
     The spread at a layer is the std over prompts (divided by the mean with ``relative``, the
     coefficient of variation). Below 1: prompts agree more in Thought than in Fixation.
     """
-    v, thought, fixation = _curves(values, boundary)
+    v, thought, fixation = _curves(values, split)
     sd = v.std(0)  # (layer+1,)
     if relative:
         sd = sd / v.mean(0)
@@ -72,9 +72,9 @@ def peak_position(values) -> float:
     return float(np.nanargmax(curve) / (v.shape[1] - 1))
 
 
-def fraction_in_band(values, boundary: PhaseSplit | int, low: float, high: float) -> float:
+def fraction_in_band(values, split: PhaseSplit | int, low: float, high: float) -> float:
     """Share of the Fixation layers whose prompt-mean value lies in [low, high]."""
-    v, _, fixation = _curves(values, boundary)
+    v, _, fixation = _curves(values, split)
     curve = _nanmean(v, 0)[fixation]  # (fixation layers,)
     curve = curve[np.isfinite(curve)]
     if curve.size == 0:
