@@ -264,14 +264,26 @@ def test_result_of_other_library_code_is_not_read_back(store, monkeypatch):
     assert meta["code"] == "a-changed-metric"
 
 
-def test_code_hash_covers_metrics_but_not_plots():
-    from llmdyn.core.store import code_hash
+def test_code_hash_covers_computing_source_but_not_presentation(tmp_path):
+    import shutil
 
-    assert len(code_hash()) == 12
     from llmdyn.core import store as store_module
+    from llmdyn.core.store import code_hash, source_hash
 
-    assert "metrics.py" not in store_module._PRESENTATION
-    assert "plots.py" in store_module._PRESENTATION
+    package = Path(store_module.__file__).resolve().parents[1]
+    assert len(code_hash()) == 12 and code_hash() == source_hash(package)
+    copy = tmp_path / "llmdyn"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    before = source_hash(copy)
+    for kept in ("plots/depth.py", "book/params.py", "claims/render.py", "coupling/__init__.py"):
+        (copy / kept).write_text((copy / kept).read_text() + "\n# presentation edit\n")
+    assert source_hash(copy) == before  # presentation edits keep the cache
+    for computing in ("metrics.py", "coupling/depth.py", "jacobians/blocks.py", "trace.py"):
+        edited = copy / computing
+        original = edited.read_text()
+        edited.write_text(original + "\n# computing edit\n")
+        assert source_hash(copy) != before, computing  # a metric edit recomputes
+        edited.write_text(original)
 
 
 def test_stale_temp_files_of_a_killed_writer_are_swept_on_open(store, tmp_path):

@@ -29,15 +29,16 @@ _MEASUREMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _VERSIONED = ("numpy", "torch", "transformers", "nnsight", "llmdyn")
 _FORMAT = 2  # bump when the on-disk layout or sidecar schema changes
 _STALE_TMP_S = 15 * 60  # temp files are written in one go: one untouched this long is dead
-# Modules that cannot change a stored array (presentation, CLI, notebook parameters): edits
-# to them keep the cache. Every other module of the library is part of the code hash.
-# Modules that never change a stored array (presentation, verdicts, CLIs, training runs whose
-# outputs live in checkpoint directories with their own digests): editing them keeps the cache.
-_PRESENTATION = ("book.py", "params.py", "plots.py", "plots/", "claims.py", "claims_render.py",
-                 "bootstrap.py", "claim_stats.py", "training_summary.py",
-                 "generalization.py", "sweep.py", "workflow.py", "measure.py", "suite.py",
-                 "training.py", "corpus.py", "checkpoints.py", "__main__.py", "figures.py",
-                 "gallery.py", "buildfacts.py")
+# Source that never changes a stored array, by path inside the package: presentation (the book,
+# figures, the CLI), verdicts and their statistics, and training runs, whose outputs live in
+# checkpoint directories with digests of their own. Editing it keeps the cache; every other
+# module is part of the code hash. Package __init__ files hold only docstrings and lazy tables.
+_PRESENTATION_DIRS = ("book/", "plots/")
+_PRESENTATION = ("cli.py", "__main__.py", "claims/claim.py", "claims/render.py",
+                 "stats/bootstrap.py", "phases/curves.py", "data/figures.py",
+                 "training/summary.py", "training/generalization.py", "training/suite.py",
+                 "training/loop.py", "training/corpus.py", "training/checkpoints.py",
+                 "sweep/join.py", "sweep/measure.py")
 _CODE_HASH: str | None = None
 
 
@@ -45,22 +46,26 @@ def code_hash() -> str:
     """First 12 hex digits of sha256 over the library's computing source files.
 
     Stored in every sidecar and compared on load, so a result computed by other code (a
-    changed metric, a fixed bug) is recomputed, never read back. The presentation modules in
-    ``_PRESENTATION`` are left out.
+    changed metric, a fixed bug) is recomputed, never read back. The presentation source in
+    ``_PRESENTATION`` and ``_PRESENTATION_DIRS`` is left out (see :func:`source_hash`).
     """
     global _CODE_HASH
     if _CODE_HASH is None:
-        digest = hashlib.sha256()
-        package = Path(__file__).resolve().parent
-        for path in sorted(package.rglob("*.py")):
-            relative = path.relative_to(package).as_posix()
-            if relative in _PRESENTATION or relative.startswith(tuple(
-                    p for p in _PRESENTATION if p.endswith("/"))):
-                continue
-            digest.update(path.relative_to(package).as_posix().encode() + b"\0")
-            digest.update(path.read_bytes() + b"\0")
-        _CODE_HASH = digest.hexdigest()[:12]
+        _CODE_HASH = source_hash(Path(__file__).resolve().parents[1])  # lib/llmdyn
     return _CODE_HASH
+
+
+def source_hash(package: Path) -> str:
+    """The code hash of the ``llmdyn`` source tree at ``package`` (a copy works too)."""
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package).as_posix()
+        if (relative in _PRESENTATION or relative.startswith(_PRESENTATION_DIRS)
+                or path.name == "__init__.py" or "__pycache__" in path.parts):
+            continue
+        digest.update(relative.encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
 
 
 def content_hash(arrays: Mapping[str, np.ndarray]) -> str:
