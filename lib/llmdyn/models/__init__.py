@@ -13,7 +13,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "files": ["check_model_dir", "dir_digest", "file_sha256", "local_key", "remember",
                   "sha256_of"],
         "loading": ["ARCHITECTURES", "TINY_CONFIGS", "Architecture", "LoadedModel", "known_models",
-                    "load_model", "twin_config"],
+                    "load_model", "quiet_transformers", "twin_config"],
         "packaged": ["local_gguf", "packaged_safetensors"],
         "tokenizers": ["byte_tokenizer"],
     },

@@ -22,7 +22,8 @@ from llmdyn.models.packaged import PACKAGED, PackagedModel, local_gguf, packaged
 from llmdyn.models.tokenizers import byte_tokenizer
 
 __all__ = ["ARCHITECTURES", "PACKAGED", "TINY_CONFIGS", "Architecture", "LoadedModel",
-           "PackagedModel", "cache_dir", "known_models", "load_model", "twin_config"]
+           "PackagedModel", "cache_dir", "known_models", "load_model", "quiet_transformers",
+           "twin_config"]
 
 
 @dataclass(frozen=True)
@@ -293,8 +294,12 @@ def _identity_key(identity: dict[str, Any]) -> str:
 
 
 @contextmanager
-def _no_progress_bars() -> Iterator[None]:
-    """Turn transformers' progress bars off for the block, restoring the previous setting."""
+def quiet_transformers() -> Iterator[None]:
+    """Turn transformers' progress bars off for the block, restoring the previous setting.
+
+    A chapter shows no "Loading weights" bar, and training shows no "Writing model shards" bar
+    between its own bars.
+    """
     from transformers.utils import logging as hf_logging
 
     enabled = hf_logging.is_progress_bar_enabled()
@@ -320,7 +325,7 @@ def _load_pretrained(path_or_id: str, spec: str, revision: str | None = None, *,
     # Never trust_remote_code; safetensors only (no pickle checkpoints); eager attention
     # because forward-mode AD and vmapped backward do not work well through CPU SDPA.
     try:
-        with _no_progress_bars():  # a chapter shows no "Loading weights" bar
+        with quiet_transformers():  # a chapter shows no "Loading weights" bar
             hf = AutoModelForCausalLM.from_pretrained(
                 path_or_id, revision=revision, trust_remote_code=False, use_safetensors=True,
                 attn_implementation="eager", dtype=torch.float32,
