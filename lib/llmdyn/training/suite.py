@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from llmdyn import LlmdynError
-from llmdyn.models.loading import quiet_transformers
+from llmdyn.models.pretrained import quiet_transformers
 from llmdyn.training import corpus
 from llmdyn.training import loop as training
 
