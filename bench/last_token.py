@@ -106,10 +106,10 @@ def last_token_workload(model, spec: dict, gflops: float) -> dict:
 def batched_workload(model, spec: dict) -> dict:
     """Chapter 05/09's unit (all blocks, K, coupling scores) per prompt: a loop vs batches."""
     from llmdyn.coupling.depth import coupling_from_jacobians
-    from llmdyn.data import prompts as data
+    from llmdyn.data.named import NAMED_PROMPTS
     from llmdyn.jacobians.last_token import last_token_jacobians, last_token_jacobians_batched
 
-    named = [q.text for q in data.NAMED_PROMPTS.values()]
+    named = [q.text for q in NAMED_PROMPTS.values()]
     prompts = (named * spec["n_prompts"])[: spec["n_prompts"]]  # repeated if too few
     k = spec["k"]
     rows = {}

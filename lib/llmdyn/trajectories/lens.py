@@ -11,7 +11,7 @@ import torch
 from llmdyn import LlmdynError, metrics
 from llmdyn.core import checks
 from llmdyn.core.store import ResultStore
-from llmdyn.data.prompts import Prompt
+from llmdyn.data.named import Prompt
 from llmdyn.models.loading import LoadedModel
 from llmdyn.trace import Lens, check_lens, logit_lens
 from llmdyn.trajectories.geometry import token_states
