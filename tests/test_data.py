@@ -1,4 +1,4 @@
-"""Tests for llmdyn.data.prompts: packaged prompt suites, formats, sampling and input checks."""
+"""Tests for llmdyn.data: packaged prompt suites, SQuAD, named prompts, formats and input checks."""
 
 import importlib.util
 import sys
