@@ -26,7 +26,7 @@ def twin_config(spec: str, config: Any) -> Any:
     already carry their own config and keep it.
 
     Args:
-        spec: the model spec as given to :func:`load_model`.
+        spec: the model spec as given to :func:`~llmdyn.models.loading.load_model`.
         config: the trained model's config (not modified).
 
     Returns:
