@@ -21,6 +21,7 @@ from __future__ import annotations
 import time
 
 import torch
+from common import chunk_candidates, macs_per_vector, pull_back_through_model, rel_fro, tune_chunk
 
 # About 100 tokens on SmolLM2 and Gemma 3 (a SQuAD-style context, question and answer cue).
 LONG_PROMPT = (
@@ -36,23 +37,14 @@ LONG_PROMPT = (
 def authors_last_block(model, ids: torch.Tensor, x: torch.Tensor, b: int,
                        chunk_size: int | None = None) -> torch.Tensor:
     """J^b_nn by the authors' route: d VJPs through the full-prompt model, ``[d_out, d_in]``."""
-    from jacobians import pull_back_through_model
-
     n_tok, d = x.shape
     basis = torch.zeros(d, n_tok, d, dtype=x.dtype)
     basis[:, -1, :] = torch.eye(d, dtype=x.dtype)  # e_k at the last position
     return pull_back_through_model(model, ids, x, b, basis, chunk_size)[:, -1, :]
 
 
-def _rel_fro(a: torch.Tensor, ref: torch.Tensor) -> float:
-    return float(torch.linalg.norm((a.double() - ref.double()).flatten()) /
-                 torch.linalg.norm(ref.double().flatten()))
-
-
 def last_token_workload(model, spec: dict, gflops: float) -> dict:
     """Every block's J_nn for LONG_PROMPT: library (all blocks) and authors' route (a few)."""
-    from jacobians import chunk_candidates, macs_per_vector, tune_chunk
-
     from llmdyn.jacobians.full import capture_block_calls
     from llmdyn.jacobians.last_token import last_token_jacobians
     from llmdyn.trace import encode
@@ -99,17 +91,17 @@ def last_token_workload(model, spec: dict, gflops: float) -> dict:
                     "products": d * n_layers},
         "speedup": a_all / lib_s,
         "speedup_cpu": sum(a_cpu) / len(a_cpu) * n_layers / lib_cpu,
-        "rel_fro_library_vs_authors": _rel_fro(lib[layers], torch.stack(a_out)),
+        "rel_fro_library_vs_authors": rel_fro(lib[layers], torch.stack(a_out)),
     }
 
 
 def batched_workload(model, spec: dict) -> dict:
     """Chapter 05/09's unit (all blocks, K, coupling scores) per prompt: a loop vs batches."""
     from llmdyn.coupling.depth import coupling_from_jacobians
-    from llmdyn.data import prompts as data
+    from llmdyn.data.named import NAMED_PROMPTS
     from llmdyn.jacobians.last_token import last_token_jacobians, last_token_jacobians_batched
 
-    named = [q.text for q in data.NAMED_PROMPTS.values()]
+    named = [q.text for q in NAMED_PROMPTS.values()]
     prompts = (named * spec["n_prompts"])[: spec["n_prompts"]]  # repeated if too few
     k = spec["k"]
     rows = {}

@@ -33,7 +33,9 @@ import torch  # noqa: E402
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
 from llmdyn.models import loading as models  # noqa: E402
+from llmdyn.models import pretrained  # noqa: E402
 from llmdyn.models.packaged import packaged_safetensors  # noqa: E402
+from llmdyn.models.twins import twin_config  # noqa: E402
 
 SEEDS = (0, 1, 2)
 
@@ -44,7 +46,7 @@ def baseline(name: str) -> None:
     AutoModelForCausalLM.from_pretrained(path, use_safetensors=True, dtype=torch.float32)
     AutoTokenizer.from_pretrained(path)
     for seed in SEEDS:
-        config = models.twin_config(name, AutoConfig.from_pretrained(path))
+        config = twin_config(name, AutoConfig.from_pretrained(path))
         torch.manual_seed(seed)
         AutoModelForCausalLM.from_config(config, attn_implementation="eager",
                                          dtype=torch.float32)
@@ -53,7 +55,7 @@ def baseline(name: str) -> None:
 
 def ours(name: str) -> None:
     """The same loads through llmdyn (a fresh tokenizer cache, as in a new chapter process)."""
-    models._tokenizer.cache_clear()
+    pretrained._tokenizer.cache_clear()
     models.load_model(name)
     for _, _twin in models.load_twins(name, list(SEEDS)):
         pass

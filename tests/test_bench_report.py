@@ -7,13 +7,25 @@ import pytest
 from llmdyn.book.build import REPO
 
 
+def _load(name):
+    """bench/<name>.py as a module, with its sibling modules (common, report) importable."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(REPO / "bench"))
+        spec = importlib.util.spec_from_file_location(f"bench_{name}",
+                                                      REPO / "bench" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return module
+
+
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_jacobians",
-                                                  REPO / "bench" / "jacobians.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _load("jacobians")
+
+
+@pytest.fixture(scope="module")
+def report():
+    return _load("report")
 
 
 def _row(method, seconds, rss, agreement):
@@ -31,9 +43,9 @@ RESULTS = {
 }
 
 
-def test_target_checks_compute_each_ratio(bench):
+def test_target_checks_compute_each_ratio(report):
     checks = {what.split(",")[0]: (value, ok) for what, value, ok in
-              bench.target_checks(RESULTS)}
+              report.target_checks(RESULTS)}
     assert checks["(c) faster than tuned (a)"] == (pytest.approx(5.0), False)  # < 0.7 * 10
     assert checks["(c) faster than (b)"] == (pytest.approx(6.0), True)  # 120 / 20
     assert checks["(d) faster than (c)"] == (pytest.approx(4.0), True)  # 20 / 5
@@ -42,25 +54,25 @@ def test_target_checks_compute_each_ratio(bench):
     assert checks["(b)"] == (pytest.approx(5e-5), True)  # the worse of (b) and (c)
 
 
-def test_missing_methods_are_reported_as_unknown(bench):
+def test_missing_methods_are_reported_as_unknown(report):
     only = {"naive": RESULTS["naive"], "own_position": RESULTS["own_position"]}
-    checks = {what.split(",")[0]: ok for what, _, ok in bench.target_checks(only)}
+    checks = {what.split(",")[0]: ok for what, _, ok in report.target_checks(only)}
     assert checks["(c) faster than (b)"] is None and checks["(d) faster than (c)"] is None
 
 
-def test_markdown_report_has_a_row_per_method(bench):
+def test_markdown_report_has_a_row_per_method(report):
     out = {"machine": {"date": "2026-01-01", "cores": 2, "cpu": "test", "torch": "x",
                        "torch_threads": 2, "load_average_start": [0.0], "gemm_gflops": 100.0,
                        "load_average_end": [0.0], "prompt": "p", "k": 30},
            "models": {"tiny": RESULTS}}
-    text = bench.markdown_report(out)
+    text = report.markdown_report(out)
     for label in ("(a) naive jacrev", "(b) HF hidden states", "(c) own-position exact",
                   "(d) top-K, tol"):
         assert f"| {label} |" in text
     assert "| 5 | no |" in text  # (c) vs (a) misses the 0.7·T = 7x target
 
 
-def test_last_token_and_batched_sections(bench):
+def test_last_token_and_batched_sections(report):
     out = {"machine": {"date": "2026-01-01", "cores": 2, "cpu": "test", "torch": "x",
                        "torch_threads": 1, "load_average_start": [0.0], "gemm_gflops": 100.0,
                        "load_average_end": [0.0], "prompt": "p", "k": 30},
@@ -78,7 +90,7 @@ def test_last_token_and_batched_sections(bench):
                             "jacobians_speedup_vs_loop_cpu": 1.0},
                "8": {"s": 8.0, "prompts_per_s": 1.0, "speedup_vs_loop": 2.0,
                      "jacobians_speedup_vs_loop_cpu": 3.0}}}}}
-    text = bench.markdown_report(out)
+    text = report.markdown_report(out)
     assert "| library within 1.5× its FLOP floor | 1.25 | yes |" in text  # 2.0 / 1.6
     assert "| library ≥ 25× the authors' route | 30.0 | yes |" in text
     assert "| 8 | 8.0 | 1.00 | 2.00 | 3.00 |" in text
@@ -99,12 +111,10 @@ def tiny_model_and_calls():
 
 def test_baseline_routes_agree_with_the_library(bench, tiny_model_and_calls, monkeypatch):
     """The baselines the ratios are taken against compute the same Jacobians (float64, 1e-10)."""
-    import sys
 
     from llmdyn.jacobians.full import block_jacobians
     from llmdyn.jacobians.last_token import last_token_jacobians
 
-    monkeypatch.setitem(sys.modules, "jacobians", bench)  # last_token.py imports it by that name
     monkeypatch.syspath_prepend(str(REPO / "bench"))
     import last_token
 

@@ -10,7 +10,7 @@ from llmdyn import LlmdynError, trace
 from llmdyn.core.checks import choice, k_value, layer_indices, prompt_texts
 from llmdyn.coupling import depth as coupling
 from llmdyn.coupling import tokens as token_coupling
-from llmdyn.data.prompts import Prompt
+from llmdyn.data.named import Prompt
 from llmdyn.jacobians.full import block_jacobians
 from llmdyn.jacobians.last_token import last_token_jacobians
 from llmdyn.models.loading import load_model

@@ -12,7 +12,8 @@ import torch
 from llmdyn import LlmdynError
 from llmdyn.models import convert, packaged
 from llmdyn.models.convert import MANIFEST, verify_converted
-from llmdyn.models.loading import PACKAGED, PackagedModel, load_model
+from llmdyn.models.loading import load_model
+from llmdyn.models.packaged import PACKAGED, PackagedModel
 
 GGUF_BYTES = b"not really a gguf, the conversion is simulated"
 
@@ -151,7 +152,8 @@ torch.set_num_threads(1)
 from pathlib import Path
 from llmdyn.models import convert
 from llmdyn.models import packaged
-from llmdyn.models.loading import PACKAGED, PackagedModel, load_model
+from llmdyn.models.loading import load_model
+from llmdyn.models.packaged import PACKAGED, PackagedModel
 gguf, sha, calls = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
 PACKAGED["fake"] = PackagedModel("fake", "pip install fake==1", "fake.gguf", sha, "test")
 packaged._packaged_gguf = lambda spec: gguf

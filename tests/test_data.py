@@ -1,4 +1,4 @@
-"""Tests for llmdyn.data.prompts: packaged prompt suites, formats, sampling and input checks."""
+"""Tests for llmdyn.data: packaged prompt suites, SQuAD, named prompts, formats and input checks."""
 
 import importlib.util
 import sys
@@ -6,7 +6,8 @@ import sys
 import pytest
 
 from llmdyn import LlmdynError
-from llmdyn.data import prompts as D
+from llmdyn import data as D
+from llmdyn.data import prompts
 
 HAS_PYARROW = importlib.util.find_spec("pyarrow") is not None
 needs_pyarrow = pytest.mark.skipif(not HAS_PYARROW, reason="pyarrow is not installed")
@@ -175,12 +176,12 @@ def test_missing_data_package(monkeypatch, module, command):
 
 def test_missing_pyarrow(monkeypatch):
     monkeypatch.setitem(sys.modules, "pyarrow", None)
-    D._offline_prompts.cache_clear()
+    prompts._offline_prompts.cache_clear()
     try:
         with pytest.raises(LlmdynError, match="pip install pyarrow=="):
             D.load_task("winogrande")
     finally:
-        D._offline_prompts.cache_clear()
+        prompts._offline_prompts.cache_clear()
 
 
 def test_hub_without_datasets(monkeypatch):
@@ -212,7 +213,7 @@ def test_bad_input(call, match):
 
 
 def test_shorten_prompt_keeps_the_end_from_a_sentence_start():
-    from llmdyn.data.prompts import Prompt, shorten_prompt
+    from llmdyn.data.named import Prompt, shorten_prompt
 
     text = "First sentence here. Second one is kept. The answer is:"
     assert shorten_prompt(text, None) == text and shorten_prompt(text, 100) == text

@@ -3,7 +3,8 @@ import pytest
 import torch
 
 from llmdyn import LlmdynError
-from llmdyn.models.loading import ARCHITECTURES, TINY_CONFIGS, known_models, load_model
+from llmdyn.models.architectures import ARCHITECTURES, TINY_CONFIGS
+from llmdyn.models.loading import known_models, load_model
 from tests.conftest import FRANCE
 
 
@@ -152,7 +153,7 @@ def test_hub_model_is_keyed_by_resolved_commit(monkeypatch):
         asked.append((path, revision, weights))
         return (tiny.hf if weights else None), tiny.tokenizer, tiny.hf.config
 
-    monkeypatch.setattr(models, "_load_pretrained", fake_load)
+    monkeypatch.setattr(models, "load_pretrained", fake_load)  # where load_model looks it up
     m = load_model("someone/model")
     assert m.model_id == "someone--model-01234567"
     assert m.identity["revision"] == "0123456789abcdef"

@@ -6,8 +6,9 @@ import torch
 from transformers import AutoConfig
 
 from llmdyn import LlmdynError
-from llmdyn.models.loading import _fresh_twin, load_model, twin_config
+from llmdyn.models.loading import load_model
 from llmdyn.models.packaged import PACKAGED, PackagedModel
+from llmdyn.models.twins import fresh_twin, twin_config
 
 
 def _linear_std(hf: torch.nn.Module) -> tuple[float, int]:
@@ -33,7 +34,7 @@ def test_twin_weights_have_the_published_std(monkeypatch, scale):
         published={"initializer_range": scale}, config_url="https://example.invalid"))
     config = _tiny_llama_config()
     assert config.initializer_range == 0.02  # what transformers fills in for a GGUF
-    twin = _fresh_twin(twin_config("fake", config), seed=3)
+    twin = fresh_twin(twin_config("fake", config), seed=3)
     std, n = _linear_std(twin)
     assert std == pytest.approx(scale, rel=5 / np.sqrt(2 * n))
     assert config.initializer_range == 0.02  # the trained model's config is not modified
@@ -78,7 +79,7 @@ def test_smollm2_twin_is_initialised_at_one_over_24(smollm2):
 
 @pytest.mark.parametrize("model_type", ["llama", "gemma3_text"])
 def test_twin_skips_torch_default_init_but_draws_every_weight(model_type):
-    # _fresh_twin skips torch's default init, which transformers' post_init draws again. Known
+    # fresh_twin skips torch's default init, which transformers' post_init draws again. Known
     # answer: the same weights as building with the default init left in, in distribution. Each
     # weight's mean and std must agree with the standard build's within 6 standard errors of
     # N(0, 0.02) (a weight left undrawn would hold zeros or garbage, far outside), every entry
@@ -88,9 +89,9 @@ def test_twin_skips_torch_default_init_but_draws_every_weight(model_type):
     config = AutoConfig.for_model(model_type, num_hidden_layers=2, hidden_size=64,
                                   intermediate_size=128, num_attention_heads=4,
                                   num_key_value_heads=2, head_dim=16, vocab_size=300)
-    twin = dict(_fresh_twin(config, seed=1).named_parameters())
-    again = dict(_fresh_twin(config, seed=1).named_parameters())
-    standard = dict(_fresh_twin(config, seed=1, skip_default_init=False).named_parameters())
+    twin = dict(fresh_twin(config, seed=1).named_parameters())
+    again = dict(fresh_twin(config, seed=1).named_parameters())
+    standard = dict(fresh_twin(config, seed=1, skip_default_init=False).named_parameters())
     torch.manual_seed(1)  # the standard route is transformers' own from_config
     plain = AutoModelForCausalLM.from_config(config, attn_implementation="eager",
                                              dtype=torch.float32)

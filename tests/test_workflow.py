@@ -39,7 +39,7 @@ def test_chapter_depends_on_its_notebook_and_the_modules_it_uses():
             f"{lib}models/loading.py", f"{lib}plots/matrices.py",
             f"{lib}data/figures.py"} <= set(names)
     assert f"{lib}coupling/tokens.py" not in names and f"{lib}book/workflow.py" not in names
-    assert "data/uk_context.txt" in names  # llmdyn.data.prompts names it
+    assert "data/uk_context.txt" in names  # llmdyn.data.named names it
     assert "data/book_figures.csv" in names  # the figure table plots.show reads
     assert f"{lib}coupling/tokens.py" in relative("06_token_coupling")
 

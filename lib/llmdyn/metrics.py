@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from llmdyn import LlmdynError
+from llmdyn.core import checks
 
 ArrayLike = np.ndarray | torch.Tensor
 Metric = Callable[[np.ndarray], np.ndarray]
@@ -66,11 +67,6 @@ def _square(J: ArrayLike, name: str, stack: bool = False) -> torch.Tensor:
     return J
 
 
-def _check_k(k: int, d_model: int) -> None:
-    if not isinstance(k, int | np.integer) or not 1 <= k <= d_model:
-        raise LlmdynError(f"k: got {k!r}; expected an integer with 1 <= k <= d_model = {d_model}")
-
-
 def svd_sorted(J: ArrayLike) -> Svd:
     """SVD of Jacobians [..., d_model, d_model] (rows = outputs), singular values descending.
 
@@ -99,7 +95,7 @@ def coupling_matrix(J: ArrayLike, J_ref: ArrayLike, k: int) -> torch.Tensor:
     J, J_ref = _square(J, "J"), _square(J_ref, "J_ref")
     if J.shape != J_ref.shape:
         raise LlmdynError(f"J_ref: got shape {tuple(J_ref.shape)}; expected J's {tuple(J.shape)}")
-    _check_k(k, J.shape[-1])
+    checks.k_value(k, J.shape[-1])
     U, _, Vh = svd_sorted(J_ref)
     Uk, Vk = U[..., :, :k], Vh[..., :k, :].mT  # [..., d_model, k] each
     return torch.einsum("...da,...de,...eb->...ab", Uk, J.to(Uk.dtype), Vk)  # [..., k, k]
@@ -118,7 +114,7 @@ def coupling_matrices(jacobians: ArrayLike, k: int, svd: Svd | None = None) -> t
         svd: optional precomputed ``svd_sorted(jacobians)``.
     """
     J = _square(jacobians, "jacobians", stack=True)
-    _check_k(k, J.shape[-1])
+    checks.k_value(k, J.shape[-1])
     U, _, Vh = svd if svd is not None else svd_sorted(J)
     if U.shape != J.shape or Vh.shape != J.shape:
         raise LlmdynError(f"svd: got U of shape {tuple(U.shape)}; expected {tuple(J.shape)}")

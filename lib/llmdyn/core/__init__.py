@@ -11,7 +11,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
     submod_attrs={
         "checks": ["prompt_texts", "layer_indices", "k_value", "choice"],
         "masked": ["columns", "finite_mean"],
-        "store": ["Arrays", "code_hash", "content_hash", "safe_name", "canonical_params",
-                  "params_hash", "versions", "atomic_write", "ResultStore"],
+        "store": ["Arrays", "code_hash", "source_hash", "content_hash", "safe_name",
+                  "canonical_params", "params_hash", "versions", "atomic_write", "ResultStore"],
     },
 )

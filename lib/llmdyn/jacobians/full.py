@@ -42,17 +42,11 @@ def _last_token_route(model: LoadedModel, prompt: str, blocks: list[int],
         return None
 
 
-def block_jacobians(
-    model: LoadedModel,
-    prompt: str,
-    layers: Sequence[int] | None = None,
-    pairs: Pairs = "diagonal",
-    *,
-    method: Literal["auto", "exact", "own_position"] = "auto",
-    chunk_size: int | None = 2048,
-    progress: bool = True,
-    last_point: LastPoint = "final_norm",
-) -> torch.Tensor:
+def block_jacobians(model: LoadedModel, prompt: str, layers: Sequence[int] | None = None,
+                    pairs: Pairs = "diagonal", *,
+                    method: Literal["auto", "exact", "own_position"] = "auto",
+                    chunk_size: int | None = 2048, progress: bool = True,
+                    last_point: LastPoint = "final_norm") -> torch.Tensor:
     """Block Jacobians without the skip connection (paper A eq. 8, paper B §3.6).
 
     ``J[i, p] = ∂ f_b(X)_{t2} / ∂ x_{t1}`` for ``b = layers[i]`` and ``(t1, t2) = pairs[p]``,
@@ -92,12 +86,29 @@ def block_jacobians(
     ids = encode(model, prompt)
     blocks = resolve_layers(model, layers)
     token_pairs = resolve_pairs(pairs, ids.shape[1])
-    diagonal = all(t1 == t2 for t1, t2 in token_pairs)
     n = ids.shape[1] - 1
     if method == "auto" and token_pairs == [(n, n)]:
         jac = _last_token_route(model, prompt, blocks, chunk_size, progress, last_point)
         if jac is not None:
             return jac[:, None]  # (layer, 1, d_model, d_model)
+    jac = _full_prompt_route(model, ids, blocks, token_pairs, method, chunk_size, progress,
+                             last_point)
+    if not torch.isfinite(jac).all():
+        raise LlmdynError(f"non-finite values in the Jacobians of {model.name} for prompt "
+                          f"{prompt[:40]!r}; the forward pass overflowed (try float64 or "
+                          "a shorter prompt)")
+    return jac
+
+
+def _full_prompt_route(model: LoadedModel, ids: torch.Tensor, blocks: list[int],
+                       token_pairs: list[tuple[int, int]], method: str, chunk_size: int | None,
+                       progress: bool, last_point: LastPoint) -> torch.Tensor:
+    """The Jacobians from the whole prompt, ``[layer, pair, d_model, d_model]``.
+
+    ``"auto"`` becomes ``"own_position"`` when all pairs are diagonal and several are asked
+    for, else ``"exact"``.
+    """
+    diagonal = all(t1 == t2 for t1, t2 in token_pairs)
     if method == "auto":
         method = "own_position" if diagonal and len(token_pairs) > 1 else "exact"
     calls = capture_block_calls(model, ids)
@@ -106,18 +117,12 @@ def block_jacobians(
                           "use method='exact' for t1 != t2")
     if method == "exact":
         functions = [block_function(model, b, last_point) for b in range(model.n_layers)]
-        jac = stack_jacobians(functions, calls, blocks, token_pairs, chunk_size=chunk_size,
-                              progress=progress, desc=f"Jacobians {model.name}")
-    else:
-        out = []
-        for b in progress_bar(blocks, desc=f"Jacobians {model.name}", enabled=progress):
-            f = block_residual(model, b, calls[b], last_point)
-            with own_position_attention(model):
-                diag = diagonal_blocks(f, calls[b].hidden.detach(), chunk_size)  # (tok, d, d)
-            out.append(torch.stack([diag[t1] for t1, _ in token_pairs]))
-        jac = torch.stack(out).detach()  # (layer, pair, d_model, d_model)
-    if not torch.isfinite(jac).all():
-        raise LlmdynError(f"non-finite values in the Jacobians of {model.name} for prompt "
-                          f"{prompt[:40]!r}; the forward pass overflowed (try float64 or "
-                          "a shorter prompt)")
-    return jac
+        return stack_jacobians(functions, calls, blocks, token_pairs, chunk_size=chunk_size,
+                               progress=progress, desc=f"Jacobians {model.name}")
+    out = []
+    for b in progress_bar(blocks, desc=f"Jacobians {model.name}", enabled=progress):
+        f = block_residual(model, b, calls[b], last_point)
+        with own_position_attention(model):
+            diag = diagonal_blocks(f, calls[b].hidden.detach(), chunk_size)  # (tok, d, d)
+        out.append(torch.stack([diag[t1] for t1, _ in token_pairs]))
+    return torch.stack(out).detach()  # (layer, pair, d_model, d_model)

@@ -206,12 +206,7 @@ def linearization_check(
         raise LlmdynError(f"n_draws must be a positive int, got {n_draws!r}")
     ids = encode(model, prompt)
     check_last_point(last_point)
-    J = last_token_jacobians(model, prompt, last_point=last_point) if jacobians is None \
-        else jacobians
-    if tuple(J.shape) != (model.n_layers, model.d_model, model.d_model):
-        raise LlmdynError(f"jacobians must be [{model.n_layers}, {model.d_model}, "
-                          f"{model.d_model}] (every block), got {tuple(J.shape)}")
-    J = np.asarray(J.detach().cpu() if torch.is_tensor(J) else J, dtype=np.float64)
+    J = _clean_jacobians(model, prompt, jacobians, last_point)  # (layer, d, d), float64
     x0, clean = perturbed_last_states(model, ids, last_point=last_point)  # (tok, d), (1, L+1, d)
     clean = clean[0].double().numpy()  # (layer+1, d)
     cos_clean = cosine(propagate(J, x0[-1]), clean)
@@ -219,18 +214,48 @@ def linearization_check(
     cos_state, cos_step, cos_delta = [], [], []
     for level in levels:
         noise = relative_noise(x0, level, n_draws, generator, tokens)  # (draw, tok, d)
-        _, true = perturbed_last_states(model, ids, noise, last_point=last_point)
-        start = x0[-1].double().numpy() + noise[:, -1].double().numpy()  # (draw, d)
-        true = true.double().numpy()  # (draw, layer+1, d)
-        cos_state.append(cosine(propagate(J, start), true))
-        one_step = true[:, :-1] + np.einsum("lij,blj->bli", J, true[:, :-1])
-        cos_step.append(np.concatenate([np.ones((n_draws, 1)), cosine(one_step, true[:, 1:])],
-                                       axis=1))  # (draw, layer+1): (I + J^l) x̃^{l-1} vs x̃^l
-        last = noise.clone()
-        last[:, :-1] = 0  # the first-order check perturbs the last token only
-        _, moved = perturbed_last_states(model, ids, last, last_point=last_point)
-        delta = propagate(J, last[:, -1].double().numpy())  # (draw, layer+1, d)
-        cos_delta.append(cosine(delta, moved.double().numpy() - clean))
+        state, step = _perturbed_cosines(model, ids, J, x0, noise, last_point)
+        cos_state.append(state)
+        cos_step.append(step)
+        cos_delta.append(_first_order_cosines(model, ids, J, noise, clean, last_point))
     return LinearizationCheck(levels=np.asarray(levels), cos_clean=cos_clean,
                               cos_state=np.stack(cos_state), cos_step=np.stack(cos_step),
                               cos_delta=np.stack(cos_delta))
+
+
+def _clean_jacobians(model: LoadedModel, prompt: str, jacobians: torch.Tensor | np.ndarray | None,
+                     last_point: LastPoint) -> np.ndarray:
+    """J^l_{nn} of every block at the clean prompt, float64: given (shape checked) or computed."""
+    J = last_token_jacobians(model, prompt, last_point=last_point) if jacobians is None \
+        else jacobians
+    if tuple(J.shape) != (model.n_layers, model.d_model, model.d_model):
+        raise LlmdynError(f"jacobians must be [{model.n_layers}, {model.d_model}, "
+                          f"{model.d_model}] (every block), got {tuple(J.shape)}")
+    return np.asarray(J.detach().cpu() if torch.is_tensor(J) else J, dtype=np.float64)
+
+
+def _perturbed_cosines(model: LoadedModel, ids: torch.Tensor, J: np.ndarray, x0: torch.Tensor,
+                       noise: torch.Tensor, last_point: LastPoint
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """The paper's check and the one-block check on perturbed inputs, ``[draw, layer+1]`` each.
+
+    ``noise`` is ``[draw, tok, d_model]``, added to the input embeddings ``x0``.
+    """
+    _, true = perturbed_last_states(model, ids, noise, last_point=last_point)
+    start = x0[-1].double().numpy() + noise[:, -1].double().numpy()  # (draw, d)
+    true = true.double().numpy()  # (draw, layer+1, d)
+    one_step = true[:, :-1] + np.einsum("lij,blj->bli", J, true[:, :-1])
+    step = np.concatenate([np.ones((len(noise), 1)), cosine(one_step, true[:, 1:])],
+                          axis=1)  # (draw, layer+1): (I + J^l) x̃^{l-1} vs x̃^l
+    return cosine(propagate(J, start), true), step
+
+
+def _first_order_cosines(model: LoadedModel, ids: torch.Tensor, J: np.ndarray,
+                         noise: torch.Tensor, clean: np.ndarray,
+                         last_point: LastPoint) -> np.ndarray:
+    """cos(∏(I + J) δ, x̃^l − x^l) with only the last token perturbed, ``[draw, layer+1]``."""
+    last = noise.clone()
+    last[:, :-1] = 0  # the first-order check perturbs the last token only
+    _, moved = perturbed_last_states(model, ids, last, last_point=last_point)
+    delta = propagate(J, last[:, -1].double().numpy())  # (draw, layer+1, d)
+    return cosine(delta, moved.double().numpy() - clean)

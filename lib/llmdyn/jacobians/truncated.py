@@ -177,20 +177,11 @@ def _krylov_svd(jmul: Products, jtmul: Products, shape: tuple[int, int], k: int,
         last, ext = width, ext + 1
 
 
-def truncated_block_svd(
-    model: LoadedModel,
-    prompt: str,
-    layers: Sequence[int] | None = None,
-    k: int = 30,
-    *,
-    oversample: int = 10,
-    power_iters: int = 2,
-    tol: float | None = None,
-    block_size: int | None = None,
-    seed: int = 0,
-    tokens: Tokens = "diagonal",
-    chunk_size: int | None = 512,
-) -> TruncatedSVD:
+def truncated_block_svd(model: LoadedModel, prompt: str, layers: Sequence[int] | None = None,
+                        k: int = 30, *, oversample: int = 10, power_iters: int = 2,
+                        tol: float | None = None, block_size: int | None = None, seed: int = 0,
+                        tokens: Tokens = "diagonal", chunk_size: int | None = 512
+                        ) -> TruncatedSVD:
     """Top-k SVD of J^b_tt = ∂f^b(X)_t / ∂x_t without forming J (paper A eq. 8-10).
 
     A randomized block Krylov (Lanczos) SVD. Each step is one vmapped batch of forward-mode
@@ -222,16 +213,8 @@ def truncated_block_svd(
         LlmdynError: k outside 1..d_model, a bad option, layer or prompt.
     """
     d = model.d_model
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= d:
-        raise LlmdynError(f"k: got {k!r}; expected an integer with 1 <= k <= d_model = {d}")
-    if tokens not in ("diagonal", "last"):
-        raise LlmdynError(f"tokens: got {tokens!r}; expected 'diagonal' or 'last'")
-    for name, value, low in (("oversample", oversample, 0), ("power_iters", power_iters, 0),
-                             ("block_size", 1 if block_size is None else block_size, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise LlmdynError(f"{name}: got {value!r}; expected an integer >= {low}")
-    if tol is not None and not tol > 0:
-        raise LlmdynError(f"tol: got {tol!r}; expected a positive angle in radians or None")
+    checks.k_value(k, d)
+    _check_options(tokens, oversample, power_iters, block_size, tol)
     ids = encode(model, prompt)
     blocks = checks.layer_indices(layers, model.n_layers)
     calls = capture_block_calls(model, ids)
@@ -250,6 +233,19 @@ def truncated_block_svd(
     dtype = calls[0].hidden.dtype
     U, S, V = (torch.stack([r[i] for r in out]).to(dtype) for i in range(3))  # [layer, tok, ..]
     return TruncatedSVD(U, S, V, tuple(blocks), positions, tuple(iters))
+
+
+def _check_options(tokens: Tokens, oversample: int, power_iters: int, block_size: int | None,
+                   tol: float | None) -> None:
+    """LlmdynError for a bad ``tokens``, a negative or non-integer count, or a non-positive tol."""
+    if tokens not in ("diagonal", "last"):
+        raise LlmdynError(f"tokens: got {tokens!r}; expected 'diagonal' or 'last'")
+    for name, value, low in (("oversample", oversample, 0), ("power_iters", power_iters, 0),
+                             ("block_size", 1 if block_size is None else block_size, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise LlmdynError(f"{name}: got {value!r}; expected an integer >= {low}")
+    if tol is not None and not tol > 0:
+        raise LlmdynError(f"tol: got {tol!r}; expected a positive angle in radians or None")
 
 
 def truncated_coupling_matrices(

@@ -1,76 +1,29 @@
-"""Load a causal language model (packaged offline, tiny test, local path or hub id) for tracing."""
+"""Load a causal language model (packaged offline, tiny test, local path or hub id) for tracing.
+
+The family table lives in :mod:`llmdyn.models.architectures`, checkpoint reading in
+:mod:`llmdyn.models.pretrained` and untrained twins' initialisation in :mod:`llmdyn.models.twins`.
+"""
 
 from __future__ import annotations
 
-import contextlib
-import functools
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 import transformers
-from safetensors import SafetensorError
-from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoConfig
 
 from llmdyn import LlmdynError
 from llmdyn.core.store import ResultStore
-from llmdyn.models.files import NEEDS, cache_dir, check_model_dir, dir_digest, local_key
-from llmdyn.models.packaged import PACKAGED, PackagedModel, local_gguf, packaged_safetensors
+from llmdyn.models.architectures import ARCHITECTURES, TINY_CONFIGS, Architecture
+from llmdyn.models.files import NEEDS, check_model_dir, dir_digest, local_key
+from llmdyn.models.packaged import PACKAGED, local_gguf, packaged_safetensors
+from llmdyn.models.pretrained import load_pretrained
 from llmdyn.models.tokenizers import byte_tokenizer
+from llmdyn.models.twins import fresh_twin, twin_config
 
-__all__ = ["ARCHITECTURES", "PACKAGED", "TINY_CONFIGS", "Architecture", "LoadedModel",
-           "PackagedModel", "cache_dir", "known_models", "load_model", "twin_config"]
-
-
-@dataclass(frozen=True)
-class Architecture:
-    """Where the parts of one family live, as attribute paths from the HF model."""
-
-    blocks: str  # the ModuleList of transformer blocks
-    final_norm: str  # the norm applied after the last block
-    head: str  # the unembedding (logits = head(final_norm(x)))
-    n_ctx: str = "max_position_embeddings"  # config field holding the context length
-
-
-# One table for every supported family, keyed by `config.model_type`.
-ARCHITECTURES: dict[str, Architecture] = {
-    "gpt2": Architecture("transformer.h", "transformer.ln_f", "lm_head", "n_positions"),
-    "gpt_neox": Architecture("gpt_neox.layers", "gpt_neox.final_layer_norm", "lm_head"),
-    "llama": Architecture("model.layers", "model.norm", "lm_head"),
-    "mistral": Architecture("model.layers", "model.norm", "lm_head"),
-    "qwen2": Architecture("model.layers", "model.norm", "lm_head"),
-    "qwen3": Architecture("model.layers", "model.norm", "lm_head"),
-    "gemma": Architecture("model.layers", "model.norm", "lm_head"),
-    "gemma2": Architecture("model.layers", "model.norm", "lm_head"),
-    "gemma3_text": Architecture("model.layers", "model.norm", "lm_head"),
-    "falcon": Architecture("transformer.h", "transformer.ln_f", "lm_head"),
-    "phi": Architecture("model.layers", "model.final_layernorm", "lm_head"),
-    "mpt": Architecture("transformer.blocks", "transformer.norm_f", "lm_head", "max_seq_len"),
-    "opt": Architecture("model.decoder.layers", "model.decoder.final_layer_norm", "lm_head"),
-}
-
-
-# Tiny random models for tests: small configs, random weights, no download.
-TINY_CONFIGS: dict[str, dict[str, Any]] = {
-    "tiny-gpt2": dict(model_type="gpt2", n_layer=3, n_embd=32, n_head=4, n_positions=64),
-    "tiny-llama": dict(
-        model_type="llama", num_hidden_layers=3, hidden_size=32, intermediate_size=64,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-    ),
-    "tiny-neox": dict(
-        model_type="gpt_neox", num_hidden_layers=3, hidden_size=32, intermediate_size=64,
-        num_attention_heads=4, max_position_embeddings=64, rotary_pct=0.5,
-    ),
-    "tiny-gemma3": dict(
-        model_type="gemma3_text", num_hidden_layers=3, hidden_size=32, intermediate_size=64,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=64,
-        sliding_window=4, layer_types=["sliding_attention", "sliding_attention",
-                                       "full_attention"],
-    ),
-}
+__all__ = ["LoadedModel", "known_models", "load_each", "load_model", "load_twins"]
 
 
 @dataclass
@@ -196,41 +149,11 @@ def load_model(
         raise LlmdynError(f"model spec must be a non-empty string, got {spec!r}; "
                           f"known names: {', '.join(known_models())}")
     device = _check_device(device)
-    if spec in TINY_CONFIGS:
-        hf, tokenizer, identity = _load_tiny(spec, seed)
-        config = hf.config
-    elif spec in PACKAGED:
-        path, identity = packaged_safetensors(spec)
-        hf, tokenizer, config = _load_pretrained(str(path), spec, weights=not untrained)
-    elif spec.endswith(".gguf") and Path(spec).is_file():
-        path, identity = local_gguf(spec)
-        hf, tokenizer, config = _load_pretrained(str(path), spec, weights=not untrained)
-    elif Path(spec).exists() or spec.startswith((".", "/", "~")):
-        directory = Path(spec).expanduser()
-        check_model_dir(directory, spec)
-        hf, tokenizer, config = _load_pretrained(str(directory), spec, weights=not untrained)
-        identity = _local_identity(spec, directory, untrained)
-    elif _looks_like_hub_id(spec):
-        if Path(spec.split("/")[0]).is_dir():  # e.g. results/typo: a path, not a hub id
-            raise LlmdynError(f"model {spec!r}: directory {Path(spec).resolve()} does not "
-                              f"exist; {NEEDS}.")
-        repo, _, wanted = spec.partition("@")  # owner/name@revision, e.g. Pythia's step1000
-        hf, tokenizer, config = _load_pretrained(repo, spec, revision=wanted or None,
-                                                 weights=not untrained)
-        revision = getattr(config, "_commit_hash", None)
-        identity = {"name": spec, "source": "hub", "revision": revision,
-                    "key": f"{spec.replace('/', '--')}-{(revision or 'unresolved')[:8]}"}
-    else:
-        raise LlmdynError(f"unknown model {spec!r}: not a known name, a local directory or a "
-                          f"hub id (owner/name). Known names: {', '.join(known_models())}")
-    model_type = config.model_type
-    if model_type not in ARCHITECTURES:
-        raise LlmdynError(f"model {spec!r} has architecture {model_type!r}, which llmdyn does "
-                          f"not map yet; known: {', '.join(sorted(ARCHITECTURES))}. Add a row "
-                          "to llmdyn.models.ARCHITECTURES.")
+    hf, tokenizer, config, identity = _read(spec, untrained, seed)
+    arch = _architecture(spec, config.model_type)
     if untrained:  # a twin needs only the trained model's config (its weights are not read)
         config = twin_config(spec, config)
-        hf = _fresh_twin(config, seed)
+        hf = fresh_twin(config, seed)
         identity = {**identity, "untrained_seed": seed,
                     "initializer_range": float(config.initializer_range)}
     identity["key"] = _identity_key(identity)
@@ -239,8 +162,52 @@ def load_model(
     # reaches the weights (that graph would keep every vmapped intermediate alive).
     hf = hf.to(device=device, dtype=dtype).eval().requires_grad_(False)
     return LoadedModel(name=spec, identity=identity, hf=hf, tokenizer=tokenizer,
-                       nn=_wrap_nnsight(hf, tokenizer), arch=ARCHITECTURES[model_type],
-                       device=device, untrained=untrained)
+                       nn=_wrap_nnsight(hf, tokenizer), arch=arch, device=device,
+                       untrained=untrained)
+
+
+def _read(spec: str, untrained: bool, seed: int) -> tuple[Any, Any, Any, dict[str, Any]]:
+    """(model, tokenizer, config, identity) of a spec, by its kind (tiny, packaged, path, hub).
+
+    With ``untrained`` a checkpoint's weights are not read (the model is None): its twin needs
+    only the config.
+    """
+    if spec in TINY_CONFIGS:
+        hf, tokenizer, identity = _load_tiny(spec, seed)
+        return hf, tokenizer, hf.config, identity
+    if spec in PACKAGED:
+        path, identity = packaged_safetensors(spec)
+        return *load_pretrained(str(path), spec, weights=not untrained), identity
+    if spec.endswith(".gguf") and Path(spec).is_file():
+        path, identity = local_gguf(spec)
+        return *load_pretrained(str(path), spec, weights=not untrained), identity
+    if Path(spec).exists() or spec.startswith((".", "/", "~")):
+        directory = Path(spec).expanduser()
+        check_model_dir(directory, spec)
+        loaded = load_pretrained(str(directory), spec, weights=not untrained)
+        return *loaded, _local_identity(spec, directory, untrained)
+    if _looks_like_hub_id(spec):
+        if Path(spec.split("/")[0]).is_dir():  # e.g. results/typo: a path, not a hub id
+            raise LlmdynError(f"model {spec!r}: directory {Path(spec).resolve()} does not "
+                              f"exist; {NEEDS}.")
+        repo, _, wanted = spec.partition("@")  # owner/name@revision, e.g. Pythia's step1000
+        hf, tokenizer, config = load_pretrained(repo, spec, revision=wanted or None,
+                                                weights=not untrained)
+        revision = getattr(config, "_commit_hash", None)
+        return hf, tokenizer, config, {
+            "name": spec, "source": "hub", "revision": revision,
+            "key": f"{spec.replace('/', '--')}-{(revision or 'unresolved')[:8]}"}
+    raise LlmdynError(f"unknown model {spec!r}: not a known name, a local directory or a "
+                      f"hub id (owner/name). Known names: {', '.join(known_models())}")
+
+
+def _architecture(spec: str, model_type: str) -> Architecture:
+    """The family's row of ARCHITECTURES, or LlmdynError saying how to add one."""
+    if model_type not in ARCHITECTURES:
+        raise LlmdynError(f"model {spec!r} has architecture {model_type!r}, which llmdyn does "
+                          f"not map yet; known: {', '.join(sorted(ARCHITECTURES))}. Add a row "
+                          "to llmdyn.models.ARCHITECTURES.")
+    return ARCHITECTURES[model_type]
 
 
 def _check_device(device: str) -> str:
@@ -292,124 +259,12 @@ def _identity_key(identity: dict[str, Any]) -> str:
     return key
 
 
-@contextmanager
-def _no_progress_bars() -> Iterator[None]:
-    """Turn transformers' progress bars off for the block, restoring the previous setting."""
-    from transformers.utils import logging as hf_logging
-
-    enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if enabled:
-            hf_logging.enable_progress_bar()
-
-
 def _wrap_nnsight(hf: torch.nn.Module, tokenizer: Any) -> Any:
     from nnsight import NNsight
 
     # A plain NNsight wrapper around the already-loaded module: we tokenise ourselves, so
     # the language-model conveniences (and their hub look-ups) are not needed.
     return NNsight(hf)
-
-
-def _load_pretrained(path_or_id: str, spec: str, revision: str | None = None, *,
-                     weights: bool = True) -> tuple[torch.nn.Module | None, Any, Any]:
-    """(model or None without ``weights``, tokenizer, config) of a checkpoint."""
-    # Never trust_remote_code; safetensors only (no pickle checkpoints); eager attention
-    # because forward-mode AD and vmapped backward do not work well through CPU SDPA.
-    try:
-        with _no_progress_bars():  # a chapter shows no "Loading weights" bar
-            hf = AutoModelForCausalLM.from_pretrained(
-                path_or_id, revision=revision, trust_remote_code=False, use_safetensors=True,
-                attn_implementation="eager", dtype=torch.float32,
-            ) if weights else None
-            config = hf.config if weights else AutoConfig.from_pretrained(
-                path_or_id, revision=revision, trust_remote_code=False)
-            tokenizer = _tokenizer(path_or_id, revision, _files_stamp(path_or_id))
-    except SafetensorError as err:
-        files = ", ".join(str(p) for p in sorted(Path(path_or_id).glob("*.safetensors")))
-        raise LlmdynError(f"model {spec!r}: cannot read its safetensors ({files or path_or_id}): "
-                          f"{err}. The file is corrupt or truncated; write it again with "
-                          "save_pretrained, or delete it.") from None
-    return hf, tokenizer, config
-
-
-@functools.lru_cache(maxsize=8)
-def _tokenizer(path_or_id: str, revision: str | None, stamp: tuple) -> Any:
-    # Read once per process: Gemma-3's 262k-entry tokenizer.json takes about 4 s to parse, and
-    # a chapter loads the same model several times (trained, then one twin per seed). `stamp`
-    # makes a rewritten local checkpoint read again.
-    return AutoTokenizer.from_pretrained(path_or_id, revision=revision, trust_remote_code=False)
-
-
-def _files_stamp(path_or_id: str) -> tuple:
-    """(name, size, mtime) of each file of a local checkpoint directory; () for a hub id."""
-    directory = Path(path_or_id)
-    if not directory.is_dir():
-        return ()
-    return tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns)
-                 for p in sorted(directory.iterdir()) if p.is_file())
-
-
-def twin_config(spec: str, config: Any) -> Any:
-    """The configuration an untrained twin is initialised from: the architecture's own.
-
-    A packaged GGUF carries no ``initializer_range``, so transformers fills in its class
-    default (0.02 for Llama), not the value the model was trained from (SmolLM2-135M: 1/24).
-    For packaged models the fields of :attr:`PackagedModel.published` (from the model's
-    published ``config.json``, cited there) replace the defaults; local and hub checkpoints
-    already carry their own config and keep it.
-
-    Args:
-        spec: the model spec as given to :func:`load_model`.
-        config: the trained model's config (not modified).
-
-    Returns:
-        A copy of ``config`` with the published initialisation fields.
-    """
-    import copy
-
-    out = copy.deepcopy(config)
-    published = PACKAGED[spec].published if spec in PACKAGED else {}
-    for key, value in published.items():
-        setattr(out, key, value)
-    if not hasattr(out, "initializer_range"):
-        raise LlmdynError(f"model {spec!r}: its config has no initializer_range, so its "
-                          "untrained twin's initialisation is unknown; add the published value "
-                          "to llmdyn.models.packaged.PACKAGED[...].published.")
-    return out
-
-
-def _fresh_twin(config: Any, seed: int, *, skip_default_init: bool = True) -> torch.nn.Module:
-    """Fresh weights from transformers' initialiser for ``config``'s architecture, seeded.
-
-    ``skip_default_init=False`` also draws torch's default init first, as transformers' own
-    ``from_config`` does: the same distribution, other numbers for the same seed. The tiny test
-    models keep that route, so the weights their tests were written against stay the same.
-    """
-    torch.manual_seed(seed)
-    with _without_torch_default_init() if skip_default_init else contextlib.nullcontext():
-        return AutoModelForCausalLM.from_config(config, attn_implementation="eager",
-                                                dtype=torch.float32)
-
-
-@contextmanager
-def _without_torch_default_init():
-    # Each nn.Linear and nn.Embedding draws torch's default init when built, and transformers'
-    # post_init then draws every one of them again from the config's own scale. The first draw
-    # is thrown away and is half the time of building a twin (Gemma-3-270M's 262k × 640
-    # unembedding), so it is skipped; test_models checks that the weights keep their
-    # distributions and that every one is drawn.
-    saved = {cls: cls.reset_parameters for cls in (torch.nn.Linear, torch.nn.Embedding)}
-    try:
-        for cls in saved:
-            cls.reset_parameters = lambda self: None
-        yield
-    finally:
-        for cls, reset in saved.items():
-            cls.reset_parameters = reset
 
 
 def _load_tiny(spec: str, seed: int) -> tuple[torch.nn.Module, Any, dict[str, Any]]:
@@ -421,7 +276,7 @@ def _load_tiny(spec: str, seed: int) -> tuple[torch.nn.Module, Any, dict[str, An
         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
         tie_word_embeddings=False, **kwargs,
     )
-    hf = _fresh_twin(config, seed, skip_default_init=False)
+    hf = fresh_twin(config, seed, skip_default_init=False)
     return hf, tokenizer, {"name": spec, "source": "tiny-config", "seed": seed}
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from llmdyn.data.prompts import Prompt
+from llmdyn.data.named import Prompt
 from llmdyn.phases.split import PhaseBoundary, estimate_boundary, window_that_fits
 from llmdyn.trajectories.geometry import depth_profile, token_states
 from llmdyn.trajectories.lens import lens_entropy

@@ -99,11 +99,7 @@ def bootstrap(statistic: Statistic, *samples, paired: bool = True, seed: int = 0
         draws = [a[rng.integers(0, a.size, size=(n_resamples, a.size))] for a in arrays]
     with np.errstate(divide="ignore", invalid="ignore"):
         stats = np.asarray(statistic(*draws), dtype=np.float64)  # (resample,)
-    stats = stats[np.isfinite(stats)]
-    if stats.size < n_resamples // 2:
-        return Estimate(value, float("nan"), float("nan"), n, level)
-    lo, hi = np.quantile(stats, [(1 - level) / 2, (1 + level) / 2])
-    return Estimate(value, float(lo), float(hi), n, level)
+    return _percentile_interval(value, stats, n, n_resamples, level)
 
 
 def bootstrap_rows(statistic: Callable[..., float], *samples, paired: bool = True,
@@ -144,6 +140,20 @@ def bootstrap_rows(statistic: Callable[..., float], *samples, paired: bool = Tru
                 stats[r] = statistic(*[a[idx] for a in arrays])
             else:
                 stats[r] = statistic(*[a[rng.integers(0, len(a), len(a))] for a in arrays])
+    return _percentile_interval(value, stats, n, n_resamples, level)
+
+
+def _percentile_interval(value: float, stats: np.ndarray, n: int, n_resamples: int,
+                         level: float) -> Estimate:
+    """The estimate with the percentile interval of the finite resampled statistics.
+
+    Args:
+        value: the statistic on the full sample.
+        stats: ``[resample]`` the statistic on each draw (NaN or inf where it is undefined).
+        n: number of items.
+        n_resamples: number of draws; fewer than half of them finite gives no interval.
+        level: two-sided coverage.
+    """
     stats = stats[np.isfinite(stats)]
     if stats.size < n_resamples // 2:
         return Estimate(value, float("nan"), float("nan"), n, level)

@@ -23,8 +23,8 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
                  "checkpoint_steps", "check_steps", "read_metrics", "RunResult", "train"],
         "suite": ["Size", "Run", "Suite", "SIZES", "SUITES", "get_suite", "gpt_neox_config",
                   "PreparedData", "suite_documents", "prepare_data", "LanguageModelTask",
-                  "quiet_transformers", "matmul_params", "run_config", "train_run", "train_suite",
-                  "heldout_prompts", "add_parser", "run_cli"],
+                  "matmul_params", "run_config", "train_run", "train_suite", "heldout_prompts",
+                  "add_parser", "run_cli"],
         "summary": ["suite_table", "EmergenceTiming", "emergence_timing", "endpoints"],
     },
 )

@@ -19,6 +19,7 @@ from llmdyn import LlmdynError, metrics
 from llmdyn.core.store import ResultStore
 from llmdyn.coupling.depth import depth_coupling, diagonal_share, offdiagonal_mean
 from llmdyn.models.loading import LoadedModel, load_model
+from llmdyn.models.pretrained import quiet_transformers
 from llmdyn.phases.split import window_that_fits
 from llmdyn.trace import LastPoint, trajectory
 from llmdyn.training import suite as suites
@@ -124,7 +125,7 @@ def measure_checkpoints(checkpoints: Sequence[Checkpoint], prompts: Sequence[str
     """
     out = {}
     for c in tqdm(checkpoints, desc="checkpoints", unit="ckpt", disable=not progress):
-        with suites.quiet_transformers():
+        with quiet_transformers():
             model = load_model(c.spec, device=device)
         store = ResultStore(model.model_id, provenance=model.identity)
         out[c.spec] = measure_checkpoint(model, prompts, k=k, window=window,

@@ -128,27 +128,31 @@ def fit_or_reason(x, y) -> LinearFit | str:
 def subset_table(frame: pd.DataFrame, x: str, y: str,
                  subsets: Mapping[str, Sequence[bool] | np.ndarray]) -> str:
     """Paper A Table 4's layout: R², p and n of y on x for each named subset of rows."""
-    lines = ["| subset | n | R² | p | slope |", "| --- | --- | --- | --- | --- |"]
+    rows = []
     for name, mask in subsets.items():
         part = frame[np.asarray(mask, bool)]
-        fit = fit_or_reason(part[x], part[y])
-        if isinstance(fit, str):
-            lines.append(f"| {name} | {len(part)} | — | — | {fit} |")
-        else:
-            lines.append(f"| {name} | {fit.n} | {fit.r2:.2f} | {fit.p:.2g} | {fit.slope:.3g} |")
-    return "\n".join(lines)
+        rows.append(_fit_row(name, len(part), fit_or_reason(part[x], part[y])))
+    return _fit_table("subset", rows)
 
 
 def k_table(frame: pd.DataFrame, ks: Sequence[int], y: str = "heldout_loss") -> str:
     """R², p and slope of ``y`` on the diagonal share measured at each k (paper A Fig 36)."""
-    lines = ["| coupling measured at | n | R² | p | slope |", "| --- | --- | --- | --- | --- |"]
-    for k in ks:
-        fit = fit_or_reason(frame[f"coupling_share_k{k}"], frame[y])
-        if isinstance(fit, str):
-            lines.append(f"| k = {k} | {len(frame)} | — | — | {fit} |")
-        else:
-            lines.append(f"| k = {k} | {fit.n} | {fit.r2:.2f} | {fit.p:.2g} | {fit.slope:.3g} |")
-    return "\n".join(lines)
+    rows = [_fit_row(f"k = {k}", len(frame), fit_or_reason(frame[f"coupling_share_k{k}"],
+                                                            frame[y])) for k in ks]
+    return _fit_table("coupling measured at", rows)
+
+
+def _fit_row(name: str, n_rows: int, fit: LinearFit | str) -> str:
+    """One markdown row: name, n, R², p and slope of a fit, or the reason there is none."""
+    if isinstance(fit, str):
+        return f"| {name} | {n_rows} | — | — | {fit} |"
+    return f"| {name} | {fit.n} | {fit.r2:.2f} | {fit.p:.2g} | {fit.slope:.3g} |"
+
+
+def _fit_table(first: str, rows: list[str]) -> str:
+    """A markdown table of fit rows under the header ``first | n | R² | p | slope``."""
+    return "\n".join([f"| {first} | n | R² | p | slope |", "| --- | --- | --- | --- | --- |",
+                      *rows])
 
 
 def final_shares(checkpoints: Sequence, texts: Sequence[str], *, k: int,

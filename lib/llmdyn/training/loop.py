@@ -225,15 +225,7 @@ def train(model: torch.nn.Module, task: TrainTask, run_dir: Path, *, schedule: S
     steps = check_steps(checkpoints, schedule.steps)
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    config_path = run_dir / "run_config.json"
-    if config_path.exists():
-        saved = json.loads(config_path.read_text())
-        if saved != json.loads(json.dumps(config)):
-            changed = sorted(k for k in {*saved, *config} if saved.get(k) != config.get(k))
-            raise LlmdynError(f"{run_dir} was trained with another configuration (differs in "
-                              f"{changed}); use another run name or root, or delete {run_dir}")
-    else:
-        _write_json(config_path, config)
+    _check_config(run_dir, config)
     done = run_dir / "run.json"
     if done.exists():
         summary = json.loads(done.read_text())
@@ -242,17 +234,7 @@ def train(model: torch.nn.Module, task: TrainTask, run_dir: Path, *, schedule: S
 
     opt = torch.optim.AdamW(model.parameters(), lr=schedule.lr, betas=schedule.betas,
                             weight_decay=schedule.weight_decay)
-    start, wall = 0, 0.0
-    latest = _latest(run_dir)
-    if latest is not None:
-        start, path = latest
-        metrics = read_metrics(path)
-        task.load_weights(model, path)
-        _restore_optimizer(opt, load_file(path / OPTIMIZER))
-        wall = float(metrics["wall_s"])
-    elif 0 in steps:
-        _save_checkpoint(run_dir, 0, model, task, opt, wall_s=0.0)
-
+    start, wall = _resume(run_dir, model, task, opt, steps)
     was_deterministic = torch.are_deterministic_algorithms_enabled()
     torch.use_deterministic_algorithms(True)
     bar = tqdm(total=schedule.steps, initial=start, desc=desc, unit="step", disable=not progress)
@@ -261,16 +243,7 @@ def train(model: torch.nn.Module, task: TrainTask, run_dir: Path, *, schedule: S
         model.train()
         for step in range(start, schedule.steps):
             tic = time.perf_counter()
-            for group in opt.param_groups:
-                group["lr"] = schedule.lr_at(step)
-            loss = task.loss(model, task.batch(step))
-            if not torch.isfinite(loss):
-                raise LlmdynError(f"{desc}: loss is {loss.item()} at step {step}; lower the "
-                                  "learning rate")
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), schedule.grad_clip)
-            opt.step()
-            opt.zero_grad(set_to_none=True)
+            loss = _update(model, task, opt, schedule, step, desc)
             elapsed = time.perf_counter() - tic
             wall, session_wall = wall + elapsed, session_wall + elapsed
             bar.update(1)
@@ -284,9 +257,63 @@ def train(model: torch.nn.Module, task: TrainTask, run_dir: Path, *, schedule: S
         bar.close()
         model.eval()
         torch.use_deterministic_algorithms(was_deterministic)
+    return _finish(run_dir, steps, wall, task.tokens_per_step * schedule.steps,
+                   {"config": config, **(facts or {})})
+
+
+def _check_config(run_dir: Path, config: dict[str, Any]) -> None:
+    """Write the run's config on its first call; refuse a resume under another config."""
+    config_path = run_dir / "run_config.json"
+    if config_path.exists():
+        saved = json.loads(config_path.read_text())
+        if saved != json.loads(json.dumps(config)):
+            changed = sorted(k for k in {*saved, *config} if saved.get(k) != config.get(k))
+            raise LlmdynError(f"{run_dir} was trained with another configuration (differs in "
+                              f"{changed}); use another run name or root, or delete {run_dir}")
+    else:
+        _write_json(config_path, config)
+
+
+def _resume(run_dir: Path, model: torch.nn.Module, task: TrainTask,
+            opt: torch.optim.Optimizer, steps: list[int]) -> tuple[int, float]:
+    """(first step to train, training time so far): from the newest resumable checkpoint.
+
+    Without one, the run starts at step 0 and saves the initial weights if 0 is a checkpoint.
+    """
+    latest = _latest(run_dir)
+    if latest is not None:
+        start, path = latest
+        metrics = read_metrics(path)
+        task.load_weights(model, path)
+        _restore_optimizer(opt, load_file(path / OPTIMIZER))
+        return start, float(metrics["wall_s"])
+    if 0 in steps:
+        _save_checkpoint(run_dir, 0, model, task, opt, wall_s=0.0)
+    return 0, 0.0
+
+
+def _update(model: torch.nn.Module, task: TrainTask, opt: torch.optim.Optimizer,
+            schedule: Schedule, step: int, desc: str) -> torch.Tensor:
+    """One optimizer update at ``step`` (learning rate, loss, clipped gradients); its loss."""
+    for group in opt.param_groups:
+        group["lr"] = schedule.lr_at(step)
+    loss = task.loss(model, task.batch(step))
+    if not torch.isfinite(loss):
+        raise LlmdynError(f"{desc}: loss is {loss.item()} at step {step}; lower the "
+                          "learning rate")
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), schedule.grad_clip)
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return loss
+
+
+def _finish(run_dir: Path, steps: list[int], wall: float, tokens: int,
+            record: dict[str, Any]) -> RunResult:
+    """Drop the resume state and write ``run.json`` (steps, time, throughput, ``record``)."""
     for leftover in run_dir.glob(f"step*/{OPTIMIZER}"):  # a finished run needs no resume state
         leftover.unlink()
-    tokens_per_s = task.tokens_per_step * schedule.steps / max(wall, 1e-9)
-    _write_json(done, {"checkpoints": steps, "wall_s": wall, "tokens_per_s": tokens_per_s,
-                       "config": config, **(facts or {})})
+    tokens_per_s = tokens / max(wall, 1e-9)
+    _write_json(run_dir / "run.json", {"checkpoints": steps, "wall_s": wall,
+                                       "tokens_per_s": tokens_per_s, **record})
     return RunResult(run_dir, steps, wall, tokens_per_s)

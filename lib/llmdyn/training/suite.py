@@ -11,7 +11,6 @@ Pythia's optimiser recipe (`llmdyn.training.loop`). Every checkpoint is a direct
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 from collections.abc import Sequence
@@ -24,6 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from llmdyn import LlmdynError
+from llmdyn.models.pretrained import quiet_transformers
 from llmdyn.training import corpus
 from llmdyn.training import loop as training
 
@@ -267,20 +267,6 @@ class LanguageModelTask:
         with quiet_transformers():
             saved = type(model).from_pretrained(directory, dtype=torch.float32)
         model.load_state_dict(saved.state_dict())
-
-
-@contextlib.contextmanager
-def quiet_transformers():
-    """No "Writing model shards" / "Loading weights" bars between the training bars."""
-    from transformers.utils import logging
-
-    enabled = logging.is_progress_bar_enabled()
-    logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if enabled:
-            logging.enable_progress_bar()
 
 
 def matmul_params(model: torch.nn.Module) -> int:

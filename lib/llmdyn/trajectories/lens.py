@@ -11,7 +11,7 @@ import torch
 from llmdyn import LlmdynError, metrics
 from llmdyn.core import checks
 from llmdyn.core.store import ResultStore
-from llmdyn.data.prompts import Prompt, shorten_prompt  # noqa: F401  (re-exported, older imports)
+from llmdyn.data.named import Prompt
 from llmdyn.models.loading import LoadedModel
 from llmdyn.trace import Lens, check_lens, logit_lens
 from llmdyn.trajectories.geometry import token_states
@@ -65,22 +65,8 @@ class LensReadout:
         return self.entropy.shape[0] - 1
 
 
-def _text(prompt: PromptLike) -> str:
-    if isinstance(prompt, Prompt):
-        return prompt.text
-    if isinstance(prompt, str) and prompt.strip():
-        return prompt
-    raise LlmdynError(f"each prompt must be a non-empty str or llmdyn.data.Prompt, "
-                      f"got {type(prompt).__name__} {prompt!r:.60}")
-
-
 def _texts(prompts: Sequence[PromptLike]) -> list[str]:
     return checks.prompt_texts(prompts)
-
-
-def _check_k(top_k: int) -> None:
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-        raise LlmdynError(f"top_k must be an int >= 1, got {top_k!r}")
 
 
 def readout_from_logits(logits: torch.Tensor, top_k: int = 5) -> LensReadout:
@@ -98,12 +84,10 @@ def readout_from_logits(logits: torch.Tensor, top_k: int = 5) -> LensReadout:
     Returns:
         The readout.
     """
-    _check_k(top_k)
     logits = torch.as_tensor(logits)
     if logits.ndim != 2 or logits.shape[0] < 1:
         raise LlmdynError(f"logits must be [layer+1, vocab], got {tuple(logits.shape)}")
-    if top_k > logits.shape[1]:
-        raise LlmdynError(f"top_k={top_k} exceeds the vocabulary size {logits.shape[1]}")
+    top_k = checks.k_value(top_k, logits.shape[1], arg="top_k", bound="the vocabulary size")
     logits = logits.double()
     probs = torch.softmax(logits, dim=-1)  # (layer+1, vocab)
     top = torch.topk(probs, top_k, dim=-1)  # (layer+1, k) each
@@ -139,7 +123,7 @@ def lens_readouts(model: LoadedModel, prompts: Sequence[PromptLike],
     Returns:
         One readout per prompt, in order, over ``layer+1`` = L + 1 layers.
     """
-    _check_k(top_k)
+    top_k = checks.k_value(top_k, model.vocab_size, arg="top_k", bound="the vocabulary size")
     check_lens(lens)
     states = token_states(model, _texts(prompts), store, token=token,
                           last_point="final_norm")  # (prompt, layer+1, d)
