@@ -205,7 +205,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run_cli(args: argparse.Namespace) -> int:
-    """Run ``llmdyn workflow`` from parsed arguments; errors print as one message."""
+    """Run ``llmdyn workflow`` from parsed arguments (`llmdyn.cli.main` prints refusals)."""
     config = {}
     for item in args.config:
         key, sep, value = item.partition("=")
@@ -215,14 +215,9 @@ def run_cli(args: argparse.Namespace) -> int:
             config[key] = json.loads(value)
         except json.JSONDecodeError:
             config[key] = value
-    try:
-        run_workflow(model=args.model, profile=args.profile, chapters=args.only,
-                     targets=args.targets, cores=args.cores, config=config,
-                     directory=args.directory,
-                     dry_run=args.dry_run)
-    except LlmdynError as err:
-        print(f"llmdyn workflow: {err}", file=sys.stderr)
-        return 1
+    run_workflow(model=args.model, profile=args.profile, chapters=args.only,
+                 targets=args.targets, cores=args.cores, config=config,
+                 directory=args.directory, dry_run=args.dry_run)
     return 0
 
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from llmdyn import LlmdynError
 
-__all__ = ["choice", "k_value", "layer_indices", "prompt_texts"]
+__all__ = ["choice", "k_value", "layer_indices", "positive_int", "prompt_texts", "torch_device"]
 
 
 def prompt_texts(prompts: Any, arg: str = "prompts") -> list[str]:
@@ -99,3 +99,36 @@ def choice(value: Any, choices: Sequence[str], arg: str) -> str:
     if not isinstance(value, str) or value not in choices:
         raise LlmdynError(f"{arg}: got {value!r}; expected one of {', '.join(map(repr, choices))}")
     return value
+
+
+def positive_int(value: Any, arg: str) -> int:
+    """`value` if it is an int >= 1 (not a bool or a float), else LlmdynError naming `arg`."""
+    if not _is_int(value) or value < 1:
+        raise LlmdynError(f"{arg} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def torch_device(device: Any, arg: str = "device") -> str:
+    """`device` if torch knows it and it exists on this machine, else LlmdynError naming `arg`.
+
+    Checked before any work starts, so ``--device banana`` or ``--device cuda`` on a CPU-only
+    build is one message, not a torch error after minutes of data preparation.
+    """
+    import torch  # here: core is imported by modules that never need torch
+
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError) as err:
+        raise LlmdynError(f"{arg} must be a torch device such as 'cpu' or 'cuda', got "
+                          f"{device!r} ({err})") from None
+    if parsed.type == "cuda" and not torch.cuda.is_available():
+        raise LlmdynError(f"{arg}={device!r}, but this torch ({torch.__version__}) sees no CUDA "
+                          "GPU (a CPU-only build, or no driver); use 'cpu', or install a CUDA "
+                          "build of torch on a machine with a GPU.")
+    if parsed.type == "cuda" and parsed.index is not None \
+            and parsed.index >= torch.cuda.device_count():
+        raise LlmdynError(f"{arg}={device!r}, but only {torch.cuda.device_count()} CUDA "
+                          "device(s) exist; use 'cuda' or 'cuda:0'.")
+    if parsed.type == "mps" and not torch.backends.mps.is_available():
+        raise LlmdynError(f"{arg}={device!r}, but this machine has no Apple MPS device; use 'cpu'.")
+    return str(device)

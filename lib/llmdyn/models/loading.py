@@ -16,6 +16,7 @@ from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 from llmdyn import LlmdynError
+from llmdyn.core.checks import torch_device
 from llmdyn.core.store import ResultStore
 from llmdyn.models.files import NEEDS, cache_dir, check_model_dir, dir_digest, local_key
 from llmdyn.models.packaged import PACKAGED, PackagedModel, local_gguf, packaged_safetensors
@@ -244,20 +245,7 @@ def load_model(
 
 
 def _check_device(device: str) -> str:
-    try:
-        parsed = torch.device(device)
-    except (RuntimeError, TypeError) as err:
-        raise LlmdynError(f"device must be a torch device such as 'cpu' or 'cuda', got "
-                          f"{device!r} ({err})") from None
-    if parsed.type == "cuda" and not torch.cuda.is_available():
-        raise LlmdynError(f"device={device!r}, but this torch ({torch.__version__}) sees no CUDA "
-                          "GPU (a CPU-only build, or no driver); use device='cpu', or install a "
-                          "CUDA build of torch on a machine with a GPU.")
-    if parsed.type == "cuda" and parsed.index is not None \
-            and parsed.index >= torch.cuda.device_count():
-        raise LlmdynError(f"device={device!r}, but only {torch.cuda.device_count()} CUDA "
-                          "device(s) exist; use 'cuda' or 'cuda:0'.")
-    return device
+    return torch_device(device)
 
 
 def _local_identity(spec: str, directory: Path, untrained: bool) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from llmdyn import LlmdynError
+from llmdyn.core.checks import torch_device
 from llmdyn.core.store import (
     ResultStore,
     atomic_write,
@@ -174,9 +175,28 @@ def measure_coupling(model: str, params: MeasureParams = MeasureParams(), *,
     }
 
 
+def check_out(out: str | os.PathLike, arg: str = "out") -> Path:
+    """``out`` as a Path if a result file can be written there, else LlmdynError naming ``arg``.
+
+    Checked before measuring, so a bad ``--out`` fails at once, not after the measurement.
+    """
+    out = Path(out)
+    if out.is_dir():
+        raise LlmdynError(f"{arg} {out} is a directory; give a file name, e.g. "
+                          f"{out / 'coupling.json'}")
+    parent = next((p for p in out.parents if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise LlmdynError(f"{arg} {out}: {parent} is a file, not a directory; choose another "
+                          "path")
+    if parent is not None and not os.access(parent, os.W_OK | os.X_OK):
+        raise LlmdynError(f"{arg} {out}: cannot write in {parent} (permission denied); choose "
+                          "another path")
+    return out
+
+
 def write_result(result: dict[str, Any], out: str | os.PathLike) -> Path:
     """Write a result atomically as indented JSON (a half-written file never appears)."""
-    out = Path(out)
+    out = check_out(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(result, indent=1, allow_nan=False)
     atomic_write(out, lambda f: f.write(text.encode()))
@@ -267,7 +287,9 @@ def add_parser(sub: Any) -> None:
 
 
 def run_cli(args: argparse.Namespace) -> int:
-    """Run ``llmdyn measure coupling`` from parsed arguments."""
+    """Run ``llmdyn measure coupling`` from parsed arguments (inputs checked before any work)."""
+    torch_device(args.device, "--device")
+    check_out(args.out, "--out")
     params = MeasureParams(k=args.k, n_per_task=args.n_per_task, tasks=tuple(args.tasks),
                            seed=args.seed, max_chars=args.max_chars)
     result = measure_coupling(args.model, params, device=args.device, cache=not args.no_cache)

@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from llmdyn import LlmdynError
+from llmdyn.core.checks import torch_device
 from llmdyn.training import corpus
 from llmdyn.training import loop as training
 
@@ -333,7 +334,8 @@ def train_suite(suite: Suite | str, root: str | Path = "results/suite", *,
     """
     suite = get_suite(suite) if isinstance(suite, str) else suite
     if device is not None:
-        suite = dataclasses.replace(suite, device=device)
+        suite = dataclasses.replace(suite, device=torch_device(device))
+    torch_device(suite.device, f"suite {suite.name!r}'s device")  # before any work
     if suite.device.startswith("cuda"):  # cuBLAS is deterministic only with a fixed workspace
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     chosen = [r for r in suite.runs if runs is None or r.name in runs]
@@ -382,6 +384,8 @@ def run_cli(args) -> int:
         for path in corpus.fetch_npm():
             print(path)
         return 0
+    if args.device is not None:
+        torch_device(args.device, "--device")
     for result in train_suite(args.suite, args.root, runs=args.run, corpus_dir=args.corpus,
                               device=args.device):
         print(f"{result.directory}: {len(result.steps)} checkpoints, "

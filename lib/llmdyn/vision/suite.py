@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
 from llmdyn import LlmdynError
+from llmdyn.core.checks import torch_device
 from llmdyn.core.store import safe_name
 from llmdyn.training import loop as training
 from llmdyn.vision.images import ImageData, load_images
@@ -256,7 +257,8 @@ def train_grid(grid: VitGrid | str, root: str | Path | None = None, *,
     """
     grid = get_grid(grid) if isinstance(grid, str) else grid
     if device is not None:
-        grid = dataclasses.replace(grid, device=device)
+        grid = dataclasses.replace(grid, device=torch_device(device))
+    torch_device(grid.device, f"grid {grid.name!r}'s device")  # before any work
     if grid.device.startswith("cuda"):  # cuBLAS is deterministic only with a fixed workspace
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     unknown = set(runs or ()) - {r.name for r in grid.runs}
@@ -292,6 +294,8 @@ def add_parser(sub) -> None:
 
 def run_cli(args) -> int:
     """Run ``llmdyn train-vit``."""
+    if args.device is not None:
+        torch_device(args.device, "--device")
     for result in train_grid(args.grid, args.root, runs=args.run, dataset=args.dataset,
                              device=args.device):
         print(f"{result.directory}: {len(result.steps)} checkpoints, "
