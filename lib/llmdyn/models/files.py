@@ -12,7 +12,7 @@ from typing import Any
 from filelock import FileLock
 
 from llmdyn import LlmdynError
-from llmdyn.core.store import safe_name
+from llmdyn.core.store import apply_umask, safe_name
 
 __all__ = ["cache_dir", "check_model_dir", "dir_digest", "file_sha256", "local_key",
            "remember", "sha256_of"]
@@ -99,6 +99,7 @@ def _write_json(path: Path, data: Any) -> None:
     try:
         with os.fdopen(fd, "w") as fh:
             json.dump(data, fh, indent=0)
+        apply_umask(tmp)  # mkstemp makes it 0600
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -18,10 +18,12 @@ Layout of a run directory::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,10 +31,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import torch
+from filelock import FileLock
 from safetensors.torch import load_file, save_file  # no pickle anywhere
 from tqdm.auto import tqdm
 
 from llmdyn import LlmdynError
+from llmdyn.core.store import apply_umask, atomic_write, writer_alive
 from llmdyn.models.files import sha256_of
 
 WEIGHTS = "model.safetensors"
@@ -121,9 +125,8 @@ def check_steps(steps: Sequence[int], total: int) -> list[int]:
 
 
 def _write_json(path: Path, value: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(value, indent=1, sort_keys=True))
-    os.replace(tmp, path)
+    text = json.dumps(value, indent=1, sort_keys=True)  # temp name unique to this process
+    atomic_write(path, lambda f: f.write(text.encode()))
 
 
 def read_metrics(directory: Path) -> dict[str, Any]:
@@ -187,19 +190,55 @@ class RunResult:
 def _save_checkpoint(run_dir: Path, step: int, model, task: TrainTask, opt, *,
                      wall_s: float) -> None:
     final = run_dir / f"step{step}"
-    tmp = run_dir / f".step{step}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    # unique to this process: concurrent `llmdyn train` on one root never share a temp name
+    tmp = Path(tempfile.mkdtemp(dir=run_dir, prefix=f".step{step}.{os.getpid()}-", suffix=".tmp"))
+    apply_umask(tmp, directory=True)  # mkdtemp makes it 0700
     task.save_model(model, tmp)
     metrics = {"step": step, "tokens_seen": step * task.tokens_per_step, "wall_s": wall_s,
                **task.evaluate(model), "weights_sha256": sha256_of(tmp / WEIGHTS)}
     _write_json(tmp / METRICS, metrics)
     save_file(_optimizer_state(opt), tmp / OPTIMIZER)
-    shutil.rmtree(final, ignore_errors=True)
-    os.replace(tmp, final)  # a checkpoint is either whole or absent
+    _replace_dir(tmp, final)  # a checkpoint is either whole or absent
     for older in run_dir.glob(f"step*/{OPTIMIZER}"):  # resume state: newest checkpoint only
         if older.parent != final:
-            older.unlink()
+            older.unlink(missing_ok=True)
+
+
+def _replace_dir(tmp: Path, final: Path) -> None:
+    """Rename directory ``tmp`` to ``final``; a reader sees the old whole one or the new one.
+
+    An old ``final`` is first renamed aside (atomic), never deleted in place. When another
+    process puts its own ``final`` there in between, that one is kept: a run is bitwise
+    deterministic, so it holds the same checkpoint.
+    """
+    trash = tmp.with_name(tmp.name[: -len(".tmp")] + "-old.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        os.rename(final, trash)
+    try:
+        os.rename(tmp, final)
+    except OSError:  # another process's final arrived first
+        if not final.is_dir():
+            raise
+        shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def run_lock(run_dir: Path) -> FileLock:
+    """A lock on one run directory, held around `train` by the suites.
+
+    Two processes training the same run (three `llmdyn train` on one root) take turns; the
+    later one finds the run done.
+    """
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(run_dir / ".train.lock"))
+
+
+def _sweep_temp_dirs(run_dir: Path) -> None:
+    """Remove the temp directories of checkpoint writers that no longer run (killed runs)."""
+    for tmp in run_dir.glob(".step*.tmp"):
+        if not writer_alive(tmp.name):
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def train(model: torch.nn.Module, task: TrainTask, run_dir: Path, *, schedule: Schedule,
@@ -225,6 +264,7 @@ def train(model: torch.nn.Module, task: TrainTask, run_dir: Path, *, schedule: S
     steps = check_steps(checkpoints, schedule.steps)
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
+    _sweep_temp_dirs(run_dir)
     config_path = run_dir / "run_config.json"
     if config_path.exists():
         saved = json.loads(config_path.read_text())
@@ -285,7 +325,7 @@ def train(model: torch.nn.Module, task: TrainTask, run_dir: Path, *, schedule: S
         model.eval()
         torch.use_deterministic_algorithms(was_deterministic)
     for leftover in run_dir.glob(f"step*/{OPTIMIZER}"):  # a finished run needs no resume state
-        leftover.unlink()
+        leftover.unlink(missing_ok=True)
     tokens_per_s = task.tokens_per_step * schedule.steps / max(wall, 1e-9)
     _write_json(done, {"checkpoints": steps, "wall_s": wall, "tokens_per_s": tokens_per_s,
                        "config": config, **(facts or {})})

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
+from filelock import FileLock
 
 from llmdyn import LlmdynError
 from llmdyn.core.checks import torch_device
@@ -195,13 +196,14 @@ def prepare_data(suite: Suite, root: Path, corpus_dir: str | Path | None = None)
     key = f"{digest[:12]}-v{suite.vocab_size}-h{suite.heldout_fraction:g}"
     directory = Path(root) / "_data" / key
     tok_dir, streams = directory / "tokenizer", directory / "streams.npz"
-    if not streams.exists():
-        directory.mkdir(parents=True, exist_ok=True)
-        tokenizer = corpus.train_tokenizer(split.train, suite.vocab_size, tok_dir)
-        tmp = directory / ".streams.tmp.npz"
-        np.savez(tmp, train=corpus.token_stream(tokenizer, split.train),
-                 heldout=corpus.token_stream(tokenizer, split.heldout))
-        tmp.replace(streams)
+    directory.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(directory / ".prepare.lock")):  # concurrent `llmdyn train`: one prepares
+        if not streams.exists():
+            tokenizer = corpus.train_tokenizer(split.train, suite.vocab_size, tok_dir)
+            tmp = directory / f".streams.{os.getpid()}.tmp.npz"
+            np.savez(tmp, train=corpus.token_stream(tokenizer, split.train),
+                     heldout=corpus.token_stream(tokenizer, split.heldout))
+            tmp.replace(streams)
     tokenizer = AutoTokenizer.from_pretrained(tok_dir)
     with np.load(streams, allow_pickle=False) as f:
         train, heldout = f["train"], f["heldout"]
@@ -312,11 +314,11 @@ def train_run(run: Run, suite: Suite, root: Path, data: PreparedData, *,
         weight_decay=run.weight_decay)
     facts = {"flops_per_token": 6 * matmul_params(model),
              "params": sum(p.numel() for p in model.parameters())}
-    result = training.train(model, LanguageModelTask(data, suite, run.seed), root / run.name,
-                            schedule=schedule, checkpoints=suite.checkpoint_steps(),
-                            config=run_config(run, suite, data), facts=facts, desc=run.name,
-                            progress=progress)
-    return result
+    with training.run_lock(root / run.name):  # a second `llmdyn train` of it waits, then skips
+        return training.train(model, LanguageModelTask(data, suite, run.seed), root / run.name,
+                              schedule=schedule, checkpoints=suite.checkpoint_steps(),
+                              config=run_config(run, suite, data), facts=facts, desc=run.name,
+                              progress=progress)
 
 
 def train_suite(suite: Suite | str, root: str | Path = "results/suite", *,

@@ -242,10 +242,11 @@ def train_vit(run: VitRun, grid: VitGrid, root: Path, data: ImageData, *,
         steps=grid.steps, lr=grid.lr, warmup=max(1, round(grid.warmup_fraction * grid.steps)),
         min_lr_ratio=0.01, weight_decay=run.weight_decay, betas=(0.9, 0.999), grad_clip=1.0)
     facts = {"params": sum(p.numel() for p in model.parameters()), "dataset": data.name}
-    return training.train(model, ImageTask(data, grid, run.seed), Path(root) / run.name,
-                          schedule=schedule, checkpoints=grid.checkpoint_steps(),
-                          config=run_config(run, grid, data), facts=facts, desc=run.name,
-                          progress=progress)
+    with training.run_lock(Path(root) / run.name):  # a second trainer of it waits, then skips
+        return training.train(model, ImageTask(data, grid, run.seed), Path(root) / run.name,
+                              schedule=schedule, checkpoints=grid.checkpoint_steps(),
+                              config=run_config(run, grid, data), facts=facts, desc=run.name,
+                              progress=progress)
 
 
 def train_grid(grid: VitGrid | str, root: str | Path | None = None, *,
