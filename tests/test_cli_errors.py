@@ -45,6 +45,7 @@ MORE = [
     (["train", "--device", "banana"], "--device"),
     (["train", "--suite", "nope"], "'nope'"),
     (["train-vit", "--grid", "nope"], "'nope'"),
+    (["book", "--model", "results/typo", "--out", "x"], "results/typo"),
 ]
 
 

@@ -9,7 +9,8 @@ import numpy as np
 
 from llmdyn import LlmdynError
 
-__all__ = ["choice", "k_value", "layer_indices", "positive_int", "prompt_texts", "torch_device"]
+__all__ = ["choice", "is_int", "k_value", "layer_indices", "positive_int", "prompt_texts",
+           "torch_device"]
 
 
 def prompt_texts(prompts: Any, arg: str = "prompts") -> list[str]:
@@ -41,8 +42,12 @@ def _is_prompt(value: Any) -> bool:
     return isinstance(getattr(value, "text", None), str) and hasattr(value, "task")
 
 
-def _is_int(value: Any) -> bool:
+def is_int(value: Any) -> bool:
+    """Whether `value` is an int (Python or numpy), not a bool and not a float like 1.0."""
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+_is_int = is_int
 
 
 def layer_indices(layers: Any, n_layers: int, arg: str = "layers") -> list[int]:
@@ -101,10 +106,16 @@ def choice(value: Any, choices: Sequence[str], arg: str) -> str:
     return value
 
 
-def positive_int(value: Any, arg: str) -> int:
-    """`value` if it is an int >= 1 (not a bool or a float), else LlmdynError naming `arg`."""
+def positive_int(value: Any, arg: str, *, none_means: str | None = None) -> int | None:
+    """`value` if it is an int >= 1 (not a bool or a float), else LlmdynError naming `arg`.
+
+    With ``none_means`` (what None stands for, for the message), None is accepted too.
+    """
+    if value is None and none_means is not None:
+        return None
     if not _is_int(value) or value < 1:
-        raise LlmdynError(f"{arg} must be a positive integer, got {value!r}")
+        alt = f", or None ({none_means})" if none_means else ""
+        raise LlmdynError(f"{arg} must be a positive integer{alt}, got {value!r}")
     return int(value)
 
 

@@ -211,6 +211,7 @@ class ResultStore:
             raise LlmdynError(f"model_id must be a non-empty name like 'google/gemma-3-270m', "
                               f"got {model_id!r}")
         self.root = Path(root if root is not None else os.environ.get("LLMDYN_RESULTS", "results"))
+        _check_root(self.root, "root" if root is not None else "LLMDYN_RESULTS")
         self.model_id = safe_name(model_id)
         self.provenance = canonical_params(provenance or {}, arg="provenance")
         self.versions: dict[str, str | None] | None = None
@@ -336,6 +337,17 @@ class ResultStore:
                     found[i] = self.save(measurement, params, it, compute_item(it))
                     bar.update(1)
         return found  # type: ignore[return-value]
+
+
+def _check_root(root: Path, arg: str) -> None:
+    """Refuse a cache root that cannot be a directory (it, or a parent, is a regular file)."""
+    for path in (root, *root.parents):
+        if path.exists():
+            if not path.is_dir():
+                what = "is a file" if path == root else f"lies under the file {path}"
+                raise LlmdynError(f"results cache {arg}={str(root)!r} {what}, so it cannot be a "
+                                  f"directory; point {arg} at a directory (default: results)")
+            return
 
 
 def writer_alive(name: str) -> bool:

@@ -10,8 +10,8 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
     submodules=["convert", "files", "loading", "packaged", "tokenizers"],
     submod_attrs={
         "convert": ["MANIFEST", "conversion_log", "converted", "verify_converted"],
-        "files": ["check_model_dir", "dir_digest", "file_sha256", "local_key", "remember",
-                  "sha256_of"],
+        "files": ["check_model_dir", "dir_digest", "file_sha256", "local_key", "looks_like_path",
+                  "remember", "sha256_of"],
         "loading": ["ARCHITECTURES", "TINY_CONFIGS", "Architecture", "LoadedModel", "known_models",
                     "load_model", "twin_config"],
         "packaged": ["local_gguf", "packaged_safetensors"],

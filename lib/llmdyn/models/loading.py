@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -18,7 +20,14 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 from llmdyn import LlmdynError
 from llmdyn.core.checks import torch_device
 from llmdyn.core.store import ResultStore
-from llmdyn.models.files import NEEDS, cache_dir, check_model_dir, dir_digest, local_key
+from llmdyn.models.files import (
+    NEEDS,
+    cache_dir,
+    check_model_dir,
+    dir_digest,
+    local_key,
+    looks_like_path,
+)
 from llmdyn.models.packaged import PACKAGED, PackagedModel, local_gguf, packaged_safetensors
 from llmdyn.models.tokenizers import byte_tokenizer
 
@@ -197,6 +206,9 @@ def load_model(
         raise LlmdynError(f"model spec must be a non-empty string, got {spec!r}; "
                           f"known names: {', '.join(known_models())}")
     device = _check_device(device)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise LlmdynError(f"dtype must be a floating torch dtype (torch.float32, the default, or "
+                          f"torch.float64), got {dtype!r}")
     if spec in TINY_CONFIGS:
         hf, tokenizer, identity = _load_tiny(spec, seed)
         config = hf.config
@@ -206,7 +218,7 @@ def load_model(
     elif spec.endswith(".gguf") and Path(spec).is_file():
         path, identity = local_gguf(spec)
         hf, tokenizer, config = _load_pretrained(str(path), spec, weights=not untrained)
-    elif Path(spec).exists() or spec.startswith((".", "/", "~")):
+    elif Path(spec).exists() or looks_like_path(spec):  # results/typo: no hub retries
         directory = Path(spec).expanduser()
         check_model_dir(directory, spec)
         hf, tokenizer, config = _load_pretrained(str(directory), spec, weights=not untrained)
@@ -308,7 +320,7 @@ def _load_pretrained(path_or_id: str, spec: str, revision: str | None = None, *,
     # Never trust_remote_code; safetensors only (no pickle checkpoints); eager attention
     # because forward-mode AD and vmapped backward do not work well through CPU SDPA.
     try:
-        with _no_progress_bars():  # a chapter shows no "Loading weights" bar
+        with _no_progress_bars(), _held_load_report() as report:  # no "Loading weights" bar
             hf = AutoModelForCausalLM.from_pretrained(
                 path_or_id, revision=revision, trust_remote_code=False, use_safetensors=True,
                 attn_implementation="eager", dtype=torch.float32,
@@ -321,7 +333,59 @@ def _load_pretrained(path_or_id: str, spec: str, revision: str | None = None, *,
         raise LlmdynError(f"model {spec!r}: cannot read its safetensors ({files or path_or_id}): "
                           f"{err}. The file is corrupt or truncated; write it again with "
                           "save_pretrained, or delete it.") from None
+    except LlmdynError:
+        raise
+    except (OSError, ValueError, RuntimeError) as err:
+        if not Path(path_or_id).is_dir():
+            raise  # a hub id: transformers' own message
+        raise _local_load_error(spec, Path(path_or_id), err, report) from None
+    for record in report:  # loaded after all: show transformers' report (missing keys, …)
+        logging.getLogger(record.name).handle(record)
     return hf, tokenizer, config
+
+
+def _local_load_error(spec: str, directory: Path, err: Exception,
+                      report: list[logging.LogRecord]) -> LlmdynError:
+    """A transformers error on a local checkpoint as one message naming the file to fix."""
+    text = str(err)
+    if "config" in text.lower() and "json" in text.lower():
+        return LlmdynError(f"model {spec!r}: {directory / 'config.json'} is not a valid config "
+                           f"({text.splitlines()[0]}); restore the config.json saved with the "
+                           "weights (save_pretrained writes both)")
+    rows = [re.sub(r"\x1b\[[0-9;]*m", "", line).split("|") for r in report
+            for line in r.getMessage().splitlines() if "MISMATCH" in line]
+    if rows or "size mismatch" in text:
+        example = (f" (e.g. {rows[0][0].strip()}: {rows[0][-1].strip()})" if rows else "")
+        return LlmdynError(f"model {spec!r}: the weights in {directory} do not fit its "
+                           f"config.json{example}: the config (hidden_size, layers, heads, "
+                           "vocabulary) and the safetensors come from different models; "
+                           "restore the config.json saved with the weights")
+    return LlmdynError(f"model {spec!r}: transformers cannot load the checkpoint in "
+                       f"{directory} ({type(err).__name__}: {text.splitlines()[0][:300]}); "
+                       f"{NEEDS}")
+
+
+@contextmanager
+def _held_load_report() -> Iterator[list[logging.LogRecord]]:
+    """Hold transformers' state-dict LOAD REPORT (a table of every key) while loading.
+
+    A checkpoint that fails to load becomes one message instead; one that loads has its
+    report logged afterwards, as transformers would have.
+    """
+    held: list[logging.LogRecord] = []
+
+    def hold(record: logging.LogRecord) -> bool:
+        if "LOAD REPORT" in record.getMessage():
+            held.append(record)
+            return False
+        return True
+
+    logger = logging.getLogger("transformers.modeling_utils")
+    logger.addFilter(hold)
+    try:
+        yield held
+    finally:
+        logger.removeFilter(hold)
 
 
 @functools.lru_cache(maxsize=8)

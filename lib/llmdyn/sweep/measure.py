@@ -222,15 +222,24 @@ def read_result(path: str | os.PathLike) -> CouplingResult:
         got = raw.get("format") if isinstance(raw, dict) else type(raw).__name__
         raise LlmdynError(f"result file {path} has format {got!r}, expected {FORMAT!r}; rerun "
                           "its measurement with this version of llmdyn")
-    agg = raw["aggregate"]
-    return CouplingResult(
-        path=path, model=raw["model"], params=raw["params"],
-        coupling_mis=float(agg["coupling_mis"]), coupling_share=float(agg["coupling_share"]),
-        coupling_authors=float(agg["coupling_authors"]),
-        prompt_ids=tuple(p["id"] for p in raw["prompts"]),
-        prompt_mis=np.array([p["coupling_mis"] for p in raw["prompts"]], dtype=np.float64),
-        prompt_share=np.array([p["coupling_share"] for p in raw["prompts"]], dtype=np.float64),
-        versions=raw.get("versions", {}))
+    try:
+        agg = raw["aggregate"]
+        return CouplingResult(
+            path=path, model=raw["model"], params=raw["params"],
+            coupling_mis=float(agg["coupling_mis"]), coupling_share=float(agg["coupling_share"]),
+            coupling_authors=float(agg["coupling_authors"]),
+            prompt_ids=tuple(p["id"] for p in raw["prompts"]),
+            prompt_mis=np.array([p["coupling_mis"] for p in raw["prompts"]], dtype=np.float64),
+            prompt_share=np.array([p["coupling_share"] for p in raw["prompts"]],
+                                  dtype=np.float64),
+            versions=raw.get("versions", {}))
+    except KeyError as err:
+        raise LlmdynError(f"result file {path} lacks {err.args[0]!r} (incomplete or edited by "
+                          "hand); rerun its measurement: `llmdyn measure coupling --model "
+                          f"<model> --out {path}`") from None
+    except (TypeError, ValueError) as err:
+        raise LlmdynError(f"result file {path} holds a value of the wrong type ({err}); rerun "
+                          "its measurement") from None
 
 
 def read_results(paths: Sequence[str | os.PathLike],
