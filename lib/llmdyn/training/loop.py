@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import os
 import shutil
@@ -43,6 +44,7 @@ WEIGHTS = "model.safetensors"
 METRICS = "metrics.json"
 OPTIMIZER = "optimizer.safetensors"
 METRIC_KEYS = ("step", "tokens_seen", "train_loss", "heldout_loss", "wall_s")
+log = logging.getLogger(__name__)
 
 
 class TrainTask(Protocol):
@@ -136,8 +138,9 @@ def read_metrics(directory: Path) -> dict[str, Any]:
         LlmdynError: a file is missing, unreadable, or the weights' sha256 does not match.
     """
     directory = Path(directory)
-    what = (f"checkpoint {directory}: delete this directory and run the suite again "
-            "(it retrains from the previous checkpoint)")
+    what = (f"checkpoint {directory}: run its suite or grid again (`llmdyn train` or `llmdyn "
+            "train-vit`): it rebuilds this checkpoint by retraining the run from its newest "
+            "checkpoint that resumes exactly (usually step 0)")
     try:
         metrics = json.loads((directory / METRICS).read_text())
     except (OSError, ValueError) as err:
@@ -170,11 +173,27 @@ def _restore_optimizer(opt: torch.optim.Optimizer, flat: dict[str, torch.Tensor]
     torch.set_rng_state(flat["rng"])
 
 
-def _latest(run_dir: Path) -> tuple[int, Path] | None:
-    """The newest checkpoint that can be resumed from (it holds the optimizer state)."""
+def _latest(run_dir: Path, before: int | None = None) -> tuple[int, Path] | None:
+    """The newest checkpoint that can be resumed from (it holds the optimizer state).
+
+    With ``before``, only checkpoints of earlier steps count: a run resumes before its first
+    missing or corrupt checkpoint, so that retraining rebuilds it.
+    """
     found = sorted((int(p.name[4:]), p) for p in run_dir.glob("step*")
-                   if p.name[4:].isdigit() and (p / OPTIMIZER).exists())
+                   if p.name[4:].isdigit() and (p / OPTIMIZER).exists()
+                   and (before is None or int(p.name[4:]) < before))
     return found[-1] if found else None
+
+
+def _unverified(run_dir: Path, steps: Sequence[int]) -> dict[int, str]:
+    """The promised checkpoints that are missing or do not verify, with why: ``{step: why}``."""
+    bad = {}
+    for step in steps:
+        try:
+            read_metrics(run_dir / f"step{step}")
+        except LlmdynError as err:
+            bad[step] = str(err).rsplit("; ", 1)[-1]
+    return bad
 
 
 @dataclass(frozen=True)
@@ -258,8 +277,13 @@ def train(model: torch.nn.Module, task: TrainTask, run_dir: Path, *, schedule: S
         desc: progress-bar label.
         progress: show a progress bar with loss and tokens/s.
 
+    A run is finished (``run.json``) only while every checkpoint of ``checkpoints`` verifies
+    (`read_metrics`); one that went missing or corrupt is rebuilt by retraining from the newest
+    earlier checkpoint that resumes exactly (weights, optimizer and RNG state, kept only at the
+    newest checkpoint of an unfinished run), which after a finished run means step 0.
+
     Raises:
-        LlmdynError: the saved config differs, or a checkpoint is corrupt.
+        LlmdynError: the saved config differs.
     """
     steps = check_steps(checkpoints, schedule.steps)
     run_dir = Path(run_dir)
@@ -275,7 +299,8 @@ def train(model: torch.nn.Module, task: TrainTask, run_dir: Path, *, schedule: S
     else:
         _write_json(config_path, config)
     done = run_dir / "run.json"
-    if done.exists():
+    bad = _unverified(run_dir, steps)  # finished only when every promised checkpoint verifies
+    if done.exists() and not bad:
         summary = json.loads(done.read_text())
         return RunResult(run_dir, summary["checkpoints"], summary["wall_s"],
                          summary["tokens_per_s"])
@@ -283,7 +308,14 @@ def train(model: torch.nn.Module, task: TrainTask, run_dir: Path, *, schedule: S
     opt = torch.optim.AdamW(model.parameters(), lr=schedule.lr, betas=schedule.betas,
                             weight_decay=schedule.weight_decay)
     start, wall = 0, 0.0
-    latest = _latest(run_dir)
+    latest = _latest(run_dir, before=min(bad, default=None))
+    if done.exists():  # finished once, but a checkpoint went missing or corrupt since
+        from_step = latest[0] if latest is not None else 0
+        log.warning("%s: checkpoint(s) %s missing or corrupt (%s); retraining the run from "
+                    "step %d, its newest checkpoint that resumes exactly, to rebuild them",
+                    run_dir, ", ".join(f"step{s}" for s in bad), next(iter(bad.values())),
+                    from_step)
+        done.unlink()  # not finished until they are rebuilt
     if latest is not None:
         start, path = latest
         metrics = read_metrics(path)

@@ -80,6 +80,9 @@ class VitGrid:
             raise LlmdynError(f"grid {self.name!r}: SD rates must be in [0, 1) and weight decays "
                               f">= 0, got {self.drop_paths}, {self.weight_decays}")
         training.check_steps(self.checkpoint_steps(), self.steps)
+        if self.checkpoint_steps()[-1] != self.steps:  # the measured model is the final one
+            raise LlmdynError(f"grid {self.name!r}: checkpoints must include the final step "
+                              f"{self.steps}, got {self.checkpoint_steps()}")
 
     @property
     def runs(self) -> tuple[VitRun, ...]:
@@ -200,13 +203,26 @@ class ImageTask:
 
 
 def final_checkpoint(run_dir: str | Path) -> Path:
-    """The last ``step<N>`` directory of a finished run."""
+    """The checkpoint of a finished run at its grid's final step, verified.
+
+    Never the newest step that happens to exist: with that final step missing or corrupt,
+    this refuses, and `llmdyn train-vit` rebuilds it.
+    """
     run_dir = Path(run_dir)
-    if not (run_dir / "run.json").exists():
-        raise LlmdynError(f"run {run_dir} is not trained (no run.json); train its grid with "
-                          "`llmdyn train-vit --grid <grid>`")
-    return max((p for p in run_dir.glob("step*") if p.name[4:].isdigit()),
-               key=lambda p: int(p.name[4:]))
+    try:
+        final = int(json.loads((run_dir / "run.json").read_text())["config"]["steps"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise LlmdynError(f"run {run_dir} is not trained (no readable run.json); train its grid "
+                          "with `llmdyn train-vit --grid <grid>`") from None
+    path = run_dir / f"step{final}"
+    try:
+        training.read_metrics(path)
+    except LlmdynError as err:
+        raise LlmdynError(f"run {run_dir}: its final checkpoint step{final} is missing or "
+                          f"corrupt ({str(err).rsplit('; ', 1)[-1]}); run `llmdyn train-vit "
+                          "--grid <grid>` again: it rebuilds it by retraining the run from its "
+                          "newest checkpoint that resumes exactly (usually step 0)") from None
+    return path
 
 
 def load_vit(directory: str | Path, device: str = "cpu") -> ViT:
