@@ -149,7 +149,7 @@ def check_config(config: dict[str, Any], root: Path = REPO) -> dict[str, Any]:
         hint = ""
         if cause.validator == "type" and "array" in str(cause.validator_value):
             hint = (f"; give a list, e.g. --config '{key}=[{json.dumps(str(cause.instance))}]'"
-                    if isinstance(cause.instance, str) else "; give a list")
+                    if isinstance(cause.instance, str) and "." not in key else "; give a list")
         raise LlmdynError(f"workflow config {key}: {cause.message}{hint} (the keys and their "
                           f"types: {CONFIG_SCHEMA.relative_to(REPO)})") from None
     params = config["chapter_params"]

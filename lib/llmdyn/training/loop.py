@@ -224,7 +224,7 @@ def _save_checkpoint(run_dir: Path, step: int, model, task: TrainTask, opt, *,
 
 
 def _replace_dir(tmp: Path, final: Path) -> None:
-    """Rename directory ``tmp`` to ``final``; a reader sees the old whole one or the new one.
+    """Rename directory ``tmp`` to ``final``: a checkpoint is whole or absent, never a mix.
 
     An old ``final`` is first renamed aside (atomic), never deleted in place. When another
     process puts its own ``final`` there in between, that one is kept: a run is bitwise
