@@ -60,7 +60,7 @@ def test_bad_input_is_a_message():
         profile_dir("pbs")
     with pytest.raises(LlmdynError, match="unknown profile"):
         run_workflow(profile="pbs", dry_run=True)
-    assert main(["workflow", "--only", "99_nothing"]) == 1
+    assert main(["workflow", "--only", "99_nothing"]) == 2
 
 
 def test_unreachable_slurm_says_how_to_start_one(monkeypatch, tmp_path):

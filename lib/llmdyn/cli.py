@@ -92,18 +92,19 @@ def _list_chapters() -> int:
 
 
 def _build_book(args: argparse.Namespace) -> int:
-    try:
-        html = build.build_book(args.model, out=args.out, only=args.only,
-                                strict=not args.no_strict, force=args.force)
-    except LlmdynError as err:  # a refused input: one message, no traceback
-        print(f"llmdyn book: error: {err}", file=sys.stderr)
-        return 2
+    html = build.build_book(args.model, out=args.out, only=args.only,
+                            strict=not args.no_strict, force=args.force)
     print(f"book built: {html / 'index.html'}")
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The ``llmdyn`` command: ``models``, ``book``, ``measure coupling``, ``workflow``, …."""
+    """The ``llmdyn`` command: ``models``, ``book``, ``measure coupling``, ``workflow``, ….
+
+    A refused input (`LlmdynError`) of any subcommand prints one line,
+    ``llmdyn <command>: error: <message>``, on stderr and returns 2, as argparse does for a
+    bad option; other exceptions are bugs and keep their traceback.
+    """
     args = build_parser().parse_args(argv)
     commands = {
         "lab": lambda: lab.run_cli(args),
@@ -116,4 +117,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "models": _list_models,
         "book": lambda: _build_book(args),
     }
-    return commands[args.command]()
+    name = " ".join(filter(None, (args.command, getattr(args, "measurement", None))))
+    try:
+        return commands[args.command]()
+    except LlmdynError as err:  # a refused input: one message, no traceback
+        print(f"llmdyn {name}: error: {err}", file=sys.stderr)
+        return 2

@@ -62,6 +62,10 @@ class Svd(NamedTuple):
 def _square(J: ArrayLike, name: str, stack: bool = False) -> torch.Tensor:
     want = "[layer, d_model, d_model]" if stack else _JAC
     J = _tensor(J, name, 3 if stack else 2, want, exact=stack)
+    if J.dtype in (torch.float16, torch.bfloat16):  # torch has no SVD in half precision
+        raise LlmdynError(f"{name}: dtype {J.dtype} has no SVD in torch; pass float32 or "
+                          f"float64, e.g. {name}.float() (a model loaded in half precision: "
+                          "load it with dtype=torch.float32)")
     if J.shape[-1] != J.shape[-2]:
         raise LlmdynError(f"{name}: got shape {tuple(J.shape)}; expected {want}")
     return J

@@ -15,6 +15,7 @@ import yaml
 
 from llmdyn import LlmdynError, __version__
 from llmdyn.book import buildfacts, figures, gallery
+from llmdyn.models.files import looks_like_path
 
 KERNEL = "llmdyn"
 REPO = Path(__file__).resolve().parents[3]  # lib/llmdyn/book/build.py -> repository root
@@ -191,8 +192,7 @@ def resolve_model(model: str) -> str:
     path = Path(model).expanduser()
     if path.exists():
         return str(path.resolve())
-    if model.startswith((".", "/", "~")) or (len(model.split("/")) == 2
-                                              and Path(model.split("/")[0]).is_dir()):
+    if looks_like_path(model):  # e.g. results/typo: refused here, never sent to the hub
         raise LlmdynError(f"--model {model}: directory {path.resolve()} does not exist; a "
                           "model directory holds config.json and model.safetensors")
     return model

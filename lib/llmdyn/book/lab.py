@@ -43,9 +43,10 @@ def lab_command(*, root: Path = REPO / "notebooks", ip: str = "127.0.0.1", port:
         The argv list, starting with this interpreter (the project's venv).
     """
     if not Path(root).is_dir():
-        raise LlmdynError(f"lab root {root} is not a directory; pass the notebooks/ folder")
+        raise LlmdynError(f"root (--root) {root} is not a directory; pass the notebooks/ "
+                          "folder")
     if not 0 <= port < 65536:
-        raise LlmdynError(f"port must be in 0..65535, got {port}")
+        raise LlmdynError(f"port (--port) must be in 0..65535, got {port}")
     if as_root is None:
         as_root = hasattr(os, "geteuid") and os.geteuid() == 0
     cmd = [sys.executable, "-m", "jupyterlab",
@@ -78,18 +79,13 @@ def add_parser(sub: Any) -> None:
 
 
 def run_cli(args: argparse.Namespace) -> int:
-    """Replace this process by the JupyterLab server; errors print as one message."""
+    """Replace this process by the JupyterLab server (`llmdyn.cli.main` prints refusals)."""
     try:
         import jupyterlab  # noqa: F401
     except ImportError:
-        print("llmdyn lab: JupyterLab is not installed; run `make setup` (or pip install "
-              "-r requirements.txt)", file=sys.stderr)
-        return 1
-    try:
-        cmd = lab_command(root=args.root, ip=args.ip, port=args.port)
-    except LlmdynError as err:
-        print(f"llmdyn lab: {err}", file=sys.stderr)
-        return 1
+        raise LlmdynError("JupyterLab is not installed; run `make setup` (or pip install "
+                          "-r requirements.txt)") from None
+    cmd = lab_command(root=args.root, ip=args.ip, port=args.port)
     print(f"JupyterLab on {args.root} with the {KERNEL!r} kernel; open the URL with ?token= "
           f"printed below.\nOver SSH, first run on your machine: ssh -L {args.port}:127.0.0.1:"
           f"{args.port} <user>@<host>", flush=True)

@@ -10,15 +10,20 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from llmdyn import LlmdynError
 from llmdyn.book import sources
@@ -27,6 +32,8 @@ from llmdyn.book.build import build_html, chapters, run_chapter, stage
 REPO = Path(__file__).resolve().parents[3]  # lib/llmdyn/book/workflow.py -> repository root
 SNAKEFILE = REPO / "workflow" / "Snakefile"
 PROFILES = REPO / "workflow" / "profiles"
+CONFIG = REPO / "workflow" / "config.yaml"
+CONFIG_SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 
 
 def chapter_sources(name: str, root: Path = REPO) -> list[Path]:
@@ -78,6 +85,83 @@ def profile_dir(profile: str) -> Path:
     return path
 
 
+def _typed(value: Any) -> Any:
+    """A config value with the scalars Snakemake's ``--config`` left as text typed again.
+
+    Snakemake reads ``--config measure={"k": 4}`` with YAML's base loader, which keeps every
+    nested scalar a string ("4"); ``key=`` gives None. Strings that YAML reads as a number,
+    a bool or null become that, so the schema sees what the user typed.
+    """
+    if isinstance(value, dict):
+        return {k: _typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_typed(v) for v in value]
+    if isinstance(value, str) and value.strip():
+        try:
+            parsed = yaml.safe_load(value)
+        except yaml.YAMLError:
+            return value
+        return parsed if parsed is None or isinstance(parsed, bool | int | float) else value
+    return value
+
+
+def merged_config(overrides: dict[str, Any] | None = None,
+                  defaults: Path = CONFIG) -> dict[str, Any]:
+    """``workflow/config.yaml`` updated by ``overrides`` (nested dicts merged, like Snakemake)."""
+    def merge(base: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+        out = dict(base)
+        for key, value in new.items():
+            out[key] = (merge(out[key], value) if isinstance(value, dict)
+                        and isinstance(out.get(key), dict) else value)
+        return out
+
+    return merge(yaml.safe_load(defaults.read_text()) or {}, dict(overrides or {}))
+
+
+def check_config(config: dict[str, Any], root: Path = REPO) -> dict[str, Any]:
+    """The workflow's config, checked once against ``workflow/schemas/config.schema.yaml``.
+
+    The Snakefile calls this on the config Snakemake merged, and :func:`run_workflow` on the
+    config it is about to pass, so a bad value stops before any job: ``measure_models`` must
+    be a list (a bare name would be split into one job per character), ``chapter_params`` an
+    existing directory (a typo would run full-size chapters), a misspelt key is refused.
+
+    Returns:
+        The config with Snakemake's text scalars typed (see :func:`_typed`) and the schema's
+        defaults filled in.
+
+    Raises:
+        LlmdynError: naming the key, the value and what the schema expects.
+    """
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate
+
+    config = _typed(dict(config))
+    if config.get("chapter_params") is None:  # `chapter_params=` on the command line
+        config["chapter_params"] = ""
+    try:
+        validate(config, str(CONFIG_SCHEMA))
+    except WorkflowError as err:
+        cause = err.__context__  # Snakemake raises while handling jsonschema's ValidationError
+        if not hasattr(cause, "absolute_path"):
+            raise LlmdynError(f"workflow config: {err}") from None
+        key = ".".join(map(str, cause.absolute_path)) or "(top level)"
+        hint = ""
+        if cause.validator == "type" and "array" in str(cause.validator_value):
+            hint = (f"; give a list, e.g. --config '{key}=[{json.dumps(str(cause.instance))}]'"
+                    if isinstance(cause.instance, str) and "." not in key else "; give a list")
+        raise LlmdynError(f"workflow config {key}: {cause.message}{hint} (the keys and their "
+                          f"types: {CONFIG_SCHEMA.relative_to(REPO)})") from None
+    params = config["chapter_params"]
+    if params:
+        path = Path(params) if Path(params).is_absolute() else Path(root) / params
+        if not path.is_dir():
+            raise LlmdynError(f"workflow config chapter_params: {params!r} is not a directory "
+                              f"({path} does not exist); give a directory of <chapter>.yaml "
+                              "notebook parameters, e.g. tests/smoke, or '' for none")
+    return config
+
+
 def check_slurm(timeout: float = 10) -> None:
     """Raise a message that says what to do if no SLURM controller answers ``sinfo``."""
     how = ("Start a one-node SLURM on this machine as root with `tools/slurm_local.sh start`, "
@@ -102,6 +186,10 @@ def snakemake_command(*, model: str | None = None, profile: str | None = None,
                       dry_run: bool = False, extra: Sequence[str] = (),
                       snakefile: Path = SNAKEFILE) -> list[str]:
     """The Snakemake command line for the book's workflow (see :func:`run_workflow`)."""
+    if cores is not None and (not isinstance(cores, int) or isinstance(cores, bool)
+                              or cores < 1):
+        raise LlmdynError(f"cores (--cores) must be an integer >= 1, got {cores!r}; leave it out "
+                          "to use every core of this machine")
     cmd = [sys.executable, "-m", "snakemake", *targets, "--snakefile", str(snakefile),
            "--cores", str(cores or os.cpu_count() or 1), "--printshellcmds"]
     if directory is not None:
@@ -150,17 +238,27 @@ def run_workflow(*, model: str | None = None, profile: str | None = None,
         profile: None for the local executor, or a profile under ``workflow/profiles``.
         chapters: only these chapters (and what they need), not the HTML.
         targets: other Snakemake targets (files or rule names), e.g. ``measure_all``.
-        cores: local cores (default: all of this machine's).
-        directory: where outputs go (default the repository).
+        cores: local cores, at least 1 (default: all of this machine's).
+        directory: where outputs go (default the repository); it must exist.
         config: more config values (see ``workflow/config.yaml``).
         dry_run: list the jobs without running them.
         extra: further Snakemake arguments.
 
+    A SIGTERM, SIGHUP or SIGINT (Ctrl-C) sent to this process stops Snakemake and its local
+    jobs as Ctrl-C does, so no Snakemake is left running on its own.
+
     Raises:
-        LlmdynError: unknown profile or chapter, SLURM unreachable, or a failed job (the
-            message holds the failed jobs' log paths and the end of each log).
+        LlmdynError: unknown profile or chapter, a config the schema refuses (see
+            :func:`check_config`), cores < 1, a missing ``directory``, SLURM unreachable, or
+            a failed job (the message holds the failed jobs' log paths and the end of each
+            log).
     """
     check_chapters(chapters)
+    if directory is not None and not Path(directory).is_dir():
+        what = "is a file" if Path(directory).exists() else "does not exist"
+        raise LlmdynError(f"directory (--directory) {directory} {what}; create it first "
+                          f"(mkdir -p {directory}) or leave it out to write into the repository")
+    check_config(merged_config({**(config or {}), **({"model": model} if model else {})}))
     if profile:
         profile_dir(profile)
         if profile == "slurm" and not dry_run:
@@ -171,14 +269,20 @@ def run_workflow(*, model: str | None = None, profile: str | None = None,
     cmd = snakemake_command(model=model, profile=profile, targets=targets, cores=cores,
                             directory=directory, config=config, dry_run=dry_run, extra=extra)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            cwd=directory or REPO)
-    lines = []
+                            cwd=directory or REPO, start_new_session=True)
+    lines: list[str] = []
     assert proc.stdout is not None
-    for line in proc.stdout:
-        sys.stdout.write(line)
-        lines.append(line)
+    with _forwarding_signals(proc) as received:
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            lines.append(line)
+        proc.wait()
     output = "".join(lines)
-    if proc.wait() != 0:
+    if received:
+        raise LlmdynError(f"stopped by {received[0].name}: Snakemake and its running jobs were "
+                          f"stopped too (snakemake exit {proc.returncode}); the outputs of the "
+                          "jobs that finished are kept, and the next run continues from them")
+    if proc.returncode != 0:
         logs = failed_logs(output, Path(directory or REPO))
         tails = "".join(f"\n--- {p} (last lines) ---\n" + "".join(
             p.read_text(errors="replace").splitlines(True)[-25:]) for p in logs)
@@ -187,6 +291,35 @@ def run_workflow(*, model: str | None = None, profile: str | None = None,
         raise LlmdynError(f"the workflow failed (snakemake exit {proc.returncode}); {where}; "
                           f"the outputs of the jobs that finished are kept.{tails}")
     return output
+
+
+@contextlib.contextmanager
+def _forwarding_signals(proc: subprocess.Popen) -> Iterator[list[signal.Signals]]:
+    """Stop ``proc``'s process group on SIGTERM, SIGHUP or SIGINT; yield the signals received.
+
+    ``proc`` runs in its own session (so a signal meant for it can reach its jobs too).
+    Without this, ``kill <llmdyn pid>`` ends this process and leaves Snakemake running,
+    reparented to PID 1. Handlers can only be set in the main thread; elsewhere nothing is
+    forwarded.
+    """
+    received: list[signal.Signals] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def forward(signum: int, frame: Any) -> None:
+        received.append(signal.Signals(signum))
+        if proc.poll() is None:  # as Ctrl-C does: SIGINT to Snakemake and its local jobs, which
+            with contextlib.suppress(ProcessLookupError):  # stop now (on SIGTERM Snakemake
+                os.killpg(proc.pid, signal.SIGINT)  # would wait for its jobs to finish)
+
+    previous = {s: signal.signal(s, forward)
+                for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
+    try:
+        yield received
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def add_parser(sub: Any) -> None:
@@ -205,7 +338,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run_cli(args: argparse.Namespace) -> int:
-    """Run ``llmdyn workflow`` from parsed arguments; errors print as one message."""
+    """Run ``llmdyn workflow`` from parsed arguments (`llmdyn.cli.main` prints refusals)."""
     config = {}
     for item in args.config:
         key, sep, value = item.partition("=")
@@ -215,14 +348,9 @@ def run_cli(args: argparse.Namespace) -> int:
             config[key] = json.loads(value)
         except json.JSONDecodeError:
             config[key] = value
-    try:
-        run_workflow(model=args.model, profile=args.profile, chapters=args.only,
-                     targets=args.targets, cores=args.cores, config=config,
-                     directory=args.directory,
-                     dry_run=args.dry_run)
-    except LlmdynError as err:
-        print(f"llmdyn workflow: {err}", file=sys.stderr)
-        return 1
+    run_workflow(model=args.model, profile=args.profile, chapters=args.only,
+                 targets=args.targets, cores=args.cores, config=config,
+                 directory=args.directory, dry_run=args.dry_run)
     return 0
 
 

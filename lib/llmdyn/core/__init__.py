@@ -9,9 +9,11 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
     submodules=["checks", "masked", "store"],
     submod_attrs={
-        "checks": ["prompt_texts", "layer_indices", "k_value", "choice"],
+        "checks": ["prompt_texts", "is_int", "layer_indices", "k_value", "choice", "positive_int",
+                   "torch_device"],
         "masked": ["columns", "finite_mean"],
         "store": ["Arrays", "code_hash", "source_hash", "content_hash", "safe_name",
-                  "canonical_params", "params_hash", "versions", "atomic_write", "ResultStore"],
+                  "canonical_params", "params_hash", "versions", "umask", "apply_umask",
+                  "atomic_write", "ResultStore", "writer_alive"],
     },
 )

@@ -9,7 +9,8 @@ import numpy as np
 
 from llmdyn import LlmdynError
 
-__all__ = ["choice", "k_value", "layer_indices", "prompt_texts"]
+__all__ = ["choice", "is_int", "k_value", "layer_indices", "positive_int", "prompt_texts",
+           "torch_device"]
 
 
 def prompt_texts(prompts: Any, arg: str = "prompts") -> list[str]:
@@ -41,8 +42,12 @@ def _is_prompt(value: Any) -> bool:
     return isinstance(getattr(value, "text", None), str) and hasattr(value, "task")
 
 
-def _is_int(value: Any) -> bool:
+def is_int(value: Any) -> bool:
+    """Whether `value` is an int (Python or numpy), not a bool and not a float like 1.0."""
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+_is_int = is_int
 
 
 def layer_indices(layers: Any, n_layers: int, arg: str = "layers") -> list[int]:
@@ -101,3 +106,42 @@ def choice(value: Any, choices: Sequence[str], arg: str) -> str:
     if not isinstance(value, str) or value not in choices:
         raise LlmdynError(f"{arg}: got {value!r}; expected one of {', '.join(map(repr, choices))}")
     return value
+
+
+def positive_int(value: Any, arg: str, *, none_means: str | None = None) -> int | None:
+    """`value` if it is an int >= 1 (not a bool or a float), else LlmdynError naming `arg`.
+
+    With ``none_means`` (what None stands for, for the message), None is accepted too.
+    """
+    if value is None and none_means is not None:
+        return None
+    if not _is_int(value) or value < 1:
+        alt = f", or None ({none_means})" if none_means else ""
+        raise LlmdynError(f"{arg} must be a positive integer{alt}, got {value!r}")
+    return int(value)
+
+
+def torch_device(device: Any, arg: str = "device") -> str:
+    """`device` if torch knows it and it exists on this machine, else LlmdynError naming `arg`.
+
+    Checked before any work starts, so ``--device banana`` or ``--device cuda`` on a CPU-only
+    build is one message, not a torch error after minutes of data preparation.
+    """
+    import torch  # here: core is imported by modules that never need torch
+
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError) as err:
+        raise LlmdynError(f"{arg} must be a torch device such as 'cpu' or 'cuda', got "
+                          f"{device!r} ({err})") from None
+    if parsed.type == "cuda" and not torch.cuda.is_available():
+        raise LlmdynError(f"{arg}={device!r}, but this torch ({torch.__version__}) sees no CUDA "
+                          "GPU (a CPU-only build, or no driver); use 'cpu', or install a CUDA "
+                          "build of torch on a machine with a GPU.")
+    if parsed.type == "cuda" and parsed.index is not None \
+            and parsed.index >= torch.cuda.device_count():
+        raise LlmdynError(f"{arg}={device!r}, but only {torch.cuda.device_count()} CUDA "
+                          "device(s) exist; use 'cuda' or 'cuda:0'.")
+    if parsed.type == "mps" and not torch.backends.mps.is_available():
+        raise LlmdynError(f"{arg}={device!r}, but this machine has no Apple MPS device; use 'cpu'.")
+    return str(device)

@@ -20,8 +20,8 @@ from tqdm.auto import tqdm
 
 from llmdyn import LlmdynError
 
-__all__ = ["ResultStore", "canonical_params", "code_hash", "content_hash", "params_hash",
-           "safe_name"]
+__all__ = ["ResultStore", "apply_umask", "atomic_write", "canonical_params", "code_hash",
+           "content_hash", "params_hash", "safe_name", "umask", "writer_alive"]
 
 Arrays = dict[str, np.ndarray]
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -154,8 +154,35 @@ def _to_numpy(key: str, value: Any) -> np.ndarray:
     return arr
 
 
+def umask() -> int:
+    """This process's umask, read without changing it (Linux shows it in /proc)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)  # elsewhere: set and restore (not thread-safe, but brief)
+    os.umask(mask)
+    return mask
+
+
+def apply_umask(path: str | os.PathLike, *, directory: bool = False) -> None:
+    """Give `path` the mode a plain ``open`` (or ``mkdir``) would have: 0o666 (0o777) & ~umask.
+
+    ``tempfile`` creates files 0600 and directories 0700 whatever the umask, so a file
+    renamed from one into place is unreadable by colleagues on a shared cluster; call this
+    on the temp file before the rename.
+    """
+    os.chmod(path, (0o777 if directory else 0o666) & ~umask())
+
+
 def atomic_write(path: Path, write: Callable[[Any], None]) -> None:
-    """Write via `write(fileobj)` to a ``.tmp`` file beside `path`, fsync, then rename onto it."""
+    """Write via `write(fileobj)` to a ``.tmp`` file beside `path`, fsync, then rename onto it.
+
+    The temp name is unique to the process (pid and random letters); the file gets the mode
+    the umask gives (not tempfile's 0600) before the rename.
+    """
     tmp = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.{os.getpid()}-",
                                       suffix=".tmp", delete=False)
     try:
@@ -163,6 +190,7 @@ def atomic_write(path: Path, write: Callable[[Any], None]) -> None:
             write(tmp)
             tmp.flush()
             os.fsync(tmp.fileno())
+        apply_umask(tmp.name)
         os.replace(tmp.name, path)
     except BaseException:
         Path(tmp.name).unlink(missing_ok=True)
@@ -188,6 +216,7 @@ class ResultStore:
             raise LlmdynError(f"model_id must be a non-empty name like 'google/gemma-3-270m', "
                               f"got {model_id!r}")
         self.root = Path(root if root is not None else os.environ.get("LLMDYN_RESULTS", "results"))
+        _check_root(self.root, "root" if root is not None else "LLMDYN_RESULTS")
         self.model_id = safe_name(model_id)
         self.provenance = canonical_params(provenance or {}, arg="provenance")
         self.versions: dict[str, str | None] | None = None
@@ -205,7 +234,7 @@ class ResultStore:
         now = time.time()
         for tmp in base.glob("*/.*.tmp"):
             try:
-                if not _writer_alive(tmp.name) or now - tmp.stat().st_mtime > _STALE_TMP_S:
+                if not writer_alive(tmp.name) or now - tmp.stat().st_mtime > _STALE_TMP_S:
                     tmp.unlink()
             except OSError:  # another process swept it first
                 pass
@@ -315,7 +344,18 @@ class ResultStore:
         return found  # type: ignore[return-value]
 
 
-def _writer_alive(name: str) -> bool:
+def _check_root(root: Path, arg: str) -> None:
+    """Refuse a cache root that cannot be a directory (it, or a parent, is a regular file)."""
+    for path in (root, *root.parents):
+        if path.exists():
+            if not path.is_dir():
+                what = "is a file" if path == root else f"lies under the file {path}"
+                raise LlmdynError(f"results cache {arg}={str(root)!r} {what}, so it cannot be a "
+                                  f"directory; point {arg} at a directory (default: results)")
+            return
+
+
+def writer_alive(name: str) -> bool:
     """Whether the process named in a temp file ``.<file>.<pid>-<random>.tmp`` still runs."""
     match = re.search(r"\.(\d+)-[^.]*\.tmp$", name)
     if match is None:

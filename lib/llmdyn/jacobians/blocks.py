@@ -16,6 +16,7 @@ from torch.func import jvp, vjp, vmap
 from tqdm.auto import tqdm
 
 from llmdyn import LlmdynError
+from llmdyn.core import checks
 from llmdyn.models.loading import LoadedModel
 from llmdyn.trace import LastPoint, check_last_point
 
@@ -182,8 +183,12 @@ def resolve_pairs(pairs: Pairs, n_tok: int) -> list[tuple[int, int]]:
         raise LlmdynError(f"pairs must be 'diagonal', 'last' or a list of (t1, t2), got {pairs!r}")
     resolved = []
     for pair in pairs:
-        if len(pair) != 2:
+        if isinstance(pair, str | bytes) or not hasattr(pair, "__len__") or len(pair) != 2:
             raise LlmdynError(f"each pair must be (t1, t2), got {pair!r}")
+        bad = [t for t in pair if not checks.is_int(t)]
+        if bad:  # 1.7 is not token 1
+            raise LlmdynError(f"pairs must hold integer token indices, got {bad[0]!r} "
+                              f"({type(bad[0]).__name__}) in {tuple(pair)!r}; write e.g. (1, 2)")
         for t in pair:
             if not -n_tok <= int(t) < n_tok:
                 raise LlmdynError(f"token index {t} in pair {tuple(pair)} out of range for a "

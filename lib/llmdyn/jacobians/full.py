@@ -81,6 +81,7 @@ def block_jacobians(model: LoadedModel, prompt: str, layers: Sequence[int] | Non
             an unknown method, or non-finite values in a Jacobian.
     """
     layers = checks.layer_indices(layers, model.n_layers)
+    checks.positive_int(chunk_size, "chunk_size", none_means="all products at once")
     method = checks.choice(method, ("auto", "exact", "own_position"), "method")
     check_last_point(last_point)
     ids = encode(model, prompt)

@@ -245,6 +245,7 @@ def last_token_jacobians_batched(
         raise LlmdynError(f"prompts must be a non-empty list of texts, got {prompts!r:.60}")
     if int(prompts_per_batch) < 1:
         raise LlmdynError(f"prompts_per_batch must be >= 1, got {prompts_per_batch!r}")
+    checks.positive_int(chunk_size, "chunk_size", none_means="all d_model products at once")
     blocks = resolve_layers(model, layers)
     d, per = model.d_model, int(prompts_per_batch)
     out = []

@@ -12,8 +12,8 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
     submod_attrs={
         "architectures": ["Architecture", "ARCHITECTURES", "TINY_CONFIGS"],
         "convert": ["MANIFEST", "verify_converted", "converted", "conversion_log", "checked_gguf"],
-        "files": ["NEEDS", "cache_dir", "sha256_of", "file_sha256", "remember", "check_model_dir",
-                  "dir_digest", "local_key"],
+        "files": ["NEEDS", "cache_dir", "sha256_of", "file_sha256", "remember", "looks_like_path",
+                  "check_model_dir", "dir_digest", "local_key"],
         "loading": ["LoadedModel", "known_models", "load_model", "load_each", "load_twins"],
         "packaged": ["PackagedModel", "PACKAGED", "packaged_safetensors", "local_gguf"],
         "pretrained": ["quiet_transformers", "load_pretrained"],

@@ -16,6 +16,7 @@ from typing import Any
 from filelock import FileLock
 
 from llmdyn import LlmdynError
+from llmdyn.core.store import apply_umask
 from llmdyn.models.files import cache_dir, file_sha256, remember, sha256_of
 
 __all__ = ["MANIFEST", "conversion_log", "converted", "verify_converted"]
@@ -132,9 +133,16 @@ def _quiet(log_path: Path) -> Iterator[None]:
 def _convert_into(out: Path, gguf: Path, gguf_sha256: str) -> None:
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.{os.getpid()}.",
                                 suffix=".tmp"))
+    apply_umask(tmp, directory=True)  # mkdtemp makes it 0700
     try:
-        with _quiet(conversion_log(out)):
-            _save_converted(gguf, tmp)
+        try:
+            with _quiet(conversion_log(out)):
+                _save_converted(gguf, tmp)
+        except (ValueError, EOFError, OSError, IndexError) as err:  # gguf's reader, on a cut file
+            raise LlmdynError(f"{gguf} cannot be read as a GGUF file ({type(err).__name__}: "
+                              f"{err}); it is truncated or not a GGUF file: download or copy it "
+                              "again (the conversion's log: "
+                              f"{conversion_log(out)})") from None
         log.info("llmdyn: converted %s to float32 safetensors in %s (log: %s)", gguf.name, out,
                  conversion_log(out))
         files = _write_manifest(tmp, gguf_sha256)

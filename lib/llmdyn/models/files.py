@@ -12,10 +12,10 @@ from typing import Any
 from filelock import FileLock
 
 from llmdyn import LlmdynError
-from llmdyn.core.store import safe_name
+from llmdyn.core.store import apply_umask, safe_name
 
 __all__ = ["cache_dir", "check_model_dir", "dir_digest", "file_sha256", "local_key",
-           "remember", "sha256_of"]
+           "looks_like_path", "remember", "sha256_of"]
 
 _INDEX = "file-hashes.json"  # {resolved path: {size, mtime_ns, ctime_ns, ino, sha256}}
 # Files that change what a checkpoint computes. Training logs (metrics.json) and generation
@@ -99,10 +99,26 @@ def _write_json(path: Path, data: Any) -> None:
     try:
         with os.fdopen(fd, "w") as fh:
             json.dump(data, fh, indent=0)
+        apply_umask(tmp)  # mkstemp makes it 0600
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def looks_like_path(spec: str) -> bool:
+    """Whether a model spec that names nothing on disk was meant as a local path, not a hub id.
+
+    A hub id is ``owner/name`` (optionally ``@revision``). A spec that starts with ``.``,
+    ``/`` or ``~``, starts with ``results/``, holds a backslash or an OS separator other
+    than ``/``, has more than one ``/``, ends in ``.gguf`` or ``.safetensors``, or whose
+    first part is a local directory is a path: it fails at once, with no hub retries.
+    """
+    seps = {os.sep, os.altsep, "\\"} - {None, "/"}
+    first = spec.split("/")[0]
+    return (spec.startswith((".", "/", "~", "results/")) or any(s in spec for s in seps)
+            or spec.count("/") > 1 or spec.endswith((".gguf", ".safetensors"))
+            or ("/" in spec and Path(first).is_dir()))
 
 
 def check_model_dir(directory: Path, spec: str) -> None:

@@ -15,9 +15,10 @@ import transformers
 from transformers import AutoConfig
 
 from llmdyn import LlmdynError
+from llmdyn.core.checks import torch_device
 from llmdyn.core.store import ResultStore
 from llmdyn.models.architectures import ARCHITECTURES, TINY_CONFIGS, Architecture
-from llmdyn.models.files import NEEDS, check_model_dir, dir_digest, local_key
+from llmdyn.models.files import NEEDS, check_model_dir, dir_digest, local_key, looks_like_path
 from llmdyn.models.packaged import PACKAGED, local_gguf, packaged_safetensors
 from llmdyn.models.pretrained import load_pretrained
 from llmdyn.models.tokenizers import byte_tokenizer
@@ -149,6 +150,9 @@ def load_model(
         raise LlmdynError(f"model spec must be a non-empty string, got {spec!r}; "
                           f"known names: {', '.join(known_models())}")
     device = _check_device(device)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise LlmdynError(f"dtype must be a floating torch dtype (torch.float32, the default, or "
+                          f"torch.float64), got {dtype!r}")
     hf, tokenizer, config, identity = _read(spec, untrained, seed)
     arch = _architecture(spec, config.model_type)
     if untrained:  # a twin needs only the trained model's config (its weights are not read)
@@ -181,7 +185,7 @@ def _read(spec: str, untrained: bool, seed: int) -> tuple[Any, Any, Any, dict[st
     if spec.endswith(".gguf") and Path(spec).is_file():
         path, identity = local_gguf(spec)
         return *load_pretrained(str(path), spec, weights=not untrained), identity
-    if Path(spec).exists() or spec.startswith((".", "/", "~")):
+    if Path(spec).exists() or looks_like_path(spec):  # results/typo: no hub retries
         directory = Path(spec).expanduser()
         check_model_dir(directory, spec)
         loaded = load_pretrained(str(directory), spec, weights=not untrained)
@@ -211,20 +215,7 @@ def _architecture(spec: str, model_type: str) -> Architecture:
 
 
 def _check_device(device: str) -> str:
-    try:
-        parsed = torch.device(device)
-    except (RuntimeError, TypeError) as err:
-        raise LlmdynError(f"device must be a torch device such as 'cpu' or 'cuda', got "
-                          f"{device!r} ({err})") from None
-    if parsed.type == "cuda" and not torch.cuda.is_available():
-        raise LlmdynError(f"device={device!r}, but this torch ({torch.__version__}) sees no CUDA "
-                          "GPU (a CPU-only build, or no driver); use device='cpu', or install a "
-                          "CUDA build of torch on a machine with a GPU.")
-    if parsed.type == "cuda" and parsed.index is not None \
-            and parsed.index >= torch.cuda.device_count():
-        raise LlmdynError(f"device={device!r}, but only {torch.cuda.device_count()} CUDA "
-                          "device(s) exist; use 'cuda' or 'cuda:0'.")
-    return device
+    return torch_device(device)
 
 
 def _local_identity(spec: str, directory: Path, untrained: bool) -> dict[str, Any]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import logging
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,6 +16,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 from transformers.utils import logging as hf_logging
 
 from llmdyn import LlmdynError
+from llmdyn.models.files import NEEDS
 
 __all__ = ["load_pretrained", "quiet_transformers"]
 
@@ -40,7 +43,7 @@ def load_pretrained(path_or_id: str, spec: str, revision: str | None = None, *,
     # Never trust_remote_code; safetensors only (no pickle checkpoints); eager attention
     # because forward-mode AD and vmapped backward do not work well through CPU SDPA.
     try:
-        with quiet_transformers():  # a chapter shows no "Loading weights" bar
+        with quiet_transformers(), _held_load_report() as report:  # no "Loading weights" bar
             hf = AutoModelForCausalLM.from_pretrained(
                 path_or_id, revision=revision, trust_remote_code=False, use_safetensors=True,
                 attn_implementation="eager", dtype=torch.float32,
@@ -53,7 +56,59 @@ def load_pretrained(path_or_id: str, spec: str, revision: str | None = None, *,
         raise LlmdynError(f"model {spec!r}: cannot read its safetensors ({files or path_or_id}): "
                           f"{err}. The file is corrupt or truncated; write it again with "
                           "save_pretrained, or delete it.") from None
+    except LlmdynError:
+        raise
+    except (OSError, ValueError, RuntimeError) as err:
+        if not Path(path_or_id).is_dir():
+            raise  # a hub id: transformers' own message
+        raise _local_load_error(spec, Path(path_or_id), err, report) from None
+    for record in report:  # loaded after all: show transformers' report (missing keys, …)
+        logging.getLogger(record.name).handle(record)
     return hf, tokenizer, config
+
+
+def _local_load_error(spec: str, directory: Path, err: Exception,
+                      report: list[logging.LogRecord]) -> LlmdynError:
+    """A transformers error on a local checkpoint as one message naming the file to fix."""
+    text = str(err)
+    if "config" in text.lower() and "json" in text.lower():
+        return LlmdynError(f"model {spec!r}: {directory / 'config.json'} is not a valid config "
+                           f"({text.splitlines()[0]}); restore the config.json saved with the "
+                           "weights (save_pretrained writes both)")
+    rows = [re.sub(r"\x1b\[[0-9;]*m", "", line).split("|") for r in report
+            for line in r.getMessage().splitlines() if "MISMATCH" in line]
+    if rows or "size mismatch" in text:
+        example = (f" (e.g. {rows[0][0].strip()}: {rows[0][-1].strip()})" if rows else "")
+        return LlmdynError(f"model {spec!r}: the weights in {directory} do not fit its "
+                           f"config.json{example}: the config (hidden_size, layers, heads, "
+                           "vocabulary) and the safetensors come from different models; "
+                           "restore the config.json saved with the weights")
+    return LlmdynError(f"model {spec!r}: transformers cannot load the checkpoint in "
+                       f"{directory} ({type(err).__name__}: {text.splitlines()[0][:300]}); "
+                       f"{NEEDS}")
+
+
+@contextmanager
+def _held_load_report() -> Iterator[list[logging.LogRecord]]:
+    """Hold transformers' state-dict LOAD REPORT (a table of every key) while loading.
+
+    A checkpoint that fails to load becomes one message instead; one that loads has its
+    report logged afterwards, as transformers would have.
+    """
+    held: list[logging.LogRecord] = []
+
+    def hold(record: logging.LogRecord) -> bool:
+        if "LOAD REPORT" in record.getMessage():
+            held.append(record)
+            return False
+        return True
+
+    logger = logging.getLogger("transformers.modeling_utils")
+    logger.addFilter(hold)
+    try:
+        yield held
+    finally:
+        logger.removeFilter(hold)
 
 
 @functools.lru_cache(maxsize=8)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from llmdyn import LlmdynError
+from llmdyn.core.checks import torch_device
 from llmdyn.core.store import (
     ResultStore,
     atomic_write,
@@ -174,9 +175,28 @@ def measure_coupling(model: str, params: MeasureParams = MeasureParams(), *,
     }
 
 
+def check_out(out: str | os.PathLike, arg: str = "out") -> Path:
+    """``out`` as a Path if a result file can be written there, else LlmdynError naming ``arg``.
+
+    Checked before measuring, so a bad ``--out`` fails at once, not after the measurement.
+    """
+    out = Path(out)
+    if out.is_dir():
+        raise LlmdynError(f"{arg} {out} is a directory; give a file name, e.g. "
+                          f"{out / 'coupling.json'}")
+    parent = next((p for p in out.parents if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise LlmdynError(f"{arg} {out}: {parent} is a file, not a directory; choose another "
+                          "path")
+    if parent is not None and not os.access(parent, os.W_OK | os.X_OK):
+        raise LlmdynError(f"{arg} {out}: cannot write in {parent} (permission denied); choose "
+                          "another path")
+    return out
+
+
 def write_result(result: dict[str, Any], out: str | os.PathLike) -> Path:
     """Write a result atomically as indented JSON (a half-written file never appears)."""
-    out = Path(out)
+    out = check_out(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(result, indent=1, allow_nan=False)
     atomic_write(out, lambda f: f.write(text.encode()))
@@ -202,15 +222,24 @@ def read_result(path: str | os.PathLike) -> CouplingResult:
         got = raw.get("format") if isinstance(raw, dict) else type(raw).__name__
         raise LlmdynError(f"result file {path} has format {got!r}, expected {FORMAT!r}; rerun "
                           "its measurement with this version of llmdyn")
-    agg = raw["aggregate"]
-    return CouplingResult(
-        path=path, model=raw["model"], params=raw["params"],
-        coupling_mis=float(agg["coupling_mis"]), coupling_share=float(agg["coupling_share"]),
-        coupling_authors=float(agg["coupling_authors"]),
-        prompt_ids=tuple(p["id"] for p in raw["prompts"]),
-        prompt_mis=np.array([p["coupling_mis"] for p in raw["prompts"]], dtype=np.float64),
-        prompt_share=np.array([p["coupling_share"] for p in raw["prompts"]], dtype=np.float64),
-        versions=raw.get("versions", {}))
+    try:
+        agg = raw["aggregate"]
+        return CouplingResult(
+            path=path, model=raw["model"], params=raw["params"],
+            coupling_mis=float(agg["coupling_mis"]), coupling_share=float(agg["coupling_share"]),
+            coupling_authors=float(agg["coupling_authors"]),
+            prompt_ids=tuple(p["id"] for p in raw["prompts"]),
+            prompt_mis=np.array([p["coupling_mis"] for p in raw["prompts"]], dtype=np.float64),
+            prompt_share=np.array([p["coupling_share"] for p in raw["prompts"]],
+                                  dtype=np.float64),
+            versions=raw.get("versions", {}))
+    except KeyError as err:
+        raise LlmdynError(f"result file {path} lacks {err.args[0]!r} (incomplete or edited by "
+                          "hand); rerun its measurement: `llmdyn measure coupling --model "
+                          f"<model> --out {path}`") from None
+    except (TypeError, ValueError) as err:
+        raise LlmdynError(f"result file {path} holds a value of the wrong type ({err}); rerun "
+                          "its measurement") from None
 
 
 def read_results(paths: Sequence[str | os.PathLike],
@@ -267,7 +296,9 @@ def add_parser(sub: Any) -> None:
 
 
 def run_cli(args: argparse.Namespace) -> int:
-    """Run ``llmdyn measure coupling`` from parsed arguments."""
+    """Run ``llmdyn measure coupling`` from parsed arguments (inputs checked before any work)."""
+    torch_device(args.device, "--device")
+    check_out(args.out, "--out")
     params = MeasureParams(k=args.k, n_per_task=args.n_per_task, tasks=tuple(args.tasks),
                            seed=args.seed, max_chars=args.max_chars)
     result = measure_coupling(args.model, params, device=args.device, cache=not args.no_cache)

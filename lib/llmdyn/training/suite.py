@@ -21,8 +21,10 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
+from filelock import FileLock
 
 from llmdyn import LlmdynError
+from llmdyn.core.checks import torch_device
 from llmdyn.models.pretrained import quiet_transformers
 from llmdyn.training import corpus
 from llmdyn.training import loop as training
@@ -194,13 +196,14 @@ def prepare_data(suite: Suite, root: Path, corpus_dir: str | Path | None = None)
     key = f"{digest[:12]}-v{suite.vocab_size}-h{suite.heldout_fraction:g}"
     directory = Path(root) / "_data" / key
     tok_dir, streams = directory / "tokenizer", directory / "streams.npz"
-    if not streams.exists():
-        directory.mkdir(parents=True, exist_ok=True)
-        tokenizer = corpus.train_tokenizer(split.train, suite.vocab_size, tok_dir)
-        tmp = directory / ".streams.tmp.npz"
-        np.savez(tmp, train=corpus.token_stream(tokenizer, split.train),
-                 heldout=corpus.token_stream(tokenizer, split.heldout))
-        tmp.replace(streams)
+    directory.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(directory / ".prepare.lock")):  # concurrent `llmdyn train`: one prepares
+        if not streams.exists():
+            tokenizer = corpus.train_tokenizer(split.train, suite.vocab_size, tok_dir)
+            tmp = directory / f".streams.{os.getpid()}.tmp.npz"
+            np.savez(tmp, train=corpus.token_stream(tokenizer, split.train),
+                     heldout=corpus.token_stream(tokenizer, split.heldout))
+            tmp.replace(streams)
     tokenizer = AutoTokenizer.from_pretrained(tok_dir)
     with np.load(streams, allow_pickle=False) as f:
         train, heldout = f["train"], f["heldout"]
@@ -297,11 +300,11 @@ def train_run(run: Run, suite: Suite, root: Path, data: PreparedData, *,
         weight_decay=run.weight_decay)
     facts = {"flops_per_token": 6 * matmul_params(model),
              "params": sum(p.numel() for p in model.parameters())}
-    result = training.train(model, LanguageModelTask(data, suite, run.seed), root / run.name,
-                            schedule=schedule, checkpoints=suite.checkpoint_steps(),
-                            config=run_config(run, suite, data), facts=facts, desc=run.name,
-                            progress=progress)
-    return result
+    with training.run_lock(root / run.name):  # a second `llmdyn train` of it waits, then skips
+        return training.train(model, LanguageModelTask(data, suite, run.seed), root / run.name,
+                              schedule=schedule, checkpoints=suite.checkpoint_steps(),
+                              config=run_config(run, suite, data), facts=facts, desc=run.name,
+                              progress=progress)
 
 
 def train_suite(suite: Suite | str, root: str | Path = "results/suite", *,
@@ -319,7 +322,8 @@ def train_suite(suite: Suite | str, root: str | Path = "results/suite", *,
     """
     suite = get_suite(suite) if isinstance(suite, str) else suite
     if device is not None:
-        suite = dataclasses.replace(suite, device=device)
+        suite = dataclasses.replace(suite, device=torch_device(device))
+    torch_device(suite.device, f"suite {suite.name!r}'s device")  # before any work
     if suite.device.startswith("cuda"):  # cuBLAS is deterministic only with a fixed workspace
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     chosen = [r for r in suite.runs if runs is None or r.name in runs]
@@ -368,6 +372,8 @@ def run_cli(args) -> int:
         for path in corpus.fetch_npm():
             print(path)
         return 0
+    if args.device is not None:
+        torch_device(args.device, "--device")
     for result in train_suite(args.suite, args.root, runs=args.run, corpus_dir=args.corpus,
                               device=args.device):
         print(f"{result.directory}: {len(result.steps)} checkpoints, "

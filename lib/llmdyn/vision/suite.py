@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
 from llmdyn import LlmdynError
+from llmdyn.core.checks import torch_device
 from llmdyn.core.store import safe_name
 from llmdyn.training import loop as training
 from llmdyn.vision.images import ImageData, load_images
@@ -79,6 +80,9 @@ class VitGrid:
             raise LlmdynError(f"grid {self.name!r}: SD rates must be in [0, 1) and weight decays "
                               f">= 0, got {self.drop_paths}, {self.weight_decays}")
         training.check_steps(self.checkpoint_steps(), self.steps)
+        if self.checkpoint_steps()[-1] != self.steps:  # the measured model is the final one
+            raise LlmdynError(f"grid {self.name!r}: checkpoints must include the final step "
+                              f"{self.steps}, got {self.checkpoint_steps()}")
 
     @property
     def runs(self) -> tuple[VitRun, ...]:
@@ -199,13 +203,26 @@ class ImageTask:
 
 
 def final_checkpoint(run_dir: str | Path) -> Path:
-    """The last ``step<N>`` directory of a finished run."""
+    """The checkpoint of a finished run at its grid's final step, verified.
+
+    Never the newest step that happens to exist: with that final step missing or corrupt,
+    this refuses, and `llmdyn train-vit` rebuilds it.
+    """
     run_dir = Path(run_dir)
-    if not (run_dir / "run.json").exists():
-        raise LlmdynError(f"run {run_dir} is not trained (no run.json); train its grid with "
-                          "`llmdyn train-vit --grid <grid>`")
-    return max((p for p in run_dir.glob("step*") if p.name[4:].isdigit()),
-               key=lambda p: int(p.name[4:]))
+    try:
+        final = int(json.loads((run_dir / "run.json").read_text())["config"]["steps"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise LlmdynError(f"run {run_dir} is not trained (no readable run.json); train its grid "
+                          "with `llmdyn train-vit --grid <grid>`") from None
+    path = run_dir / f"step{final}"
+    try:
+        training.read_metrics(path)
+    except LlmdynError as err:
+        raise LlmdynError(f"run {run_dir}: its final checkpoint step{final} is missing or "
+                          f"corrupt ({str(err).rsplit('; ', 1)[-1]}); run `llmdyn train-vit "
+                          "--grid <grid>` again: it rebuilds it by retraining the run from its "
+                          "newest checkpoint that resumes exactly (usually step 0)") from None
+    return path
 
 
 def load_vit(directory: str | Path, device: str = "cpu") -> ViT:
@@ -241,10 +258,11 @@ def train_vit(run: VitRun, grid: VitGrid, root: Path, data: ImageData, *,
         steps=grid.steps, lr=grid.lr, warmup=max(1, round(grid.warmup_fraction * grid.steps)),
         min_lr_ratio=0.01, weight_decay=run.weight_decay, betas=(0.9, 0.999), grad_clip=1.0)
     facts = {"params": sum(p.numel() for p in model.parameters()), "dataset": data.name}
-    return training.train(model, ImageTask(data, grid, run.seed), Path(root) / run.name,
-                          schedule=schedule, checkpoints=grid.checkpoint_steps(),
-                          config=run_config(run, grid, data), facts=facts, desc=run.name,
-                          progress=progress)
+    with training.run_lock(Path(root) / run.name):  # a second trainer of it waits, then skips
+        return training.train(model, ImageTask(data, grid, run.seed), Path(root) / run.name,
+                              schedule=schedule, checkpoints=grid.checkpoint_steps(),
+                              config=run_config(run, grid, data), facts=facts, desc=run.name,
+                              progress=progress)
 
 
 def train_grid(grid: VitGrid | str, root: str | Path | None = None, *,
@@ -256,7 +274,8 @@ def train_grid(grid: VitGrid | str, root: str | Path | None = None, *,
     """
     grid = get_grid(grid) if isinstance(grid, str) else grid
     if device is not None:
-        grid = dataclasses.replace(grid, device=device)
+        grid = dataclasses.replace(grid, device=torch_device(device))
+    torch_device(grid.device, f"grid {grid.name!r}'s device")  # before any work
     if grid.device.startswith("cuda"):  # cuBLAS is deterministic only with a fixed workspace
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     unknown = set(runs or ()) - {r.name for r in grid.runs}
@@ -292,6 +311,8 @@ def add_parser(sub) -> None:
 
 def run_cli(args) -> int:
     """Run ``llmdyn train-vit``."""
+    if args.device is not None:
+        torch_device(args.device, "--device")
     for result in train_grid(args.grid, args.root, runs=args.run, dataset=args.dataset,
                              device=args.device):
         print(f"{result.directory}: {len(result.steps)} checkpoints, "
