@@ -69,3 +69,14 @@ def test_a_plot_edit_reruns_the_chapters_that_draw_with_it_and_no_other(tmp_path
     users = sorted(c for c in MODEL_CHAPTERS if plot in chapter_sources(c, root))
     assert users == ["03_uncertainty"]  # the logit-lens figures are chapter 03's
     assert _planned_chapters(root, work) == users
+
+
+def test_modules_and_functions_stay_readable_in_one_sitting():
+    """No module over 400 lines and no function over 60 (docstring included), lib and bench."""
+    sys.path.insert(0, str(REPO / "tools"))
+    try:
+        from unit_sizes import oversized
+    finally:
+        sys.path.pop(0)
+    found = [line for root in ("lib", "bench") for line in oversized(REPO / root)]
+    assert found == [], "\n".join(found)

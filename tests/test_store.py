@@ -275,7 +275,8 @@ def test_code_hash_covers_computing_source_but_not_presentation(tmp_path):
     copy = tmp_path / "llmdyn"
     shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
     before = source_hash(copy)
-    for kept in ("plots/depth.py", "book/params.py", "claims/render.py", "coupling/__init__.py"):
+    for kept in ("plots/depth.py", "book/params/base.py", "claims/render.py",
+                 "coupling/__init__.py"):
         (copy / kept).write_text((copy / kept).read_text() + "\n# presentation edit\n")
     assert source_hash(copy) == before  # presentation edits keep the cache
     for computing in ("metrics.py", "coupling/depth.py", "jacobians/blocks.py", "trace.py"):

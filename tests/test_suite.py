@@ -9,6 +9,7 @@ from llmdyn import LlmdynError
 from llmdyn.models.loading import load_model
 from llmdyn.training import loop as training
 from llmdyn.training import suite
+from llmdyn.training.schedule import checkpoint_steps
 from tests.helpers import write_corpus
 
 TINY = suite.SUITES["tiny"]
@@ -128,9 +129,9 @@ def test_bad_suite_definitions_are_clear_errors():
 
 
 def test_pythia_checkpoint_steps():
-    assert training.checkpoint_steps(512) == [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
-    assert training.checkpoint_steps(5) == [0, 1, 2, 4, 5]
-    steps = training.checkpoint_steps(1512, n_even=4)
+    assert checkpoint_steps(512) == [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
+    assert checkpoint_steps(5) == [0, 1, 2, 4, 5]
+    steps = checkpoint_steps(1512, n_even=4)
     assert steps[-5:] == [512, 762, 1012, 1262, 1512]
 
 

@@ -253,16 +253,7 @@ def run_workflow(*, model: str | None = None, profile: str | None = None,
             a failed job (the message holds the failed jobs' log paths and the end of each
             log).
     """
-    check_chapters(chapters)
-    if directory is not None and not Path(directory).is_dir():
-        what = "is a file" if Path(directory).exists() else "does not exist"
-        raise LlmdynError(f"directory (--directory) {directory} {what}; create it first "
-                          f"(mkdir -p {directory}) or leave it out to write into the repository")
-    check_config(merged_config({**(config or {}), **({"model": model} if model else {})}))
-    if profile:
-        profile_dir(profile)
-        if profile == "slurm" and not dry_run:
-            check_slurm()
+    _check_run(model, profile, chapters, directory, config, dry_run)
     targets = [*(f"book/executed/{c}.ipynb" for c in chapters), *targets]
     if chapters:  # chapters alone: 05 and 11 then do not pull in chapter 04 (see the Snakefile)
         config = {**(config or {}), "only_chapters": list(chapters)}
@@ -283,14 +274,34 @@ def run_workflow(*, model: str | None = None, profile: str | None = None,
                           f"stopped too (snakemake exit {proc.returncode}); the outputs of the "
                           "jobs that finished are kept, and the next run continues from them")
     if proc.returncode != 0:
-        logs = failed_logs(output, Path(directory or REPO))
-        tails = "".join(f"\n--- {p} (last lines) ---\n" + "".join(
-            p.read_text(errors="replace").splitlines(True)[-25:]) for p in logs)
-        where = (f"failed job logs: {', '.join(map(str, logs))}" if logs else
-                 "see Snakemake's report above")
-        raise LlmdynError(f"the workflow failed (snakemake exit {proc.returncode}); {where}; "
-                          f"the outputs of the jobs that finished are kept.{tails}")
+        raise _failure(output, proc.returncode, Path(directory or REPO))
     return output
+
+
+def _check_run(model: str | None, profile: str | None, chapters: Sequence[str],
+               directory: Path | None, config: dict[str, Any] | None, dry_run: bool) -> None:
+    """Refuse a run that cannot start: chapters, directory, config, profile, SLURM."""
+    check_chapters(chapters)
+    if directory is not None and not Path(directory).is_dir():
+        what = "is a file" if Path(directory).exists() else "does not exist"
+        raise LlmdynError(f"directory (--directory) {directory} {what}; create it first "
+                          f"(mkdir -p {directory}) or leave it out to write into the repository")
+    check_config(merged_config({**(config or {}), **({"model": model} if model else {})}))
+    if profile:
+        profile_dir(profile)
+        if profile == "slurm" and not dry_run:
+            check_slurm()
+
+
+def _failure(output: str, returncode: int, directory: Path) -> LlmdynError:
+    """The failed run as one message: the failed jobs' log paths and the end of each log."""
+    logs = failed_logs(output, directory)
+    tails = "".join(f"\n--- {p} (last lines) ---\n" + "".join(
+        p.read_text(errors="replace").splitlines(True)[-25:]) for p in logs)
+    where = (f"failed job logs: {', '.join(map(str, logs))}" if logs else
+             "see Snakemake's report above")
+    return LlmdynError(f"the workflow failed (snakemake exit {returncode}); {where}; "
+                       f"the outputs of the jobs that finished are kept.{tails}")
 
 
 @contextlib.contextmanager

@@ -7,7 +7,8 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["checkpoints", "corpus", "emergence", "generalization", "loop", "suite", "summary"],
+    submodules=["checkpoints", "corpus", "emergence", "generalization", "loop", "schedule",
+                "suite", "summary"],
     submod_attrs={
         "checkpoints": ["PYTHIA_TOKENS_PER_STEP", "Checkpoint", "suite_checkpoints", "by_run"],
         "corpus": ["EOS", "NpmSource", "NPM_SOURCES", "Document", "Split", "npm_dir", "fetch_npm",
@@ -19,9 +20,9 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "generalization": ["SHAPES_CSV", "POPULATION_COLUMNS", "model_facts", "population",
                            "bits_per_byte", "fit_or_reason", "subset_table", "k_table",
                            "final_shares", "coupling_and_bits", "facts_table"],
-        "loop": ["WEIGHTS", "METRICS", "OPTIMIZER", "METRIC_KEYS", "log", "TrainTask", "Schedule",
-                 "checkpoint_steps", "check_steps", "read_metrics", "RunResult", "run_lock",
-                 "train"],
+        "loop": ["WEIGHTS", "METRICS", "OPTIMIZER", "METRIC_KEYS", "log", "TrainTask",
+                 "read_metrics", "RunResult", "run_lock", "train"],
+        "schedule": ["Schedule", "checkpoint_steps", "check_steps"],
         "suite": ["Size", "Run", "Suite", "SIZES", "SUITES", "get_suite", "gpt_neox_config",
                   "PreparedData", "suite_documents", "prepare_data", "LanguageModelTask",
                   "matmul_params", "run_config", "train_run", "train_suite", "heldout_prompts",

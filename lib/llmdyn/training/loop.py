@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import math
 import os
 import shutil
 import tempfile
@@ -39,6 +38,7 @@ from tqdm.auto import tqdm
 from llmdyn import LlmdynError
 from llmdyn.core.store import apply_umask, atomic_write, writer_alive
 from llmdyn.models.files import sha256_of
+from llmdyn.training.schedule import Schedule, check_steps
 
 WEIGHTS = "model.safetensors"
 METRICS = "metrics.json"
@@ -66,64 +66,6 @@ class TrainTask(Protocol):
 
     def load_weights(self, model: torch.nn.Module, directory: Path) -> None:
         """Put the weights saved by `save_model` in ``directory`` into ``model``."""
-
-
-@dataclass(frozen=True)
-class Schedule:
-    """AdamW with linear warm-up then cosine decay to ``min_lr_ratio · lr`` (Pythia's recipe)."""
-
-    steps: int  # optimizer updates in the run
-    lr: float  # peak learning rate
-    warmup: int  # steps of linear warm-up
-    min_lr_ratio: float = 0.1  # Pythia decays to 10 % of the peak
-    weight_decay: float = 0.01  # Pythia: 0.01
-    betas: tuple[float, float] = (0.9, 0.95)  # Pythia: (0.9, 0.95)
-    grad_clip: float = 1.0  # Pythia: 1.0
-
-    def __post_init__(self) -> None:
-        """Check the values."""
-        if self.steps < 1 or not 0 <= self.warmup <= self.steps or self.lr <= 0:
-            raise LlmdynError(f"schedule needs steps >= 1, 0 <= warmup <= steps and lr > 0, got "
-                              f"steps={self.steps}, warmup={self.warmup}, lr={self.lr}")
-
-    def lr_at(self, step: int) -> float:
-        """Learning rate of update ``step`` (0-based)."""
-        if step < self.warmup:
-            return self.lr * (step + 1) / self.warmup
-        progress = (step - self.warmup) / max(1, self.steps - self.warmup)
-        cosine = 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
-        return self.lr * (self.min_lr_ratio + (1 - self.min_lr_ratio) * cosine)
-
-
-def checkpoint_steps(total: int, *, log_until: int = 512, n_even: int = 8) -> list[int]:
-    """Pythia's checkpoint steps scaled to a run of ``total`` updates.
-
-    0, 1, 2, 4, …, 512 (powers of two up to ``log_until``), then ``n_even`` evenly spaced steps
-    to the end (Pythia: every 1,000 of 143,000), all cut to ``total``; ``total`` is always in.
-    """
-    if total < 1:
-        raise LlmdynError(f"a run needs at least 1 step, got {total}")
-    steps = {0, total}
-    power = 1
-    while power <= min(log_until, total):
-        steps.add(power)
-        power *= 2
-    if total > log_until:
-        steps.update(round(log_until + (total - log_until) * i / n_even)
-                     for i in range(1, n_even + 1))
-    return sorted(steps)
-
-
-def check_steps(steps: Sequence[int], total: int) -> list[int]:
-    """Checkpoint steps as given by a user: integers, strictly increasing, within [0, total]."""
-    steps = list(steps)
-    if not steps or any(not isinstance(s, int) or isinstance(s, bool) for s in steps):
-        raise LlmdynError(f"checkpoint steps must be a non-empty list of ints, got {steps!r}")
-    if any(b <= a for a, b in zip(steps, steps[1:], strict=False)):
-        raise LlmdynError(f"checkpoint steps must be strictly increasing, got {steps}")
-    if steps[0] < 0 or steps[-1] > total:
-        raise LlmdynError(f"checkpoint steps must lie in [0, {total}], got {steps}")
-    return steps
 
 
 def _write_json(path: Path, value: Any) -> None:
@@ -286,17 +228,10 @@ def train(model: torch.nn.Module, task: TrainTask, run_dir: Path, *, schedule: S
         LlmdynError: the saved config differs.
     """
     steps = check_steps(checkpoints, schedule.steps)
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    _sweep_temp_dirs(run_dir)
-    _check_config(run_dir, config)
-    done = run_dir / "run.json"
+    run_dir = _prepare(Path(run_dir), config)
     bad = _unverified(run_dir, steps)  # finished only when every promised checkpoint verifies
-    if done.exists() and not bad:
-        summary = json.loads(done.read_text())
-        return RunResult(run_dir, summary["checkpoints"], summary["wall_s"],
-                         summary["tokens_per_s"])
-
+    if (run_dir / "run.json").exists() and not bad:
+        return _finished(run_dir)
     opt = torch.optim.AdamW(model.parameters(), lr=schedule.lr, betas=schedule.betas,
                             weight_decay=schedule.weight_decay)
     start, wall = _resume(run_dir, model, task, opt, steps, bad)
@@ -324,6 +259,20 @@ def train(model: torch.nn.Module, task: TrainTask, run_dir: Path, *, schedule: S
         torch.use_deterministic_algorithms(was_deterministic)
     return _finish(run_dir, steps, wall, task.tokens_per_step * schedule.steps,
                    {"config": config, **(facts or {})})
+
+
+def _prepare(run_dir: Path, config: dict[str, Any]) -> Path:
+    """Create ``run_dir``, sweep dead writers' temp files, and check (or write) its config."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    _sweep_temp_dirs(run_dir)
+    _check_config(run_dir, config)
+    return run_dir
+
+
+def _finished(run_dir: Path) -> RunResult:
+    """The result a finished run recorded in its ``run.json``."""
+    summary = json.loads((run_dir / "run.json").read_text())
+    return RunResult(run_dir, summary["checkpoints"], summary["wall_s"], summary["tokens_per_s"])
 
 
 def _check_config(run_dir: Path, config: dict[str, Any]) -> None:

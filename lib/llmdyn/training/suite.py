@@ -28,6 +28,7 @@ from llmdyn.core.checks import torch_device
 from llmdyn.models.pretrained import quiet_transformers
 from llmdyn.training import corpus
 from llmdyn.training import loop as training
+from llmdyn.training.schedule import Schedule, check_steps, checkpoint_steps
 
 
 @dataclass(frozen=True)
@@ -95,12 +96,12 @@ class Suite:
         if not names or len(set(names)) != len(names):
             raise LlmdynError(f"suite {self.name!r}: runs must be non-empty and distinct, "
                               f"got {names}")
-        training.check_steps(self.checkpoint_steps(), self.steps)
+        check_steps(self.checkpoint_steps(), self.steps)
 
     def checkpoint_steps(self) -> list[int]:
         """The steps saved by every run."""
         return list(self.checkpoints) if self.checkpoints is not None else \
-            training.checkpoint_steps(self.steps)
+            checkpoint_steps(self.steps)
 
     @property
     def tokens_per_step(self) -> int:
@@ -295,7 +296,7 @@ def train_run(run: Run, suite: Suite, root: Path, data: PreparedData, *,
 
     torch.manual_seed(run.seed)
     model = GPTNeoXForCausalLM(gpt_neox_config(run.size, suite, run.dropout)).to(suite.device)
-    schedule = training.Schedule(
+    schedule = Schedule(
         steps=suite.steps, lr=run.lr, warmup=max(1, round(suite.warmup_fraction * suite.steps)),
         weight_decay=run.weight_decay)
     facts = {"flops_per_token": 6 * matmul_params(model),

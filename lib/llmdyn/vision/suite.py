@@ -32,6 +32,7 @@ from llmdyn import LlmdynError
 from llmdyn.core.checks import torch_device
 from llmdyn.core.store import safe_name
 from llmdyn.training import loop as training
+from llmdyn.training.schedule import Schedule, check_steps
 from llmdyn.vision.images import ImageData, load_images
 from llmdyn.vision.vit import ViT, ViTShape
 
@@ -79,7 +80,7 @@ class VitGrid:
         if any(not 0 <= r < 1 for r in self.drop_paths) or min(self.weight_decays) < 0:
             raise LlmdynError(f"grid {self.name!r}: SD rates must be in [0, 1) and weight decays "
                               f">= 0, got {self.drop_paths}, {self.weight_decays}")
-        training.check_steps(self.checkpoint_steps(), self.steps)
+        check_steps(self.checkpoint_steps(), self.steps)
         if self.checkpoint_steps()[-1] != self.steps:  # the measured model is the final one
             raise LlmdynError(f"grid {self.name!r}: checkpoints must include the final step "
                               f"{self.steps}, got {self.checkpoint_steps()}")
@@ -254,7 +255,7 @@ def train_vit(run: VitRun, grid: VitGrid, root: Path, data: ImageData, *,
     """Train (or resume, or skip) one ViT into ``<root>/<run name>/``."""
     torch.manual_seed(run.seed)
     model = ViT(shape_for(grid, data), run.drop_path).to(grid.device)
-    schedule = training.Schedule(
+    schedule = Schedule(
         steps=grid.steps, lr=grid.lr, warmup=max(1, round(grid.warmup_fraction * grid.steps)),
         min_lr_ratio=0.01, weight_decay=run.weight_decay, betas=(0.9, 0.999), grad_clip=1.0)
     facts = {"params": sum(p.numel() for p in model.parameters()), "dataset": data.name}
