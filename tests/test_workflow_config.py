@@ -117,8 +117,10 @@ def test_sigterm_stops_snakemake_and_its_jobs(tmp_path):
     """Before, SIGTERM ended `llmdyn workflow` and left Snakemake running under PID 1."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "lib"),
            "LLMDYN_RESULTS": str(tmp_path / "results")}
-    measure = '{"k": 4, "n_per_task": 200, "tasks": ["gsm8k", "mmlu"], "seed": 0, ' \
-              '"max_chars": 40}'  # about 10 s of work: still running when the signal comes
+    # about a minute of work, so the job is still running when the signal comes (a shorter
+    # one could finish first on an idle machine and leave its result file)
+    measure = '{"k": 4, "n_per_task": 300, "tasks": ["gsm8k", "mmlu", "arc_challenge", ' \
+              '"hellaswag", "winogrande", "truthfulqa"], "seed": 0, "max_chars": 40}'
     proc = subprocess.Popen(
         [sys.executable, "-m", "llmdyn", "workflow", "--directory", str(tmp_path), "--cores",
          "1", "measure_all", "--config", 'measure_models=["tiny-llama"]', f"measure={measure}"],
