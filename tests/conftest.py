@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from llmdyn.models.loading import load_model
+from tests.helpers import write_corpus
 
 TINY = ["tiny-gpt2", "tiny-llama", "tiny-neox", "tiny-gemma3"]
 FRANCE = "What is the capital of France? The capital is"
@@ -27,3 +28,9 @@ def tiny64(request):
 def smollm2():
     """The default real model (float32); first use converts the packaged GGUF (~40 s)."""
     return load_model("smollm2-135m")
+
+
+@pytest.fixture(scope="module")
+def corpus_dir(tmp_path_factory):
+    """A small synthetic corpus for the tiny training suite (12 documents of 400 words)."""
+    return write_corpus(tmp_path_factory.mktemp("corpus"), n_docs=12, words=400)

@@ -15,16 +15,10 @@ from llmdyn.training import suite
 from llmdyn.training.checkpoints import suite_checkpoints
 from llmdyn.vision import coupling as vit_coupling
 from llmdyn.vision import suite as vit
-from tests.helpers import write_corpus
 from tests.test_images import write_fashion_mnist
 
 TINY = suite.SUITES["tiny"]
 RUN = TINY.runs[0]
-
-
-@pytest.fixture(scope="module")
-def corpus_dir(tmp_path_factory):
-    return write_corpus(tmp_path_factory.mktemp("corpus"), n_docs=12, words=400)
 
 
 @pytest.fixture(scope="module")

@@ -10,14 +10,8 @@ from llmdyn.models.loading import load_model
 from llmdyn.training import loop as training
 from llmdyn.training import suite
 from llmdyn.training.schedule import checkpoint_steps
-from tests.helpers import write_corpus
 
 TINY = suite.SUITES["tiny"]
-
-
-@pytest.fixture(scope="module")
-def corpus_dir(tmp_path_factory):
-    return write_corpus(tmp_path_factory.mktemp("corpus"), n_docs=12, words=400)
 
 
 @pytest.fixture(scope="module")
