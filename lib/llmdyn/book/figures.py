@@ -10,8 +10,6 @@ import base64
 import html
 from pathlib import Path
 
-import nbformat
-
 from llmdyn import LlmdynError
 from llmdyn.data.figures import DATA, METADATA_KEY, BookFigure, figure
 
@@ -68,6 +66,8 @@ def publish(executed: Path, source_url: str, data: Path = DATA) -> list[Path]:
     Returns:
         The SVG files written.
     """
+    import nbformat  # here: the `llmdyn` command imports this module; nbformat takes ~1.7 s
+
     written = []
     for path in sorted(executed.glob("*.ipynb")):
         chapter, nb, seen = path.stem, nbformat.read(path, as_version=4), {}

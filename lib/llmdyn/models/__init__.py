@@ -7,7 +7,7 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["architectures", "convert", "files", "loading", "packaged", "pretrained",
+    submodules=["architectures", "convert", "files", "loading", "packaged", "pretrained", "quiet",
                 "tokenizers", "twins"],
     submod_attrs={
         "architectures": ["Architecture", "ARCHITECTURES", "TINY_CONFIGS"],
@@ -16,7 +16,8 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
                   "check_model_dir", "dir_digest", "local_key"],
         "loading": ["LoadedModel", "known_models", "load_model", "load_each", "load_twins"],
         "packaged": ["PackagedModel", "PACKAGED", "packaged_safetensors", "local_gguf"],
-        "pretrained": ["quiet_transformers", "load_pretrained"],
+        "pretrained": ["load_pretrained"],
+        "quiet": ["quiet_transformers"],
         "tokenizers": ["byte_tokenizer"],
         "twins": ["twin_config", "fresh_twin"],
     },

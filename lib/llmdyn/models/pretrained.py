@@ -13,28 +13,12 @@ from typing import Any
 import torch
 from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
-from transformers.utils import logging as hf_logging
 
 from llmdyn import LlmdynError
 from llmdyn.models.files import NEEDS
+from llmdyn.models.quiet import quiet_transformers
 
-__all__ = ["load_pretrained", "quiet_transformers"]
-
-
-@contextmanager
-def quiet_transformers() -> Iterator[None]:
-    """Turn transformers' progress bars off for the block, restoring the previous setting.
-
-    A chapter shows no "Loading weights" bar, and training shows no "Writing model shards" bar
-    between its own bars.
-    """
-    enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if enabled:
-            hf_logging.enable_progress_bar()
+__all__ = ["load_pretrained"]
 
 
 def load_pretrained(path_or_id: str, spec: str, revision: str | None = None, *,

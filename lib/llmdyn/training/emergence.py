@@ -19,7 +19,7 @@ from llmdyn import LlmdynError, metrics
 from llmdyn.core.store import ResultStore
 from llmdyn.coupling.depth import depth_coupling, diagonal_share, offdiagonal_mean
 from llmdyn.models.loading import LoadedModel, load_model
-from llmdyn.models.pretrained import quiet_transformers
+from llmdyn.models.quiet import quiet_transformers
 from llmdyn.phases.split import window_that_fits
 from llmdyn.trace import LastPoint, trajectory
 from llmdyn.training import suite as suites

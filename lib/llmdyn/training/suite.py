@@ -25,7 +25,7 @@ from filelock import FileLock
 
 from llmdyn import LlmdynError
 from llmdyn.core.checks import torch_device
-from llmdyn.models.pretrained import quiet_transformers
+from llmdyn.models.quiet import quiet_transformers
 from llmdyn.training import corpus
 from llmdyn.training import loop as training
 from llmdyn.training.schedule import Schedule, check_steps, checkpoint_steps
