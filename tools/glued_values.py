@@ -27,7 +27,10 @@ def glued_values(notebook: Path) -> dict[str, str]:
             name = output.get("metadata", {}).get("scrapbook", {}).get("name")
             if name is None:
                 continue
-            data = output.get("data", {})
+            # glue writes its data under a mime prefix ("application/papermill.record/text/plain")
+            prefix = output["metadata"]["scrapbook"].get("mime_prefix", "")
+            data = {key.removeprefix(prefix): value
+                    for key, value in output.get("data", {}).items()}
             text = data.get("text/html") or data.get("text/plain") or ""
             values[name] = "".join(text) if isinstance(text, list) else text
     return values
