@@ -28,6 +28,7 @@ def test_the_default_config_and_the_tests_config_pass():
     config = check_config(merged_config())
     assert config["measure_models"] == []  # the schema's default
     assert CONFIG_SCHEMA.is_file()
+    assert config["model"] is None  # each params file's model, else smollm2-135m
     tiny = check_config(merged_config({"chapter_params": "tests/smoke",
                                        "measure_models": ["tiny-llama"]}))
     assert tiny["chapter_params"] == "tests/smoke"
@@ -44,7 +45,7 @@ def test_schema_refuses_what_was_silently_accepted():
     _refused({"measure": {"tasks": ["squad"]}}, "measure.tasks.0: 'squad' is not one of")
     _refused({"device": "gpu"}, "device: 'gpu' does not match")
     _refused({"model": ""}, "model: '' should be non-empty")
-    _refused({"model": None}, "model: None is not of type 'string'")
+    _refused({"model": 3}, "model: 3 is not of type 'string', 'null'")
 
 
 def test_a_chapter_params_typo_is_refused():

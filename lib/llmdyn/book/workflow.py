@@ -336,7 +336,9 @@ def _forwarding_signals(proc: subprocess.Popen) -> Iterator[list[signal.Signals]
 def add_parser(sub: Any) -> None:
     """Add ``workflow`` to the ``llmdyn`` command's subparsers."""
     p = sub.add_parser("workflow", help="build the book with Snakemake (local or a profile)")
-    p.add_argument("--model", default=None, help="model for every chapter (config default)")
+    p.add_argument("--model", default=None,
+                   help="model for every chapter; wins over a chapter params file's model: "
+                        "(default: that, else smollm2-135m)")
     p.add_argument("--profile", default=None, help="e.g. slurm (default: local executor)")
     p.add_argument("--only", nargs="*", default=(), help="only these chapters (no HTML)")
     p.add_argument("--cores", type=int, default=None)
