@@ -9,7 +9,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
     submodules=["depth", "spectra", "summary", "tokens"],
     submod_attrs={
-        "depth": ["PROMPTS_PER_BATCH", "DepthCoupling", "coupling_from_jacobians",
+        "depth": ["DepthCoupling", "coupling_from_jacobians",
                   "depth_coupling", "diagonal_share", "offdiagonal_mean"],
         "spectra": ["depth_axis", "inverse_top_fit", "inverse_depth_r2_gain", "power_law_fit"],
         "summary": ["coupling_strength", "chance_strength", "layer_coupling", "mean_coupling",

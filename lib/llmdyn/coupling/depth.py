@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,14 +12,9 @@ from llmdyn import LlmdynError, metrics
 from llmdyn.core import checks
 from llmdyn.core.store import ResultStore
 from llmdyn.jacobians.full import block_jacobians
-from llmdyn.jacobians.last_token import last_token_jacobians_batched
+from llmdyn.jacobians.last_token import last_token_jacobians
 from llmdyn.models.loading import LoadedModel
 from llmdyn.trace import LastPoint, check_last_point
-
-# Prompts whose last-token Jacobians share one vmapped batch: on a CPU the loop is already at
-# the matmul floor and batching is neutral (Performance page); on a GPU, where one prompt does
-# not fill the device, larger batches should pay (not measured here).
-PROMPTS_PER_BATCH = 4
 
 
 @dataclass(frozen=True)
@@ -100,14 +95,20 @@ def depth_coupling(
         k: number of top singular vectors.
         layers: 0-based blocks (None: all).
         token: which token's diagonal Jacobian J_tt (default the last, computed from one
-            decoding step, several prompts per batch, by
-            :func:`llmdyn.jacobians.last_token_jacobians_batched`).
+            decoding step by :func:`llmdyn.jacobians.last_token_jacobians`).
         store: results cache (None: compute without caching).
         last_point: ``"final_norm"`` (the papers': the last block includes the final norm,
             f^L(x) = norm(block_L(x)) − x) or ``"block_output"``; part of the cache key.
 
     Returns:
         One :class:`DepthCoupling` per prompt.
+
+    Each prompt is computed on its own, so a cached value is the same bits whichever prompts
+    were computed with it. A batch of prompts pads every prefix to its longest member, which
+    changes the shapes of the matrix products and so their rounding: on SmolLM2-135M, S moved
+    by up to 2.7e-5 and entries of A by up to 0.76 (singular vectors of near-equal singular
+    values rotate). One prompt at a time was also faster on a CPU: 0.92x the wall time of
+    batches of four (issue 25).
     """
     prompts = checks.prompt_texts(prompts)
     layers = checks.layer_indices(layers, model.n_layers)  # negatives resolved once, here
@@ -118,43 +119,20 @@ def depth_coupling(
     check_last_point(last_point)
     params = {"k": k, "layers": layers, "token": token, "dtype": "float32",
               "last_point": last_point}
-    todo = list(prompts) if store is None else store.missing("depth_coupling", params, prompts)
-    compute = _computer(model, layers, k, token, last_point,
-                        pending=list(dict.fromkeys(todo)))  # not yet computed, in order
+
+    def compute(prompt: str) -> dict[str, np.ndarray]:
+        if token == -1:  # J_nn from one decoding step against the frozen prefix
+            J = last_token_jacobians(model, prompt, layers, last_point=last_point)
+        else:
+            J = block_jacobians(model, prompt, layers, pairs=[(token, token)], progress=False,
+                                last_point=last_point)[:, 0]
+        return coupling_from_jacobians(J, k).as_arrays()  # J: (layer, d_model, d_model)
+
     if store is None:
         results = [compute(p) for p in prompts]
     else:
         results = store.map("depth_coupling", params, list(prompts), compute)
     return [DepthCoupling(**r) for r in results]
-
-
-def _computer(model: LoadedModel, layers: list[int], k: int, token: int, last_point: LastPoint,
-              pending: list[str]) -> Callable[[str], dict[str, np.ndarray]]:
-    """``compute(prompt)`` for the cache: one prompt's coupling arrays.
-
-    For the last token (``token == -1``) the first call computes the Jacobians of the next
-    ``PROMPTS_PER_BATCH`` prompts of ``pending`` in one batch and keeps the others' results
-    until they are asked for.
-    """
-    ready: dict[str, dict[str, np.ndarray]] = {}  # computed in a batch, not yet handed out
-
-    def compute(prompt: str) -> dict[str, np.ndarray]:
-        if prompt in ready:
-            return ready.pop(prompt)
-        if token == -1:  # J_nn from one decoding step, PROMPTS_PER_BATCH prompts at a time
-            start = pending.index(prompt) if prompt in pending else len(pending)
-            batch = pending[start:start + PROMPTS_PER_BATCH] or [prompt]
-            del pending[start:start + PROMPTS_PER_BATCH]
-            for p, J in zip(batch, last_token_jacobians_batched(
-                    model, batch, layers, prompts_per_batch=PROMPTS_PER_BATCH,
-                    last_point=last_point), strict=True):
-                ready[p] = coupling_from_jacobians(J, k).as_arrays()
-            return ready.pop(prompt)
-        J = block_jacobians(model, prompt, layers, pairs=[(token, token)], progress=False,
-                            last_point=last_point)
-        return coupling_from_jacobians(J[:, 0], k).as_arrays()
-
-    return compute
 
 
 def diagonal_share(normalized: np.ndarray) -> np.ndarray:
