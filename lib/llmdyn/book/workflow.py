@@ -14,12 +14,9 @@ import contextlib
 import json
 import os
 import re
-import shutil
-import signal
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +25,8 @@ import yaml
 from llmdyn import LlmdynError
 from llmdyn.book import sources
 from llmdyn.book.build import build_html, chapters, run_chapter, stage
+from llmdyn.book.signals import forwarding_signals
+from llmdyn.book.slurm import PendingWatch, check_slurm, resource_arguments, sbatch_refusal
 
 REPO = Path(__file__).resolve().parents[3]  # lib/llmdyn/book/workflow.py -> repository root
 SNAKEFILE = REPO / "workflow" / "Snakefile"
@@ -162,24 +161,6 @@ def check_config(config: dict[str, Any], root: Path = REPO) -> dict[str, Any]:
     return config
 
 
-def check_slurm(timeout: float = 10) -> None:
-    """Raise a message that says what to do if no SLURM controller answers ``sinfo``."""
-    how = ("Start a one-node SLURM on this machine as root with `tools/slurm_local.sh start`, "
-           "or run locally: `make book` without PROFILE=slurm.")
-    if shutil.which("sinfo") is None or shutil.which("sbatch") is None:
-        raise LlmdynError(f"no SLURM client here (sinfo/sbatch not found). {how}")
-    try:
-        out = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True,
-                             timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise LlmdynError(f"SLURM did not answer sinfo within {timeout:.0f} s. {how}") from None
-    states = out.stdout.split()
-    if out.returncode != 0 or not any(s.rstrip("*") in ("idle", "mixed", "allocated")
-                                      for s in states):
-        raise LlmdynError(f"SLURM is unreachable or has no usable node (sinfo said: "
-                          f"{(out.stderr or out.stdout).strip()[:300]!r}). {how}")
-
-
 def snakemake_command(*, model: str | None = None, profile: str | None = None,
                       targets: Sequence[str] = (), cores: int | None = None,
                       directory: Path | None = None, config: dict[str, Any] | None = None,
@@ -230,6 +211,7 @@ def run_workflow(*, model: str | None = None, profile: str | None = None,
                  chapters: Sequence[str] = (), targets: Sequence[str] = (),
                  cores: int | None = None, directory: Path | None = None,
                  config: dict[str, Any] | None = None, dry_run: bool = False,
+                 set_resources: Sequence[str] = (), resources: Sequence[str] = (),
                  extra: Sequence[str] = ()) -> str:
     """Run the book's workflow with Snakemake and return its output.
 
@@ -242,7 +224,15 @@ def run_workflow(*, model: str | None = None, profile: str | None = None,
         directory: where outputs go (default the repository); it must exist.
         config: more config values (see ``workflow/config.yaml``).
         dry_run: list the jobs without running them.
+        set_resources: ``RULE:NAME=VALUE`` requests over the profile's (Snakemake's
+            ``--set-resources``), e.g. ``chapter:mem_mb=8000``.
+        resources: ``NAME=INTEGER`` limits of all running jobs together (``--resources``).
         extra: further Snakemake arguments.
+
+    With a SLURM profile, a job that SLURM can never start (``squeue`` reason such as
+    ``PartitionConfig``: it asks more than a node has) is cancelled and the run fails with
+    squeue's reason, the nodes' sizes and the ``set_resources`` that would fit
+    (:class:`llmdyn.book.slurm.PendingWatch`), instead of waiting forever.
 
     A SIGTERM, SIGHUP or SIGINT (Ctrl-C) sent to this process stops Snakemake and its local
     jobs as Ctrl-C does, so no Snakemake is left running on its own.
@@ -254,28 +244,51 @@ def run_workflow(*, model: str | None = None, profile: str | None = None,
             log).
     """
     _check_run(model, profile, chapters, directory, config, dry_run)
+    extra = [*resource_arguments(set_resources, resources, SNAKEFILE), *extra]
     targets = [*(f"book/executed/{c}.ipynb" for c in chapters), *targets]
     if chapters:  # chapters alone: 05 and 11 then do not pull in chapter 04 (see the Snakefile)
         config = {**(config or {}), "only_chapters": list(chapters)}
     cmd = snakemake_command(model=model, profile=profile, targets=targets, cores=cores,
                             directory=directory, config=config, dry_run=dry_run, extra=extra)
+    output, returncode, stuck = _run_snakemake(cmd, Path(directory or REPO),
+                                               watch=_on_slurm(profile) and not dry_run)
+    if stuck:
+        raise LlmdynError(stuck)
+    if returncode != 0:
+        raise _failure(output, returncode, Path(directory or REPO))
+    return output
+
+
+def _run_snakemake(cmd: list[str], cwd: Path, watch: bool) -> tuple[str, int, str]:
+    """Run ``cmd``, echoing its output.
+
+    Returns its output, its exit status, and the SLURM jobs that can never start, in words
+    ('' if none; followed only when ``watch``).
+    """
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            cwd=directory or REPO, start_new_session=True)
+                            cwd=cwd, start_new_session=True)
     lines: list[str] = []
     assert proc.stdout is not None
-    with _forwarding_signals(proc) as received:
+    pending = PendingWatch()
+    with forwarding_signals(proc) as received, (pending if watch else contextlib.nullcontext()):
         for line in proc.stdout:
             sys.stdout.write(line)
             lines.append(line)
+            pending.see(line)
         proc.wait()
-    output = "".join(lines)
     if received:
         raise LlmdynError(f"stopped by {received[0].name}: Snakemake and its running jobs were "
                           f"stopped too (snakemake exit {proc.returncode}); the outputs of the "
                           "jobs that finished are kept, and the next run continues from them")
-    if proc.returncode != 0:
-        raise _failure(output, proc.returncode, Path(directory or REPO))
-    return output
+    return "".join(lines), proc.returncode, pending.message()
+
+
+def _on_slurm(profile: str | None) -> bool:
+    """Whether ``profile`` sends jobs to SLURM (its ``executor``)."""
+    if not profile:
+        return False
+    settings = yaml.safe_load((profile_dir(profile) / "config.yaml").read_text()) or {}
+    return settings.get("executor") == "slurm"
 
 
 def _check_run(model: str | None, profile: str | None, chapters: Sequence[str],
@@ -289,12 +302,15 @@ def _check_run(model: str | None, profile: str | None, chapters: Sequence[str],
     check_config(merged_config({**(config or {}), **({"model": model} if model else {})}))
     if profile:
         profile_dir(profile)
-        if profile == "slurm" and not dry_run:
+        if _on_slurm(profile) and not dry_run:
             check_slurm()
 
 
 def _failure(output: str, returncode: int, directory: Path) -> LlmdynError:
     """The failed run as one message: the failed jobs' log paths and the end of each log."""
+    refused = sbatch_refusal(output)
+    if refused:
+        return refused
     logs = failed_logs(output, directory)
     tails = "".join(f"\n--- {p} (last lines) ---\n" + "".join(
         p.read_text(errors="replace").splitlines(True)[-25:]) for p in logs)
@@ -302,35 +318,6 @@ def _failure(output: str, returncode: int, directory: Path) -> LlmdynError:
              "see Snakemake's report above")
     return LlmdynError(f"the workflow failed (snakemake exit {returncode}); {where}; "
                        f"the outputs of the jobs that finished are kept.{tails}")
-
-
-@contextlib.contextmanager
-def _forwarding_signals(proc: subprocess.Popen) -> Iterator[list[signal.Signals]]:
-    """Stop ``proc``'s process group on SIGTERM, SIGHUP or SIGINT; yield the signals received.
-
-    ``proc`` runs in its own session (so a signal meant for it can reach its jobs too).
-    Without this, ``kill <llmdyn pid>`` ends this process and leaves Snakemake running,
-    reparented to PID 1. Handlers can only be set in the main thread; elsewhere nothing is
-    forwarded.
-    """
-    received: list[signal.Signals] = []
-    if threading.current_thread() is not threading.main_thread():
-        yield received
-        return
-
-    def forward(signum: int, frame: Any) -> None:
-        received.append(signal.Signals(signum))
-        if proc.poll() is None:  # as Ctrl-C does: SIGINT to Snakemake and its local jobs, which
-            with contextlib.suppress(ProcessLookupError):  # stop now (on SIGTERM Snakemake
-                os.killpg(proc.pid, signal.SIGINT)  # would wait for its jobs to finish)
-
-    previous = {s: signal.signal(s, forward)
-                for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
-    try:
-        yield received
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def add_parser(sub: Any) -> None:
@@ -346,6 +333,12 @@ def add_parser(sub: Any) -> None:
                    help="write outputs here instead of the repository")
     p.add_argument("--config", nargs="*", default=(), metavar="KEY=VALUE",
                    help="more config values, e.g. chapter_params=tests/smoke")
+    p.add_argument("--set-resources", nargs="+", default=(), metavar="RULE:NAME=VALUE",
+                   help="a rule's resources over the profile's, e.g. chapter:mem_mb=8000 "
+                        "chapter:cpus_per_task=2 measure:slurm_partition=gpu (rules: chapter, "
+                        "measure, train_run, vit_run, suite_data, html)")
+    p.add_argument("--resources", nargs="+", default=(), metavar="NAME=INTEGER",
+                   help="limits of all running jobs together, e.g. gpu=1 mem_mb=16000")
     p.add_argument("-n", "--dry-run", action="store_true")
     p.add_argument("targets", nargs="*", help="other Snakemake targets, e.g. measure_all")
 
@@ -363,7 +356,8 @@ def run_cli(args: argparse.Namespace) -> int:
             config[key] = value
     run_workflow(model=args.model, profile=args.profile, chapters=args.only,
                  targets=args.targets, cores=args.cores, config=config,
-                 directory=args.directory, dry_run=args.dry_run)
+                 directory=args.directory, dry_run=args.dry_run,
+                 set_resources=args.set_resources, resources=args.resources)
     return 0
 
 
