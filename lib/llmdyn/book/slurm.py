@@ -181,7 +181,10 @@ class PendingWatch:
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
-            self.check()
+            try:
+                self.check()
+            except (subprocess.SubprocessError, OSError):
+                pass  # squeue slow or gone for a moment: Snakemake's own checks go on; next poll
 
     def check(self) -> None:
         """Ask squeue once about the jobs seen so far; cancel those that can never start."""
