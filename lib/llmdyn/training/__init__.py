@@ -12,7 +12,8 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
     submod_attrs={
         "checkpoints": ["PYTHIA_TOKENS_PER_STEP", "Checkpoint", "suite_checkpoints", "by_run"],
         "corpus": ["EOS", "NpmSource", "NPM_SOURCES", "NPM_NAMES", "Document", "Split",
-                   "npm_dir", "fetch_npm", "load_documents", "split_documents", "corpus_digest", "train_tokenizer",
+                   "npm_dir", "fetch_npm", "load_documents", "split_documents", "corpus_digest",
+                   "train_tokenizer",
                    "token_stream", "text_snippets"],
         "emergence": ["CheckpointProfile", "measure_checkpoint", "measure_checkpoints",
                       "half_rise_step", "RunSeries", "run_series", "spread_steps", "depths_at",

@@ -9,7 +9,7 @@ loss on that corpus at every checkpoint.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 import torch
@@ -17,9 +17,6 @@ import torch.nn.functional as F
 
 from llmdyn import LlmdynError
 from llmdyn.models.quiet import quiet_transformers
-
-if TYPE_CHECKING:
-    from llmdyn.training.suite import PreparedData, Suite
 
 
 def sequences(stream: np.ndarray, seq_len: int) -> torch.Tensor:
@@ -39,13 +36,13 @@ class LanguageModelTask:
     """Next-token prediction on fixed-length windows in an order fixed by the seed.
 
     Args:
-        data: the suite's prepared streams.
-        suite: the suite (batch size, context, evaluation sets, device).
+        data: the suite's prepared streams (`llmdyn.training.suite.PreparedData`).
+        suite: the `llmdyn.training.suite.Suite` (batch size, context, evaluation sets, device).
         seed: orders the windows in each epoch.
         data_fraction: the run trains on the first ``data_fraction`` of the training windows.
     """
 
-    def __init__(self, data: PreparedData, suite: Suite, seed: int,
+    def __init__(self, data: Any, suite: Any, seed: int,
                  data_fraction: float = 1.0) -> None:
         self.data, self.suite, self.seed = data, suite, seed
         every = sequences(data.train, suite.seq_len)  # (n, seq_len + 1)

@@ -257,7 +257,7 @@ class GeneralizationParams(ChapterParams):
     suite: str = "population"  # independent runs, final checkpoints (llmdyn.training.SUITES)
     suite_root: str = "results/suite"  # where its runs are
     n_prompts: int = 16  # held-out passages, the same for every model
-    prompt_chars: int = 240  # characters per passage
+    prompt_chars: int = 160  # characters per passage (the population's context: 64 tokens)
     k: int = 30  # top singular vectors (paper B's K; paper A does not state Fig 1a's)
     k_sweep: list[int] = field(default_factory=lambda: [10, 20, 30])  # Fig 36's choices of K
     compare_models: list[str] = field(default_factory=lambda: ["gemma3-270m"])  # also placed
