@@ -260,8 +260,8 @@ class GeneralizationParams(ChapterParams):
     prompt_chars: int = 160  # characters per passage (the population's context: 64 tokens)
     k: int = 30  # top singular vectors (paper B's K; paper A does not state Fig 1a's)
     k_sweep: list[int] = field(default_factory=lambda: [10, 20, 30])  # Fig 36's choices of K
-    compare_models: list[str] = field(default_factory=lambda: ["gemma3-270m"])  # also placed
-    n_compare_prompts: int = 8  # passages for `model` and each compare model
+    compare_models: list[str] = field(default_factory=list)  # also placed (minutes each)
+    n_compare_prompts: int = 4  # passages for `model` and each compare model
     sweep_models: list[str] = field(default_factory=list)  # hub ids measured by `llmdyn measure`
     sweep_root: str = "results/measure"  # where their result files are
     sweep_n_per_task: int = 200  # prompts per task the sweep files were measured with (paper)
