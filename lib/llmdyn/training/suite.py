@@ -20,14 +20,13 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from filelock import FileLock
 
 from llmdyn import LlmdynError
 from llmdyn.core.checks import torch_device
-from llmdyn.models.quiet import quiet_transformers
 from llmdyn.training import corpus
 from llmdyn.training import loop as training
+from llmdyn.training.lm_task import LanguageModelTask
 from llmdyn.training.schedule import Schedule, check_steps, checkpoint_steps
 
 
@@ -59,15 +58,29 @@ class Run:
     lr: float = 1e-3
     weight_decay: float = 0.01  # Pythia: 0.01
     dropout: float = 0.0  # Pythia: 0
+    steps: int | None = None  # the token budget in updates (None: the suite's steps)
+    data_fraction: float = 1.0  # the data budget: this prefix of the training split, repeated
+
+    def __post_init__(self) -> None:
+        """Check the budgets."""
+        if self.steps is not None and self.steps < 1:
+            raise LlmdynError(f"run {self.name}: steps must be >= 1 or None, got {self.steps}")
+        if not 0 < self.data_fraction <= 1:
+            raise LlmdynError(f"run {self.name}: data_fraction must be in (0, 1], got "
+                              f"{self.data_fraction}")
 
     @property
     def name(self) -> str:
-        """Directory name, e.g. ``s-seed0`` or ``s-seed0-wd0.1``."""
+        """Directory name, e.g. ``s-seed0``, ``s-seed0-wd0.1`` or ``p2w32-seed3-n128-d0.05``."""
         name = f"{self.size.name}-seed{self.seed}"
         if self.weight_decay != 0.01:
             name += f"-wd{self.weight_decay:g}"
         if self.dropout:
             name += f"-drop{self.dropout:g}"
+        if self.steps is not None:
+            name += f"-n{self.steps}"
+        if self.data_fraction != 1:
+            name += f"-d{self.data_fraction:g}"
         return name
 
 
@@ -84,9 +97,12 @@ class Suite:
     warmup_fraction: float = 0.05
     heldout_fraction: float = 0.1
     eval_sequences: int = 32  # sequences in each fixed evaluation set (train and held-out)
-    corpus: str | None = None  # None: the default npm corpus; else a directory of .txt files
+    corpus: str | None = None  # None: the default npm corpus; "sotu"/"moby-dick"; a directory
+    ood_corpus: str | None = None  # a corpus whose loss every checkpoint records (ood_loss)
     max_documents: int | None = None  # None: every document; else this many, evenly spaced
     checkpoints: tuple[int, ...] | None = None  # None: Pythia's steps cut to `steps`
+    final_only: bool = False  # each run saves its last step only (overrides `checkpoints`)
+    eval_spread: bool = False  # evaluation windows spread over each split (else the first ones)
     device: str = "cpu"
     note: str = ""  # what the suite is for
 
@@ -96,12 +112,27 @@ class Suite:
         if not names or len(set(names)) != len(names):
             raise LlmdynError(f"suite {self.name!r}: runs must be non-empty and distinct, "
                               f"got {names}")
-        check_steps(self.checkpoint_steps(), self.steps)
+        for run in self.runs:
+            check_steps(self.run_checkpoints(run), self.run_steps(run))
 
     def checkpoint_steps(self) -> list[int]:
-        """The steps saved by every run."""
+        """The steps saved by every run of the suite's own length."""
         return list(self.checkpoints) if self.checkpoints is not None else \
             checkpoint_steps(self.steps)
+
+    def run_steps(self, run: Run) -> int:
+        """Optimizer updates of ``run``: its own budget, else the suite's."""
+        return run.steps if run.steps is not None else self.steps
+
+    def run_checkpoints(self, run: Run) -> list[int]:
+        """The steps ``run`` saves: its last one with `final_only`, else `checkpoint_steps`."""
+        if self.final_only:
+            return [self.run_steps(run)]
+        if run.steps is not None and run.steps != self.steps:
+            raise LlmdynError(f"run {run.name} has its own steps ({run.steps}); its suite "
+                              f"{self.name!r} needs final_only=True (one checkpoint grid "
+                              "per suite)")
+        return self.checkpoint_steps()
 
     @property
     def tokens_per_step(self) -> int:
@@ -112,8 +143,31 @@ class Suite:
 SIZES = {s.name: s for s in (
     Size("xs", 2, 128, 4), Size("s", 4, 192, 6), Size("m", 6, 256, 8),  # the CPU suite
     Size("t1", 2, 32, 2), Size("t2", 3, 48, 4),  # tests
+    *(Size(f"p{depth}w{width}", depth, width, width // 16)  # the population of chapter 09
+      for depth in (2, 3, 4) for width in (32, 64, 96)),
     Size("70m", 6, 512, 8), Size("160m", 12, 768, 12), Size("410m", 24, 1024, 16),  # Pythia's
 )}
+
+def population_runs(depths=(2, 3, 4), widths=(32, 64, 96), steps=(64, 128, 256),
+                    data=(1.0, 0.02, 0.005), decays=(0.0, 0.01, 0.1),
+                    lr: float = 3e-3) -> tuple[Run, ...]:
+    """27 independently initialised runs: depth × width × steps in full, and three more factors.
+
+    Index (a, b, c) runs over the 3 × 3 × 3 grid of depth, width and token budget. The data
+    budget is level (a + b + c) mod 3, the weight decay level (a + 2b + c) mod 3, and dropout
+    is 0.1 where (2a + b + c) mod 3 = 0 (9 runs), else 0: a 3^(6-3) fractional factorial in
+    which every factor is balanced and uncorrelated with every other. Each run has its own
+    seed (its index), so no two runs share initial weights or data order.
+    """
+    runs = []
+    for i, (a, b, c) in enumerate((a, b, c) for a in range(3) for b in range(3)
+                                  for c in range(3)):
+        size = SIZES[f"p{depths[a]}w{widths[b]}"]
+        runs.append(Run(size, seed=i, lr=lr, weight_decay=decays[(a + 2 * b + c) % 3],
+                        dropout=0.1 if (2 * a + b + c) % 3 == 0 else 0.0, steps=steps[c],
+                        data_fraction=data[(a + b + c) % 3]))
+    return tuple(runs)
+
 
 SUITES: dict[str, Suite] = {
     "default": Suite(
@@ -122,15 +176,12 @@ SUITES: dict[str, Suite] = {
               Run(SIZES["m"], 0, lr=1e-3), Run(SIZES["s"], 1, lr=1.5e-3)),
         note="three sizes and a second seed, 512 updates of 1,024 tokens; about 8 minutes on 2 "
              "CPU cores"),
-    "generalization": Suite(
-        "generalization",
-        runs=(Run(SIZES["xs"], 0, lr=2e-3), Run(SIZES["s"], 0, lr=1.5e-3),
-              Run(SIZES["m"], 0, lr=1e-3), Run(SIZES["s"], 1, lr=1.5e-3),
-              Run(SIZES["xs"], 0, lr=2e-3, weight_decay=0.0),
-              Run(SIZES["xs"], 0, lr=2e-3, weight_decay=0.1),
-              Run(SIZES["xs"], 0, lr=2e-3, dropout=0.1)),
-        note="the default suite plus three runs of the smallest size that vary one "
-             "regulariser (weight decay 0 and 0.1, dropout 0.1); the default runs are shared"),
+    "population": Suite(
+        "population", runs=population_runs(), steps=256, batch_size=16, seq_len=64,
+        vocab_size=1024, eval_sequences=64, corpus="sotu", ood_corpus="moby-dick",
+        final_only=True, eval_spread=True,
+        note="chapter 09's 27 independent models, final checkpoints only: trained on the State "
+             "of the Union addresses, out-of-distribution loss on Moby-Dick"),
     "paper": Suite(
         "paper",
         runs=(Run(SIZES["70m"], 0, lr=1e-3), Run(SIZES["160m"], 0, lr=6e-4),
@@ -143,6 +194,12 @@ SUITES: dict[str, Suite] = {
               Run(SIZES["t1"], 1, lr=3e-3)),
         steps=8, batch_size=2, seq_len=32, vocab_size=320, warmup_fraction=0.25,
         eval_sequences=4, max_documents=24, note="for tests: a few steps on a tiny corpus"),
+    "tiny-population": Suite(
+        "tiny-population", runs=population_runs(steps=(2, 4, 6), data=(1.0, 0.5, 0.25),
+                                                lr=3e-3)[::4],
+        steps=6, batch_size=2, seq_len=32, vocab_size=320, warmup_fraction=0.25,
+        eval_sequences=4, max_documents=24, corpus="sotu", ood_corpus="moby-dick",
+        final_only=True, eval_spread=True, note="for tests: the population's design, tiny"),
 }
 
 
@@ -177,6 +234,7 @@ class PreparedData:
     digest: str  # sha256 of the corpus documents
     directory: Path
     heldout_docs: list[corpus.Document] = field(repr=False, default_factory=list)
+    ood: np.ndarray | None = None  # [tok] int32: the suite's OOD corpus, same tokenizer
 
 
 def suite_documents(suite: Suite, corpus_dir: str | Path | None = None) -> list[corpus.Document]:
@@ -194,7 +252,10 @@ def prepare_data(suite: Suite, root: Path, corpus_dir: str | Path | None = None)
     docs = suite_documents(suite, corpus_dir)
     digest = corpus.corpus_digest(docs)
     split = corpus.split_documents(docs, suite.heldout_fraction)
+    ood_docs = corpus.load_documents(suite.ood_corpus) if suite.ood_corpus else None
     key = f"{digest[:12]}-v{suite.vocab_size}-h{suite.heldout_fraction:g}"
+    if ood_docs is not None:  # its own directory: the streams file then holds a third stream
+        key += f"-ood{corpus.corpus_digest(ood_docs)[:12]}"
     directory = Path(root) / "_data" / key
     tok_dir, streams = directory / "tokenizer", directory / "streams.npz"
     directory.mkdir(parents=True, exist_ok=True)
@@ -202,75 +263,23 @@ def prepare_data(suite: Suite, root: Path, corpus_dir: str | Path | None = None)
         if not streams.exists():
             tokenizer = corpus.train_tokenizer(split.train, suite.vocab_size, tok_dir)
             tmp = directory / f".streams.{os.getpid()}.tmp.npz"
+            ood = {} if ood_docs is None else {"ood": corpus.token_stream(tokenizer, ood_docs)}
             np.savez(tmp, train=corpus.token_stream(tokenizer, split.train),
-                     heldout=corpus.token_stream(tokenizer, split.heldout))
+                     heldout=corpus.token_stream(tokenizer, split.heldout), **ood)
             tmp.replace(streams)
     tokenizer = AutoTokenizer.from_pretrained(tok_dir)
     with np.load(streams, allow_pickle=False) as f:
         train, heldout = f["train"], f["heldout"]
+        ood = f["ood"] if ood_docs is not None else None
     need = (suite.seq_len + 1) * max(suite.batch_size, suite.eval_sequences)
     if len(train) < need or len(heldout) < suite.seq_len + 1:
         raise LlmdynError(f"corpus too small for suite {suite.name!r}: {len(train)} train and "
                           f"{len(heldout)} held-out tokens, need {need} and "
                           f"{suite.seq_len + 1}; add text or shorten seq_len")
-    return PreparedData(tokenizer, train, heldout, digest, directory, split.heldout)
-
-
-def _sequences(stream: np.ndarray, seq_len: int) -> torch.Tensor:
-    """The stream cut into ``[n, seq_len + 1]`` windows (inputs plus the next token)."""
-    n = len(stream) // (seq_len + 1)
-    return torch.from_numpy(stream[: n * (seq_len + 1)].astype(np.int64)).view(n, seq_len + 1)
-
-
-class LanguageModelTask:
-    """Next-token prediction on fixed-length windows in an order fixed by the seed."""
-
-    def __init__(self, data: PreparedData, suite: Suite, seed: int) -> None:
-        self.data, self.suite, self.seed = data, suite, seed
-        self.train_seqs = _sequences(data.train, suite.seq_len)  # (n, seq_len + 1)
-        self.heldout_seqs = _sequences(data.heldout, suite.seq_len)
-        self.tokens_per_step = suite.tokens_per_step
-        self._perm: tuple[int, np.ndarray] | None = None
-
-    def batch(self, step: int) -> torch.Tensor:
-        """Sequences of update ``step``: epoch e is a permutation seeded by (seed, e)."""
-        n, b = len(self.train_seqs), self.suite.batch_size
-        index = [self._permuted(*divmod(i, n)) for i in range(step * b, (step + 1) * b)]
-        return self.train_seqs[index]  # (batch, seq_len + 1)
-
-    def _permuted(self, epoch: int, pos: int) -> int:
-        if self._perm is None or self._perm[0] != epoch:  # one permutation per epoch, cached
-            n = len(self.train_seqs)
-            self._perm = (epoch, np.random.default_rng([self.seed, epoch]).permutation(n))
-        return int(self._perm[1][pos])
-
-    def loss(self, model: torch.nn.Module, batch: torch.Tensor) -> torch.Tensor:
-        """Mean token cross-entropy (nats)."""
-        batch = batch.to(self.suite.device)
-        logits = model(input_ids=batch[:, :-1]).logits  # (batch, seq_len, vocab)
-        return F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten())
-
-    def evaluate(self, model: torch.nn.Module) -> dict[str, float]:
-        """Mean token cross-entropy on the first sequences of each split (fixed sets)."""
-        out = {}
-        with torch.no_grad():
-            for name, seqs in (("train_loss", self.train_seqs), ("heldout_loss",
-                                                                 self.heldout_seqs)):
-                batch = seqs[: self.suite.eval_sequences]
-                out[name] = float(self.loss(model, batch))
-        return out
-
-    def save_model(self, model: torch.nn.Module, directory: Path) -> None:
-        """Weights, config and tokenizer: a directory `from_pretrained` loads."""
-        with quiet_transformers():
-            model.save_pretrained(directory, safe_serialization=True)
-        self.data.tokenizer.save_pretrained(directory)
-
-    def load_weights(self, model: torch.nn.Module, directory: Path) -> None:
-        """Weights from a checkpoint, through transformers (it renames some keys on saving)."""
-        with quiet_transformers():
-            saved = type(model).from_pretrained(directory, dtype=torch.float32)
-        model.load_state_dict(saved.state_dict())
+    if ood is not None and len(ood) < suite.seq_len + 1:
+        raise LlmdynError(f"OOD corpus {suite.ood_corpus!r} of suite {suite.name!r} has "
+                          f"{len(ood)} tokens, fewer than one window ({suite.seq_len + 1})")
+    return PreparedData(tokenizer, train, heldout, digest, directory, split.heldout, ood)
 
 
 def matmul_params(model: torch.nn.Module) -> int:
@@ -283,10 +292,14 @@ def run_config(run: Run, suite: Suite, data: PreparedData) -> dict[str, Any]:
     """The JSON that identifies a run (a resume must match it)."""
     return {"run": run.name, "size": dataclasses.asdict(run.size), "seed": run.seed,
             "lr": run.lr, "weight_decay": run.weight_decay, "dropout": run.dropout,
-            "steps": suite.steps, "batch_size": suite.batch_size, "seq_len": suite.seq_len,
+            "steps": suite.run_steps(run), "batch_size": suite.batch_size,
+            "seq_len": suite.seq_len,
             "vocab_size": suite.vocab_size, "warmup_fraction": suite.warmup_fraction,
-            "checkpoints": suite.checkpoint_steps(), "corpus_sha256": data.digest,
-            "eval_sequences": suite.eval_sequences, "architecture": "gpt_neox"}
+            "checkpoints": suite.run_checkpoints(run), "corpus_sha256": data.digest,
+            "eval_sequences": suite.eval_sequences, "architecture": "gpt_neox",
+            # only where they are set, so that the runs trained before they existed resume
+            **({"data_fraction": run.data_fraction} if run.data_fraction != 1 else {}),
+            **({"ood_corpus": suite.ood_corpus} if suite.ood_corpus else {})}
 
 
 def train_run(run: Run, suite: Suite, root: Path, data: PreparedData, *,
@@ -296,14 +309,15 @@ def train_run(run: Run, suite: Suite, root: Path, data: PreparedData, *,
 
     torch.manual_seed(run.seed)
     model = GPTNeoXForCausalLM(gpt_neox_config(run.size, suite, run.dropout)).to(suite.device)
-    schedule = Schedule(
-        steps=suite.steps, lr=run.lr, warmup=max(1, round(suite.warmup_fraction * suite.steps)),
-        weight_decay=run.weight_decay)
+    steps = suite.run_steps(run)
+    schedule = Schedule(steps=steps, lr=run.lr, weight_decay=run.weight_decay,
+                        warmup=max(1, round(suite.warmup_fraction * steps)))
     facts = {"flops_per_token": 6 * matmul_params(model),
              "params": sum(p.numel() for p in model.parameters())}
     with training.run_lock(root / run.name):  # a second `llmdyn train` of it waits, then skips
-        return training.train(model, LanguageModelTask(data, suite, run.seed), root / run.name,
-                              schedule=schedule, checkpoints=suite.checkpoint_steps(),
+        task = LanguageModelTask(data, suite, run.seed, run.data_fraction)
+        return training.train(model, task, root / run.name,
+                              schedule=schedule, checkpoints=suite.run_checkpoints(run),
                               config=run_config(run, suite, data), facts=facts, desc=run.name,
                               progress=progress)
 

@@ -254,14 +254,14 @@ class TrainingParams(ChapterParams):
 class GeneralizationParams(ChapterParams):
     """Chapter 09: coupling against generalization (paper A §5.4, Figs 1a, 7, 8, 31, 35, 36)."""
 
-    suite: str = "generalization"  # a suite from llmdyn.training.SUITES (trained if missing)
+    suite: str = "population"  # independent runs, final checkpoints (llmdyn.training.SUITES)
     suite_root: str = "results/suite"  # where its runs are
-    n_prompts: int = 16  # held-out passages, the same for every checkpoint
-    prompt_chars: int = 240  # characters per passage
-    k: int = 30  # top singular vectors (paper: 30)
-    k_sweep: list[int] = field(default_factory=lambda: [10, 30, 50])  # Fig 36's choices of K
-    compare_models: list[str] = field(default_factory=lambda: ["gemma3-270m"])  # also placed
-    n_compare_prompts: int = 8  # passages for `model` and each compare model
+    n_prompts: int = 16  # held-out passages, the same for every model
+    prompt_chars: int = 160  # characters per passage (the population's context: 64 tokens)
+    k: int = 30  # top singular vectors (paper B's K; paper A does not state Fig 1a's)
+    k_sweep: list[int] = field(default_factory=lambda: [10, 20, 30])  # Fig 36's choices of K
+    compare_models: list[str] = field(default_factory=list)  # also placed (minutes each)
+    n_compare_prompts: int = 4  # passages for `model` and each compare model
     sweep_models: list[str] = field(default_factory=list)  # hub ids measured by `llmdyn measure`
     sweep_root: str = "results/measure"  # where their result files are
     sweep_n_per_task: int = 200  # prompts per task the sweep files were measured with (paper)

@@ -1,0 +1,173 @@
+"""Chapter 09's population: independent final models, their coupling and generalization (§5.4).
+
+Paper A's Fig 1a has one point per pretrained LLM. Our offline stand-in is a suite of
+independently initialised runs (`llmdyn.training.suite.population_runs`), one point per run: its
+final checkpoint. Each point carries its predictors (coupling, parameters, depth, width, tokens)
+and three generalization measures: held-out loss (in distribution), the gap held-out − train,
+and the loss on an out-of-distribution corpus. Inference is over models: a bootstrap that
+resamples models.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from llmdyn import LlmdynError
+from llmdyn.core.store import ResultStore
+from llmdyn.coupling.depth import DepthCoupling, depth_coupling, diagonal_share, offdiagonal_mean
+from llmdyn.models.loading import load_model
+from llmdyn.models.quiet import quiet_transformers
+from llmdyn.stats import bootstrap
+from llmdyn.stats.bootstrap import Estimate
+from llmdyn.stats.regression import partial_regression
+from llmdyn.training.checkpoints import Checkpoint, by_run
+
+MEASURES = {"ood_loss": "OOD loss (Moby-Dick)", "heldout_loss": "held-out loss",
+            "gap": "gap (held-out − train)"}
+SIZE_AND_SHAPE = ("log params", "depth", "width", "log tokens")  # Fig 35's rivals, and tokens
+
+
+def coupling_scores(couplings: Sequence[DepthCoupling]) -> dict[str, float]:
+    """Three summaries of one model's depth coupling, each averaged over prompts.
+
+    - ``share`` (ours): mean over l ≠ l′ of the diagonal share 1 − m̃(A^{ll′})².
+    - ``mis``: mean over l ≠ l′ of m̃(A^{ll′}) (paper A eq. 14; lower is more coupled).
+    - ``paper54`` (§5.4): −m̃(A^{ll′}) averaged over *all* l, l′ ∈ {1, …, L}, the diagonal
+      included. A^{ll} = U_lᵀ J_l V_l is diagonal, so m̃ = 0 there and ``paper54`` equals
+      −(L − 1)/L · ``mis``: the diagonal pulls deeper models less towards 0.
+    """
+    if not couplings:
+        raise LlmdynError("coupling_scores needs the coupling of at least one prompt")
+    maps = np.stack([c.normalized for c in couplings])  # (prompt, layer, layer)
+    return {"share": float(np.mean([offdiagonal_mean(diagonal_share(m)) for m in maps])),
+            "mis": float(np.mean([offdiagonal_mean(m) for m in maps])),
+            "paper54": float(-maps.mean())}
+
+
+def finals(checkpoints: Sequence[Checkpoint]) -> list[Checkpoint]:
+    """The last checkpoint of each run; step 0 is never a model of the population."""
+    out = [runs[-1] for runs in by_run(checkpoints).values()]
+    if any(c.step == 0 for c in out):
+        raise LlmdynError("a run's last checkpoint is step 0: an untrained model is not a "
+                          "member of the population; train the runs first")
+    return out
+
+
+def measure_models(checkpoints: Sequence[Checkpoint], texts: Sequence[str], *,
+                   ks: Sequence[int], device: str = "cpu") -> dict[str, dict[int, dict]]:
+    """`coupling_scores` of each checkpoint at each k (cached per prompt): spec → k → scores."""
+    out = {}
+    for c in checkpoints:
+        with quiet_transformers():
+            model = load_model(c.spec, device=device)
+        store = ResultStore(model.model_id, provenance=model.identity)
+        out[c.spec] = {k: coupling_scores(depth_coupling(model, texts, k=k, store=store))
+                       for k in ks if k <= model.d_model}
+        del model
+    return out
+
+
+def population_frame(checkpoints: Sequence[Checkpoint], runs: Mapping[str, object],
+                     scores: Mapping[str, Mapping[int, dict]], *, k: int,
+                     train_tokens: int) -> pd.DataFrame:
+    """One row per model: predictors, coupling at ``k`` (and each measured k), three measures.
+
+    Args:
+        checkpoints: the final checkpoints (`finals`).
+        runs: run name → `llmdyn.training.suite.Run`.
+        scores: `measure_models`'s output.
+        k: the k of the main coupling columns.
+        train_tokens: tokens of the full training split (for the data budget and epochs).
+    """
+    rows = []
+    for c in checkpoints:
+        run, by_k = runs[c.run], scores[c.spec]
+        if k not in by_k:
+            raise LlmdynError(f"{c.run}: coupling at k = {k} not measured (k above d_model?)")
+        data_tokens = run.data_fraction * train_tokens
+        rows.append({
+            "run": c.run, "depth": run.size.n_layers, "width": run.size.d_model,
+            "params": c.params, "tokens": c.tokens_seen, "steps": c.step,
+            "data_fraction": run.data_fraction, "epochs": c.tokens_seen / data_tokens,
+            "weight_decay": run.weight_decay, "dropout": run.dropout, "seed": run.seed,
+            "coupling_share": by_k[k]["share"], "coupling_mis": by_k[k]["mis"],
+            "coupling_54": by_k[k]["paper54"], "train_loss": c.train_loss,
+            "heldout_loss": c.heldout_loss, "gap": c.heldout_loss - c.train_loss,
+            "ood_loss": c.ood_loss,
+            **{f"coupling_share_k{kk}": s["share"] for kk, s in by_k.items()}})
+    frame = pd.DataFrame(rows)
+    frame["log params"], frame["log tokens"] = np.log(frame.params), np.log(frame.tokens)
+    return frame
+
+
+def single_fits(frame: pd.DataFrame, y: str, predictors: Sequence[str]) -> pd.DataFrame:
+    """R², p and slope of ``y`` on each predictor alone (statsmodels OLS), one row each."""
+    rows = []
+    for name in predictors:
+        fit = partial_regression(frame[y], {name: frame[name]})
+        rows.append({"predictor": name, "n": fit.n, "r2": fit.r2, "p": float(fit.p[0]),
+                     "slope": float(fit.coef[0])})
+    return pd.DataFrame(rows)
+
+
+def r2_advantage(frame: pd.DataFrame, y: str, coupling: str = "coupling_share",
+                 rivals: Sequence[str] = SIZE_AND_SHAPE, seed: int = 0) -> Estimate:
+    """R²(y ~ coupling) − max over rivals of R²(y ~ rival), bootstrapped over models.
+
+    Positive: coupling alone explains more of ``y`` than the best of size, shape and tokens.
+    """
+    def statistic(c, yy, *others):  # each (resample, model)
+        best = np.max(np.stack([bootstrap.r2(o, yy) for o in others]), 0)
+        return bootstrap.r2(c, yy) - best
+
+    return bootstrap.bootstrap(statistic, frame[coupling], frame[y],
+                               *[frame[r] for r in rivals], seed=seed)
+
+
+def partial_coefficient(frame: pd.DataFrame, y: str, predictors: Sequence[str], name: str,
+                        seed: int = 0) -> Estimate:
+    """Coefficient of ``name`` in y ~ 1 + predictors (OLS), bootstrapped over models."""
+    if name not in predictors:
+        raise LlmdynError(f"{name!r} is not among the predictors {list(predictors)}")
+    X = frame[list(predictors)].to_numpy(float)  # (model, predictor)
+    col = list(predictors).index(name)
+
+    def coefficient(xs: np.ndarray, ys: np.ndarray) -> float:
+        design = np.column_stack([np.ones(len(xs)), xs])
+        if np.linalg.matrix_rank(design) < design.shape[1]:
+            return math.nan  # a draw without spread in some predictor
+        return float(np.linalg.lstsq(design, ys, rcond=None)[0][1 + col])
+
+    return bootstrap.bootstrap_rows(coefficient, X, frame[y].to_numpy(float), seed=seed)
+
+
+def population_markdown(frame: pd.DataFrame) -> str:
+    """The population as a markdown table: each model's predictors and its three measures."""
+    head = ("| run | L | d | params | tokens | data | epochs | wd | drop | share | §5.4 | "
+            "held-out | gap | OOD |")
+    lines = [head, "|" + " --- |" * (head.count("|") - 1)]
+    for _, r in frame.sort_values(["depth", "width", "steps"]).iterrows():
+        lines.append(
+            f"| {r.run} | {r.depth} | {r.width} | {r.params:,.0f} | {r.tokens:,.0f} | "
+            f"{r.data_fraction:g} | {r.epochs:.2g} | {r.weight_decay:g} | {r.dropout:g} | "
+            f"{r.coupling_share:.3f} | {r.coupling_54:.3f} | {r.heldout_loss:.3f} | "
+            f"{r.gap:.3f} | {r.ood_loss:.3f} |")
+    return "\n".join(lines)
+
+
+def fits_markdown(frame: pd.DataFrame, predictors: Sequence[str],
+                  measures: Mapping[str, str] = MEASURES) -> str:
+    """R², p and slope of each measure on each predictor alone, one column group per measure."""
+    fits = {y: single_fits(frame, y, predictors).set_index("predictor") for y in measures}
+    head = "| predictor | " + " | ".join(f"{label}: R² | p | slope"
+                                        for label in measures.values()) + " |"
+    lines = [head, "|" + " --- |" * (1 + 3 * len(measures))]
+    for name in predictors:
+        cells = [f"{fits[y].r2[name]:.2f} | {fits[y].p[name]:.2g} | {fits[y].slope[name]:.3g}"
+                 for y in measures]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
