@@ -10,6 +10,7 @@ import yaml
 from papermill.exceptions import PapermillExecutionError
 
 from llmdyn.book.build import REPO, build_html, chapters, run_chapter, stage
+from llmdyn.claims.render import read_glued, rule_breaks
 
 pytestmark = pytest.mark.slow
 
@@ -100,6 +101,16 @@ def test_scorecard_reads_the_chapter(built_book):
     page = (html / "book" / "scorecard.html").read_text()
     assert re.search(r"0\.\d{3}", page)
     assert "holds" in page or "does not hold" in page
+
+
+def test_no_chapter_judges_an_estimate_without_an_interval(built_book):
+    # the scorecard's rule, over every chapter's claims: a verdict needs a fact or an interval
+    root, _ = built_book
+    executed = sorted((root / "book" / "executed").glob("*.ipynb"))
+    assert [nb.stem for nb in executed] == chapters()
+    breaks = {nb.stem: rule_breaks(read_glued(nb)) for nb in executed}
+    assert not any(breaks.values()), breaks
+    assert all(any(k.endswith("_kind") for k in read_glued(nb)) for nb in executed)
 
 
 def test_executed_notebook_keeps_injected_parameters_hidden(built_book):

@@ -11,7 +11,15 @@ import pytest
 from llmdyn import LlmdynError
 from llmdyn.book.build import REPO
 from llmdyn.claims.claim import Claim, Measure, Rule, above, at_least, at_most, below, within
-from llmdyn.claims.render import glue_values, html_table, markdown_table, part_source, publish
+from llmdyn.claims.render import (
+    glue_values,
+    html_table,
+    markdown_table,
+    part_source,
+    publish,
+    read_glued,
+    rule_breaks,
+)
 from llmdyn.stats import bootstrap
 
 # --- bootstrap: known answers ---------------------------------------------------------------
@@ -137,15 +145,31 @@ def test_threshold_is_inclusive_and_nan_never_clears():
     assert "lies < 0.000" in below(0).sentence(Measure.mean([1.0, 2], "d"))
 
 
-def test_exact_facts_are_judged_on_the_value():
-    assert _claim(Measure.exact(True, "top token is London", fmt="yes/no"),
-                  at_least(1)).verdict.grade == "holds"
-    assert _claim(Measure.exact(0.2, "p"), at_least(0.5)).verdict.grade == "does not hold"
+def test_facts_are_judged_on_the_value_and_name_the_papers_case():
+    fact = _claim(Measure.fact(True, "top token is London", fmt="yes/no",
+                               case="the UK prompt, Fig 8"), at_least(1))
+    assert fact.verdict.grade == "holds" and fact.measure.kind == "fact"
+    assert fact.result_text() == "top token is London: yes (a fact about the UK prompt, Fig 8)"
+    assert fact.rule_text.startswith("a fact: holds when")
+    assert _claim(Measure.fact(0.2, "p", case="c"), at_least(0.5)).verdict.grade \
+        == "does not hold"
+    with pytest.raises(LlmdynError, match="needs case="):
+        Measure.fact(1.0, "top token", case=" ")
+    with pytest.raises(LlmdynError, match="Measure.fact only"):
+        Measure(quantity="x", estimate=bootstrap.Estimate(1.0, 0.5, 1.5, 3), case="c")
 
 
-def test_one_prompt_is_at_most_partly():
-    verdict = _claim(Measure.mean([5.0], "ratio"), at_least(2)).verdict
-    assert verdict.grade == "partly" and "n = 1" in verdict.reason
+@pytest.mark.parametrize("measure", [
+    Measure.mean([5.0], "ratio"),  # one prompt: no interval
+    Measure.single(5.0, "ratio over one prompt"),
+    Measure.single(0.01, "p of a coefficient", n=70),  # a statistic without an interval
+    Measure.exact(5.0, "old name of single"),
+])
+@pytest.mark.parametrize("rule", [at_least(2), at_most(2)])  # cleared and not cleared
+def test_an_estimate_without_interval_gets_no_verdict(measure, rule):
+    verdict = _claim(measure, rule).verdict
+    assert measure.kind == "estimate" and verdict.grade == "no verdict"
+    assert f"an estimate with no interval (n = {measure.estimate.n})" == verdict.reason
 
 
 def test_missing_measures_and_comparisons():
@@ -179,7 +203,8 @@ def test_rule_sentences():
                                        "ratio lies ≥ 2×; partly when only the estimate does")
     band = Measure.mean([0.2, 0.3], "peak position", fmt=".2f")
     assert "within 0.10 of 0.25" in within(0.25, 0.1).sentence(band)
-    assert at_most(1).sentence(Measure.exact(0.5, "p")) == "holds when the p is ≤ 1.000"
+    assert at_most(1).sentence(Measure.fact(0.5, "p", case="c")) == \
+        "a fact: holds when the p is ≤ 1.000"
 
 
 def test_bad_rules_and_claims_are_rejected():
@@ -188,9 +213,9 @@ def test_bad_rules_and_claims_are_rejected():
     with pytest.raises(LlmdynError, match="tolerance"):
         Rule("within", 1.0)
     with pytest.raises(LlmdynError, match="id"):
-        _claim(Measure.exact(1, "x"), id="Bad Id")
+        _claim(Measure.single(1, "x"), id="Bad Id")
     with pytest.raises(LlmdynError, match="paper"):
-        Claim("c", "C", "§1", "s", "p", Measure.exact(1, "x"))
+        Claim("c", "C", "§1", "s", "p", Measure.single(1, "x"))
 
 
 # --- rendering ----------------------------------------------------------------------------------
@@ -216,7 +241,7 @@ def test_html_table_escapes_and_classes_rows():
     page = html_table(CLAIMS)
     assert page.count("<tr class=") == 3 and 'class="verdict-holds"' in page
     assert "m̃ with |A| pipes" in page and "<td>" in page
-    assert html_table([_claim(Measure.exact(1, "a<b"), id="x")]).count("a&lt;b") == 1
+    assert html_table([_claim(Measure.single(1, "a<b"), id="x")]).count("a&lt;b") == 1
 
 
 def test_publish_glues_every_number_and_the_table():
@@ -227,8 +252,36 @@ def test_publish_glues_every_number_and_the_table():
     assert math.isnan(glued["r2_scores_value"])
     assert glued["scorecard"].data == html_table(CLAIMS)
     assert shown.data == markdown_table(CLAIMS)
-    assert set(glue_values(CLAIMS[0])) == {f"coupled_{s}" for s in
-                                           ("value", "lo", "hi", "verdict", "rule", "result")}
+    assert set(glue_values(CLAIMS[0])) == {f"coupled_{s}" for s in ("value", "lo", "hi", "verdict",
+                                                                    "rule", "result", "kind")}
+    assert (glued["coupled_kind"], glued["r2_scores_kind"]) == ("estimate", "none")
+
+
+def test_rule_breaks_finds_a_verdict_on_an_estimate_without_interval():
+    fine = [CLAIMS[0], _claim(Measure.fact(1, "top token is Paris", case="France"),
+                              at_least(1), id="fact"), _claim(Measure.single(3.0, "r"),
+                                                              at_least(2), id="one")]
+    values = {k: v for c in fine for k, v in glue_values(c).items()}
+    assert rule_breaks(values) == []
+    # a verdict typed on an estimate with no interval (as an old chapter glued it) is caught
+    assert rule_breaks({**values, "one_verdict": "holds"}) == ["one"]
+    assert rule_breaks({"old_verdict": "partly (n = 1)", "old_lo": math.nan}) == ["old"]
+
+
+def test_read_glued_parses_an_executed_notebook(tmp_path):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    prefix = "application/papermill.record/"
+    nb.cells = [nbformat.v4.new_code_cell("", outputs=[nbformat.v4.new_output(
+        "display_data", data={prefix + "text/plain": text},
+        metadata={"scrapbook": {"name": name, "mime_prefix": prefix}})
+        for name, text in (("c_lo", "nan"), ("c_hi", "0.25"), ("c_verdict", "'holds'"),
+                           ("scorecard", "<IPython.core.display.HTML object>"))])]
+    nbformat.write(nb, tmp_path / "ch.ipynb")
+    values = read_glued(tmp_path / "ch.ipynb")
+    assert math.isnan(values["c_lo"]) and values["c_hi"] == 0.25
+    assert values["c_verdict"] == "holds" and rule_breaks(values) == ["c"]
 
 
 def test_renderer_rejects_duplicates_and_non_claims():

@@ -71,6 +71,15 @@ def test_measure_checkpoint_shapes_and_cache(tmp_path):
     assert np.all(a.share > 0) and np.all(a.share <= 1)
     np.testing.assert_array_equal(a.window_ed, b.window_ed)
     np.testing.assert_allclose(a.share, 1 - a.mis ** 2, atol=0.2)  # mean of 1-m² vs 1-mean²
+    # both ends of the whole trajectory in one pass: the chosen one equals the plain fields
+    assert a.lss_by_end.shape == (2, 2) and a.share_map.shape == (2, L, L)
+    np.testing.assert_allclose(a.whole("lss", "final_norm"), a.lss, rtol=1e-12)
+    np.testing.assert_allclose(a.whole("expodistance", "final_norm"), a.expodistance, rtol=1e-12)
+    off = ~np.eye(L, dtype=bool)  # share is the mean of share_map over pairs l ≠ l′
+    np.testing.assert_allclose(a.share_map[:, off].mean(1), a.share, rtol=1e-6)  # float32 maps
+    c = measure_checkpoint(m, PROMPTS, k=4, last_point="block_output")
+    np.testing.assert_allclose(c.lss, a.whole("lss", "block_output"), rtol=1e-12)
+    assert not np.allclose(a.whole("lss", "block_output"), a.lss)  # the final norm moves x^L
     with pytest.raises(LlmdynError, match="non-empty list"):
         measure_checkpoint(m, "one prompt", k=4)
 

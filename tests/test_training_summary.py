@@ -3,23 +3,45 @@ import pytest
 
 from llmdyn import LlmdynError
 from llmdyn.training.emergence import CheckpointProfile, RunSeries, spread_steps
-from llmdyn.training.summary import emergence_timing, endpoints, suite_table
+from llmdyn.training.summary import (
+    adjacent_over_distant,
+    emergence_timing,
+    endpoints,
+    ends_table,
+    locality_claims,
+    locality_table,
+    suite_table,
+    timing_claims,
+    timing_lag,
+    whole_endpoints,
+)
 
 
-def _profile(share: float, n_prompts: int = 3, layers: int = 2) -> CheckpointProfile:
+def _profile(share, n_prompts: int = 3, layers: int = 2, neighbour: float | None = None,
+             lss_ends=(2.0, 3.0)) -> CheckpointProfile:
+    """A profile whose every pair has diagonal share ``share`` (``neighbour`` for |l − l′| = 1).
+
+    ``share`` may be ``[prompt]`` to give the prompts different values.
+    """
+    share = np.broadcast_to(np.asarray(share, float), (n_prompts,))
+    gap = np.abs(np.subtract.outer(np.arange(layers), np.arange(layers)))
+    share_map = np.repeat(share[:, None, None], layers, 1).repeat(layers, 2)
+    if neighbour is not None:
+        share_map[:, gap == 1] = neighbour
     ones = np.ones(n_prompts)
     return CheckpointProfile(
-        mis=np.sqrt(1 - share) * ones, share=share * ones,
-        coupling_map=np.full((layers, layers), np.sqrt(1 - share)), lss=2 * ones,
+        mis=np.sqrt(1 - share), share=share.copy(), share_map=share_map,
+        coupling_map=np.sqrt(1 - share_map.mean(0)), lss=2 * ones,
         expodistance=ones, norms=np.ones((n_prompts, layers + 1)),
         window_lss=np.ones((n_prompts, layers - 1)), window_ed=np.ones((n_prompts, layers - 1)),
-        centres=np.arange(1, layers))
+        centres=np.arange(1, layers), lss_by_end=np.tile(lss_ends, (n_prompts, 1)),
+        expodistance_by_end=np.ones((n_prompts, 2)))
 
 
-def _run(shares, losses, steps=(0, 1, 2, 4)) -> RunSeries:
+def _run(shares, losses, steps=(0, 1, 2, 4), **kw) -> RunSeries:
     return RunSeries(steps=np.array(steps), tokens=np.array(steps, float) * 10,
                      heldout_loss=np.array(losses, float), train_loss=np.array(losses, float),
-                     params=1000, profiles=tuple(_profile(s) for s in shares))
+                     params=1000, profiles=tuple(_profile(s, **kw) for s in shares))
 
 
 def test_timing_known_answers():
@@ -59,3 +81,68 @@ def test_suite_table_without_run_files():
 def test_spread_steps_is_log_spaced():
     assert spread_steps([0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512], 4) == [0, 8, 64, 512]
     assert spread_steps([0, 5], 4) == [0, 5]
+
+
+def test_timing_lag_counts_checkpoint_intervals():
+    # coupling half-way at index 1 (step 1); the loss (progress 0, .25, .75, 1) at index 1.5
+    share = np.array([[0.1, 0.3, 0.4, 0.5]] * 3)  # (prompt, ckpt)
+    assert timing_lag(share, np.array([8.0, 7.5, 6.5, 6.0])) == pytest.approx(1 - 1.5)
+    assert timing_lag(share, np.array([8.0, 6.0, 5.0, 4.0])) == pytest.approx(0.0)
+
+
+def test_timing_claims_judge_each_run_and_count():
+    rng = np.random.default_rng(0)
+    prompts = [0.5 + 0.01 * rng.normal(size=16) for _ in range(4)]  # last share per prompt
+    early = [np.full(16, 0.1), np.full(16, 0.45), np.full(16, 0.48), prompts[0]]
+    runs = {"lead": _run(early, [8, 7.9, 7.8, 4], n_prompts=16),  # coupling 2.4 intervals first
+            "same": _run([0.1, 0.3, 0.4, 0.5], [8, 6, 5, 4])}  # both half-way at index 1
+    claims = {c.id: c for c in timing_claims(runs, tolerance=1)}
+    lead, same = claims["train_timing_lead"], claims["train_timing_same"]
+    assert same.verdict.grade == "holds" and same.measure.estimate.value == pytest.approx(0)
+    assert lead.verdict.grade == "does not hold" and lead.measure.estimate.hi < -1
+    assert "coupling first (interval below 0)" in lead.measure.detail
+    assert claims["train_timing_runs"].measure.estimate.value == 0.5
+    assert "1 of 2 runs hold" in claims["train_timing_runs"].measure.detail
+    assert "1 of 2 runs: coupling first" in claims["train_timing_direction"].measure.detail
+    with pytest.raises(LlmdynError, match="tolerance"):
+        timing_claims(runs, tolerance=0)
+
+
+def test_adjacent_over_distant_known_answer():
+    M = np.full((2, 4, 4), 0.1)
+    M[:, [0, 1, 2, 1, 2, 3], [1, 2, 3, 0, 1, 2]] = 0.3  # neighbours three times the rest
+    np.testing.assert_allclose(adjacent_over_distant(M), [3.0, 3.0])
+    with pytest.raises(LlmdynError, match=">= 3 blocks"):
+        adjacent_over_distant(np.ones((2, 2, 2)))
+
+
+def test_locality_claims_use_deep_runs_only():
+    runs = {"shallow": _run([0.1] * 4, [8, 7, 6, 4]),
+            "deep": RunSeries(**{**_run([0.1] * 4, [8, 7, 6, 4]).__dict__, "profiles": (
+                _profile(0.1, layers=4), _profile(0.1, layers=4), _profile(0.1, layers=4),
+                _profile(0.1, layers=4, neighbour=0.2))})}
+    end, grows = locality_claims(runs)
+    assert end.measure.estimate.value == pytest.approx(2.0) and end.verdict.grade == "holds"
+    assert grows.measure.estimate.value == pytest.approx(1.0) and "deep (>= 3" in \
+        grows.measure.detail and "shallow" not in grows.measure.detail
+    assert locality_claims({"shallow": runs["shallow"]})[0].verdict.grade == "not run"
+
+
+def test_whole_endpoints_pick_the_end():
+    runs = {"a": _run([0.1, 0.2, 0.3, 0.5], [8, 7, 6, 4])}
+    first, last = whole_endpoints(runs, "lss", "block_output")
+    np.testing.assert_allclose(first, [3.0] * 3)
+    np.testing.assert_allclose(whole_endpoints(runs, "lss", "final_norm")[1], [2.0] * 3)
+    with pytest.raises(LlmdynError, match="score must be"):
+        whole_endpoints(runs, "norms", "final_norm")
+
+
+def test_ends_and_locality_tables():
+    runs = {"a": _run([0.1, 0.2, 0.3, 0.5], [8, 7, 6, 4], lss_ends=(2.0, 3.0))}
+    assert "| a | 2 | 2.00 → 2.00 | 3.00 → 3.00 | 1.00 → 1.00 | 1.00 → 1.00 |" in ends_table(runs)
+    assert locality_table(runs).startswith("No run has 3")
+    runs["d"] = RunSeries(**{**runs["a"].__dict__, "profiles": tuple(
+        _profile(0.1, layers=3, neighbour=n) for n in (0.1, 0.1, 0.2, 0.3))})
+    table = locality_table(runs).splitlines()
+    assert table[0] == "| run | blocks | step 0 | step 2 | step 4 |"
+    assert table[2] == "| d | 3 | 1.00 | 2.00 | 3.00 |"

@@ -5,9 +5,16 @@ estimate over prompts or seeds with its bootstrap interval) and a `Rule` (a comp
 threshold). The verdict is computed from the interval and the rule, never typed:
 
 - **holds**: the whole interval clears the threshold;
-- **partly**: the estimate clears it but the interval does not (or there is no interval);
+- **partly**: the estimate clears it but the interval does not;
 - **does not hold**: the estimate does not clear it;
+- **no verdict**: an estimate with no interval (n = 1, or a statistic without one) is
+  described, not judged;
 - **not testable offline** / **not run**: nothing was measured, with the reason.
+
+A measure is of one of two kinds (`Kind`). An **estimate** is a number computed from sampled
+prompts, models or seeds; only its interval can carry a verdict. A **fact** is a deterministic
+outcome that the paper also states for one case (e.g. "the France prompt's top token is
+'Paris'", Figs 9-10); it is judged on its value, and its result names that case.
 
 `llmdyn.claims.render` turns a list of claims into the chapter's table and its scorecard part.
 
@@ -34,10 +41,12 @@ from llmdyn import LlmdynError
 from llmdyn.stats import bootstrap
 from llmdyn.stats.bootstrap import Estimate
 
-Grade = Literal["holds", "partly", "does not hold", "not testable offline", "not run",
-                "for comparison"]
-GRADES: tuple[str, ...] = ("holds", "partly", "does not hold", "not testable offline",
-                           "not run", "for comparison")
+Grade = Literal["holds", "partly", "does not hold", "no verdict", "not testable offline",
+                "not run", "for comparison"]
+GRADES: tuple[str, ...] = ("holds", "partly", "does not hold", "no verdict",
+                           "not testable offline", "not run", "for comparison")
+JUDGED: tuple[str, ...] = ("holds", "partly", "does not hold")  # the grades that are verdicts
+Kind = Literal["estimate", "fact"]
 PAPERS = ("A", "B")  # A: block coupling (coupling.txt); B: thought and fixation
 
 
@@ -54,6 +63,8 @@ class Measure:
         detail: context shown after the number (what the prompts were, per-model values).
         missing: "not testable offline" or "not run" when ``estimate`` is None.
         reason: why it was not measured (shown with the verdict).
+        case: for a fact, the one case the paper also states (e.g. "the France prompt, Figs
+            9-10"); empty for an estimate.
     """
 
     quantity: str
@@ -63,6 +74,22 @@ class Measure:
     detail: str = ""
     missing: Literal["", "not testable offline", "not run"] = ""
     reason: str = ""
+    case: str = ""
+
+    def __post_init__(self) -> None:
+        """A fact names the paper's case; an estimate has none."""
+        fact = self.estimate is not None and self.estimate.exact
+        if fact and not self.case.strip():
+            raise LlmdynError(f"the fact {self.quantity!r} needs case=: the one case the paper "
+                              "also states (e.g. 'the France prompt, Figs 9-10'); a number "
+                              "from sampled prompts, models or seeds is Measure.single instead")
+        if self.case and not fact:
+            raise LlmdynError(f"case= is for Measure.fact only; {self.quantity!r} is an estimate")
+
+    @property
+    def kind(self) -> Kind:
+        """"fact" (judged on its value) or "estimate" (judged on its interval)."""
+        return "fact" if self.estimate is not None and self.estimate.exact else "estimate"
 
     @classmethod
     def of(cls, statistic: bootstrap.Statistic, *samples, quantity: str, paired: bool = True,
@@ -134,9 +161,38 @@ class Measure:
         return cls.of(bootstrap.signed_r2, x, y, quantity=quantity, **kw)
 
     @classmethod
-    def exact(cls, value: float | bool, quantity: str, **kw) -> Measure:
-        """A single fact about one named input (no sample, no interval)."""
-        return cls(quantity, bootstrap.exact(float(value)), **kw)
+    def fact(cls, value: float | bool, quantity: str, *, case: str, **kw) -> Measure:
+        """A deterministic outcome that the paper also states for one case, judged as a fact.
+
+        Args:
+            value: the outcome (a bool for yes/no facts).
+            quantity: what it is, e.g. "top token is 'Paris'".
+            case: the paper's case, e.g. "the France prompt, as in Figs 9-10".
+            **kw: `Measure` fields (fmt, unit, detail).
+        """
+        return cls(quantity, bootstrap.exact(float(value)), case=case, **kw)
+
+    @classmethod
+    def single(cls, value: float, quantity: str, *, n: int = 1, **kw) -> Measure:
+        """An estimate with no interval (one prompt, or a statistic without one): no verdict.
+
+        Args:
+            value: the number.
+            quantity: what it is.
+            n: how many items it comes from (1 for one prompt).
+            **kw: `Measure` fields (fmt, unit, detail).
+        """
+        return cls(quantity, bootstrap.Estimate(float(value), float("nan"), float("nan"), n),
+                   **kw)
+
+    @classmethod
+    def exact(cls, value: float, quantity: str, **kw) -> Measure:
+        """Old name of :meth:`single` (an estimate with no interval, never judged).
+
+        Kept while chapters written before the fact/estimate rule still call it; a fact is
+        :meth:`fact` with the paper's case.
+        """
+        return cls.single(value, quantity, **kw)
 
     @classmethod
     def not_testable(cls, quantity: str, reason: str, *, detail: str = "") -> Measure:
@@ -198,12 +254,12 @@ class Rule:
         """The grade of an estimate and a short reason where it is not the plain reading."""
         if not math.isfinite(est.value):
             return "not run", "undefined here: no values for this part of the run"
-        if est.exact:
+        if est.exact:  # a fact: judged on its value
             return ("holds" if self.clears(est.value) else "does not hold"), ""
+        if not est.has_interval:  # an estimate without an interval is described, not judged
+            return "no verdict", f"an estimate with no interval (n = {est.n})"
         if not self.clears(est.value):
             return "does not hold", ""
-        if not est.has_interval:
-            return "partly", f"n = {est.n}: too few items for an interval"
         if self.clears(est.lo) and self.clears(est.hi):
             return "holds", ""
         return "partly", "the interval crosses the threshold"
@@ -217,8 +273,8 @@ class Rule:
 
     def sentence(self, measure: Measure) -> str:
         """The rule in words, for the chapter's prose and the scorecard."""
-        if measure.estimate is not None and measure.estimate.exact:
-            return f"holds when the {measure.quantity} is {self.bound(measure)}"
+        if measure.kind == "fact":
+            return f"a fact: holds when the {measure.quantity} is {self.bound(measure)}"
         level = round(100 * (measure.estimate.level if measure.estimate else bootstrap.LEVEL))
         return (f"holds when the {level} % interval of the {measure.quantity} lies "
                 f"{self.bound(measure)}; partly when only the estimate does")
@@ -320,7 +376,7 @@ class Claim:
         if est is None or not math.isfinite(est.value):
             text = "n/a"
         elif est.exact:
-            text = m.number(est.value)
+            text = f"{m.number(est.value)} (a fact about {m.case})"
         elif est.has_interval:
             text = (f"{m.number(est.value)} [{m.number(est.lo)}, {m.number(est.hi)}] "
                     f"(n = {est.n})")

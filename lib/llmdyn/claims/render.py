@@ -2,8 +2,8 @@
 
 Where the results live. A chapter glues its claims table as HTML under one key (``scorecard``)
 and each claim's numbers under ``<id>_value``, ``<id>_lo``, ``<id>_hi``, ``<id>_verdict``,
-``<id>_rule`` and ``<id>_result``. A scorecard part in ``book/scorecard_parts/`` holds only a
-heading and a cross-document paste of that key::
+``<id>_rule``, ``<id>_result`` and ``<id>_kind`` ("estimate", "fact" or "none"). A scorecard part
+in ``book/scorecard_parts/`` holds only a heading and a cross-document paste of that key::
 
     ```{glue} scorecard
     :doc: executed/05_depth_coupling.ipynb
@@ -17,11 +17,15 @@ can never show another model's numbers.
 
 from __future__ import annotations
 
+import ast
 import html
-from collections.abc import Callable, Sequence
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 from llmdyn import LlmdynError
-from llmdyn.claims.claim import Claim
+from llmdyn.claims.claim import JUDGED, Claim
 
 COLUMNS = ("claim", "paper", "this run", "verdict", "rule")
 SCORECARD_KEY = "scorecard"
@@ -86,7 +90,58 @@ def glue_values(claim: Claim) -> dict[str, float | str]:
             f"{claim.id}_hi": est.hi if est else nan,
             f"{claim.id}_verdict": claim.verdict.text(),
             f"{claim.id}_rule": claim.rule_text,
-            f"{claim.id}_result": claim.result_text()}
+            f"{claim.id}_result": claim.result_text(),
+            f"{claim.id}_kind": claim.measure.kind if est else "none"}
+
+
+def read_glued(notebook: str | Path) -> dict[str, object]:
+    """The values an executed chapter glued: ``{key: value}``, text parsed back to Python.
+
+    ``myst_nb.glue`` stores each value's ``text/plain`` repr in an output tagged with
+    ``scrapbook`` metadata (under a mime prefix); numbers and strings are read back with
+    ``ast.literal_eval`` ("nan" as a float), anything else (HTML tables) stays text.
+    """
+    values: dict[str, object] = {}
+    for cell in json.loads(Path(notebook).read_text())["cells"]:
+        for output in cell.get("outputs", []):
+            book = output.get("metadata", {}).get("scrapbook", {})
+            if "name" not in book:
+                continue
+            prefix = book.get("mime_prefix", "")
+            text = output.get("data", {}).get(prefix + "text/plain", "")
+            text = "".join(text) if isinstance(text, list) else text
+            values[book["name"]] = _literal(text)
+    return values
+
+
+def _literal(text: str) -> object:
+    """A glued text/plain repr as a Python value where it is one."""
+    if text.strip() == "nan":
+        return math.nan
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def rule_breaks(values: Mapping[str, object]) -> list[str]:
+    """Claim ids whose verdict judges an estimate that has no interval (the scorecard's rule).
+
+    A verdict (holds, partly, does not hold) needs a fact (``<id>_kind == "fact"``) or an
+    interval (finite ``<id>_lo`` and ``<id>_hi``); ``values`` are a chapter's glued values, as
+    `glue_values` or `read_glued` give them. A chapter glued before ``_kind`` existed counts
+    every claim as an estimate.
+    """
+    breaks = []
+    for key, verdict in values.items():
+        if not key.endswith("_verdict") or str(verdict).split(" (")[0] not in JUDGED:
+            continue
+        cid = key.removesuffix("_verdict")
+        ends = [values.get(f"{cid}_{end}", math.nan) for end in ("lo", "hi")]
+        interval = all(isinstance(x, (int, float)) and math.isfinite(x) for x in ends)
+        if values.get(f"{cid}_kind", "estimate") != "fact" and not interval:
+            breaks.append(cid)
+    return breaks
 
 
 def publish(claims: Sequence[Claim], *, key: str = SCORECARD_KEY,

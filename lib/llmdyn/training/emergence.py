@@ -3,7 +3,9 @@
 One `CheckpointProfile` per checkpoint holds per-prompt values, so every curve over training
 can carry an interval over prompts. Coupling is the depth coupling of the last token (paper A
 §3.1, eq. 14); trajectories follow the papers' convention that the final norm is part of the
-last block (paper A eq. 7), unless ``last_point="block_output"``.
+last block (paper A eq. 7), unless ``last_point="block_output"``. The whole-trajectory LSS and
+expodistance are kept at both ends as well: in a model of a few blocks the final-norm step is a
+large part of the trajectory.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from llmdyn.coupling.depth import depth_coupling, diagonal_share, offdiagonal_me
 from llmdyn.models.loading import LoadedModel, load_model
 from llmdyn.models.quiet import quiet_transformers
 from llmdyn.phases.split import window_that_fits
-from llmdyn.trace import LastPoint, trajectory
+from llmdyn.trace import LAST_POINTS, LastPoint, trajectory, with_final_norm
 from llmdyn.training import suite as suites
 from llmdyn.training.checkpoints import Checkpoint, by_run, suite_checkpoints
 
@@ -34,6 +36,7 @@ class CheckpointProfile:
         mis: ``[prompt]`` mean normalised mis-coupling m̃(A^{ll'}) over l ≠ l' (paper A eq. 14).
         share: ``[prompt]`` mean diagonal share 1 − m̃² over l ≠ l' (chance: about 1/k).
         coupling_map: ``[layer, layer]`` m̃ averaged over prompts (for adjacency graphs).
+        share_map: ``[prompt, layer, layer]`` the diagonal share 1 − m̃² of every pair.
         lss: ``[prompt]`` line-shape score of the whole trajectory, mean over tokens (eq. 15).
         expodistance: ``[prompt]`` expodistance of the whole trajectory, median over tokens
             (eq. 18; the median because one token with Avg α ≈ 0 has an unbounded value).
@@ -43,6 +46,9 @@ class CheckpointProfile:
         window_ed: ``[prompt, centre]`` expodistance on the same windows, median over tokens
             (Figs 29, 30 right).
         centres: ``[centre]`` the depths l at which a window fits.
+        lss_by_end: ``[prompt, end]`` whole-trajectory LSS ending after the final norm and at
+            the last block's output (the order of `trace.LAST_POINTS`).
+        expodistance_by_end: ``[prompt, end]`` the same for the expodistance.
     """
 
     mis: np.ndarray
@@ -54,12 +60,23 @@ class CheckpointProfile:
     window_lss: np.ndarray
     window_ed: np.ndarray
     centres: np.ndarray
+    share_map: np.ndarray
+    lss_by_end: np.ndarray
+    expodistance_by_end: np.ndarray
+
+    def whole(self, score: str, end: LastPoint) -> np.ndarray:
+        """``[prompt]`` whole-trajectory "lss" or "expodistance" ending at ``end``."""
+        if score not in ("lss", "expodistance") or end not in LAST_POINTS:
+            raise LlmdynError(f"whole(score, end): score must be 'lss' or 'expodistance' and "
+                              f"end one of {LAST_POINTS}, got {score!r}, {end!r}")
+        return getattr(self, f"{score}_by_end")[:, LAST_POINTS.index(end)]
 
     def __post_init__(self) -> None:
         """Check that every per-prompt field has one row per prompt."""
         n = len(self.mis)
         rows = {k: getattr(self, k).shape for k in ("share", "lss", "expodistance", "norms",
-                                                     "window_lss", "window_ed")}
+                                                     "window_lss", "window_ed", "share_map",
+                                                     "lss_by_end", "expodistance_by_end")}
         if any(shape[0] != n for shape in rows.values()) or \
                 self.window_lss.shape[1:] != self.centres.shape:
             raise LlmdynError(f"CheckpointProfile: every field needs {n} prompt rows and "
@@ -68,15 +85,21 @@ class CheckpointProfile:
 
 def _trajectory_scores(model: LoadedModel, prompt: str, window: int,
                        last_point: LastPoint) -> dict[str, np.ndarray]:
-    states = trajectory(model, prompt, last_point=last_point).states.double()  # (layer+1, tok, d)
-    x = states.transpose(0, 1).numpy()  # (tok, layer+1, d_model)
+    block = trajectory(model, prompt, last_point="block_output").states.double()  # (l+1, tok, d)
+    ends = {"block_output": block, "final_norm": with_final_norm(model, block)}
+    whole = {end: ends[end].transpose(0, 1).numpy() for end in LAST_POINTS}  # (tok, l+1, d)
+    x = whole[last_point]
     views = np.lib.stride_tricks.sliding_window_view(x, window, axis=1)  # (tok, c, d, w)
     windows = np.swapaxes(views, -1, -2)  # (tok, centre, window, d_model)
     return {"lss": metrics.line_shape_score(x).mean(),
             "expodistance": np.median(metrics.expodistance(x)),
             "norms": metrics.norms(x).mean(0),  # (layer+1,)
             "window_lss": metrics.line_shape_score(windows).mean(0),  # (centre,)
-            "window_ed": np.median(metrics.expodistance(windows), 0)}
+            "window_ed": np.median(metrics.expodistance(windows), 0),
+            "lss_by_end": np.array([metrics.line_shape_score(whole[e]).mean()
+                                    for e in LAST_POINTS]),  # (end,)
+            "expodistance_by_end": np.array([np.median(metrics.expodistance(whole[e]))
+                                             for e in LAST_POINTS])}
 
 
 def measure_checkpoint(model: LoadedModel, prompts: Sequence[str], *, k: int, window: int = 3,
@@ -103,13 +126,14 @@ def measure_checkpoint(model: LoadedModel, prompts: Sequence[str], *, k: int, wi
     def compute(prompt: str) -> dict[str, np.ndarray]:
         return _trajectory_scores(model, prompt, w, last_point)
 
-    params = {"window": w, "last_point": last_point, "dtype": "float64"}
+    params = {"window": w, "last_point": last_point, "dtype": "float64", "ends": "both"}
     scores = (store.map("training_profile", params, list(prompts), compute, progress=False)
               if store is not None else [compute(p) for p in prompts])
     stack = {key: np.stack([np.asarray(s[key]) for s in scores]) for key in scores[0]}
+    share_map = np.stack([diagonal_share(c.normalized) for c in coupling])  # (prompt, l, l)
     return CheckpointProfile(
         mis=np.array([offdiagonal_mean(c.normalized) for c in coupling]),
-        share=np.array([offdiagonal_mean(diagonal_share(c.normalized)) for c in coupling]),
+        share=np.array([offdiagonal_mean(m) for m in share_map]), share_map=share_map,
         coupling_map=np.mean([c.normalized for c in coupling], 0),
         centres=np.arange(w // 2, model.n_layers + 1 - w // 2), **stack)
 

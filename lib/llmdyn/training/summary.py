@@ -1,15 +1,17 @@
-"""Summaries of a suite measured over training: the runs table, emergence timing, endpoints."""
+"""Summaries of a suite measured over training: runs table, timing, endpoints, locality, claims."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from llmdyn import LlmdynError
+from llmdyn.claims.claim import Claim, Measure, above, at_least, below, slug, within
 from llmdyn.stats.regression import spearman
+from llmdyn.trace import LAST_POINTS, LastPoint
 from llmdyn.training.emergence import RunSeries, half_rise_step
 
 
@@ -108,3 +110,164 @@ def endpoints(series: dict[str, RunSeries],
     last = {f: np.mean([getattr(s.profiles[-1], f) for s in series.values()], 0)
             for f in fields}
     return first, last
+
+
+def whole_endpoints(series: dict[str, RunSeries], score: str,
+                    end: LastPoint) -> tuple[np.ndarray, np.ndarray]:
+    """``(first, last)``: a whole-trajectory score at the first and last checkpoint, ``[prompt]``.
+
+    As `endpoints`, averaged over runs per prompt; ``end`` picks where trajectories end
+    ("final_norm", paper A eq. 7, or "block_output").
+    """
+    endpoints(series, ("share",))  # checks that every run used the same prompts
+    first = np.mean([s.profiles[0].whole(score, end) for s in series.values()], 0)
+    last = np.mean([s.profiles[-1].whole(score, end) for s in series.values()], 0)
+    return first, last
+
+
+def timing_lag(share: np.ndarray, loss: np.ndarray) -> float:
+    """Coupling's half-way point minus the loss's, in checkpoint intervals (< 0: coupling first).
+
+    Args:
+        share: ``[prompt, ckpt]`` diagonal share; its median over prompts is the coupling curve.
+        loss: ``[ckpt]`` held-out loss of the same checkpoints.
+
+    Each half-way point is `half_rise_step` on the checkpoint index (0, 1, 2, …), so one unit
+    is one checkpoint interval whatever the steps are (a factor 2 on the 1, 2, 4, … grid).
+    """
+    index = np.arange(len(loss))
+    return half_rise_step(index, np.median(share, 0)) - half_rise_step(index, loss)
+
+
+def _direction(est) -> str:
+    """Which curve reaches half-way first, read from the lag's interval."""
+    if est.hi < 0:
+        return "coupling first (interval below 0)"
+    if est.lo > 0:
+        return "loss first (interval above 0)"
+    return "order not resolved (interval covers 0)"
+
+
+def timing_claims(series: dict[str, RunSeries], tolerance: float = 1.0) -> list[Claim]:
+    """Per run: do coupling and loss reach half-way within ``tolerance`` checkpoint intervals?
+
+    One claim per run (the lag's interval is a bootstrap over prompts; the loss curve is on a
+    fixed evaluation set), then the count of runs that agree and the mean lag over runs with
+    its interval over runs (its sign is the direction). Rule per run: holds when the interval
+    of the lag lies within ±``tolerance``.
+    """
+    if not tolerance > 0:
+        raise LlmdynError(f"tolerance must be > 0 checkpoint intervals, got {tolerance}")
+    claims, lags = [], []
+    for run, s in series.items():
+        share = s.stack("share").T  # (prompt, ckpt)
+        half = emergence_timing({run: s})
+        m = Measure.of_rows(lambda x, loss=s.heldout_loss: timing_lag(x, loss), share,
+                            quantity="coupling − loss half-way point (checkpoint intervals)",
+                            fmt=".2f")
+        detail = (f"half-way at step {half.coupling_step[0]:.1f} (coupling) and "
+                  f"{half.loss_step[0]:.1f} (loss); {_direction(m.estimate)}")
+        claims.append(Claim(f"train_timing_{slug(run)}", "A", "§5.3", f"{run}: coupling and "
+                            f"the loss reach half-way within {tolerance:g} checkpoint "
+                            "interval(s)", "“at similar training iterations”",
+                            replace(m, detail=detail), within(0, tolerance)))
+        lags.append(m.estimate.value)
+    agree = [c.verdict.grade == "holds" for c in claims]
+    first = sum(c.measure.estimate.hi < 0 for c in claims)
+    claims += [
+        Claim("train_timing_runs", "A", "§5.3", "Coupling emerges at similar training iterations "
+              "as performance, run by run", "similar iterations (Pythia 6.9B and 12B)",
+              Measure.fraction(agree, f"share of runs within ±{tolerance:g} interval(s)",
+                               fmt=".2f", detail=f"{sum(agree)} of {len(agree)} runs hold"),
+              at_least(0.5)),
+        Claim("train_timing_direction", "A", "§5.3 (ours)", "Coupling reaches half-way before "
+              "the loss does", "not stated (“similar iterations”)",
+              Measure.mean(lags, "lag, mean over runs (checkpoint intervals)", fmt=".2f",
+                           detail=f"{first} of {len(lags)} runs: coupling first by its "
+                           "interval over prompts"), below(0))]
+    return claims
+
+
+def adjacent_over_distant(share_map: np.ndarray) -> np.ndarray:
+    """Mean diagonal share of adjacent block pairs over that of distant ones, ``[prompt]``.
+
+    Paper A Figs 1c–e draw the coupled pairs of Pythia's blocks as graph edges, mostly between
+    neighbours. Here: mean over |l − l′| = 1 divided by mean over |l − l′| ≥ 2 of 1 − m̃²
+    (``share_map: [prompt, layer, layer]``); 1 means no preference for neighbours.
+    """
+    n = share_map.shape[-1]
+    if share_map.ndim != 3 or n < 3:
+        raise LlmdynError(f"share_map must be [prompt, layer, layer] with >= 3 blocks (distant "
+                          f"pairs need |l - l'| >= 2), got shape {share_map.shape}")
+    gap = np.abs(np.subtract.outer(np.arange(n), np.arange(n)))  # (layer, layer)
+    return share_map[:, gap == 1].mean(-1) / share_map[:, gap >= 2].mean(-1)
+
+
+def locality_claims(series: dict[str, RunSeries]) -> list[Claim]:
+    """Coupling concentrates on adjacent blocks (paper A Figs 1c–e), over runs of >= 3 blocks.
+
+    Per prompt, `adjacent_over_distant` is averaged over those runs at the first and the last
+    checkpoint. Two rules: at the end it is > 1 (neighbours couple more), and it grows from
+    the first checkpoint to the last (the concentration happens during training).
+    """
+    deep = {r: s for r, s in series.items() if s.n_layers >= 3}
+    name = "adjacent/distant ratio of the diagonal share"
+    if not deep:
+        reason = "every run has fewer than 3 blocks, so no pair is distant"
+        return [Claim(i, "A", "Figs 1c–e", t, "coupled pairs are mostly neighbours",
+                      Measure.not_run(name, reason), r) for i, t, r in (
+                          ("train_local_end", "Adjacent blocks couple most", above(1)),
+                          ("train_local_grows", "Coupling concentrates on adjacent blocks "
+                           "during training", above(0)))]
+    endpoints(deep, ("share",))
+    first = np.mean([adjacent_over_distant(s.profiles[0].share_map) for s in deep.values()], 0)
+    last = np.mean([adjacent_over_distant(s.profiles[-1].share_map) for s in deep.values()], 0)
+    runs = f"runs {', '.join(deep)} (>= 3 blocks); first checkpoint {first.mean():.2f}"
+    return [
+        Claim("train_local_end", "A", "Figs 1c–e", "At the end of training adjacent blocks couple "
+              "more than distant ones", "edges mostly between neighbouring blocks",
+              Measure.mean(last, f"{name}, last checkpoint", fmt=".2f", detail=runs), above(1)),
+        Claim("train_local_grows", "A", "Figs 1c–e", "Coupling concentrates on adjacent blocks "
+              "during training", "neighbour edges appear as training goes on",
+              Measure.difference(last, first, f"{name}, last − first checkpoint", fmt=".2f",
+                                 detail=runs), above(0))]
+
+
+def ends_table(series: dict[str, RunSeries]) -> str:
+    """Markdown: each run's whole-trajectory LSS and expodistance, first → last checkpoint.
+
+    Both ends of the trajectory are shown (after the final norm, at the last block's output).
+    Values are the mean (LSS) and median (expodistance) over the prompts.
+    """
+    cols = [(score, end) for score in ("lss", "expodistance") for end in LAST_POINTS]
+    head = " | ".join(f"{'LSS' if s == 'lss' else 'expodistance'}: {e.replace('_', ' ')}"
+                      for s, e in cols)
+    rows = [f"| run | blocks | {head} |", "|" + " --- |" * (2 + len(cols))]
+    for run, s in series.items():
+        cells = []
+        for score, end in cols:
+            reduce = np.mean if score == "lss" else np.median
+            a, b = (reduce(p.whole(score, end)) for p in (s.profiles[0], s.profiles[-1]))
+            cells.append(f"{a:.2f} → {b:.2f}")
+        rows.append(f"| {run} | {s.n_layers} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def locality_table(series: dict[str, RunSeries]) -> str:
+    """Markdown: each run's `adjacent_over_distant` (mean over prompts) over training.
+
+    Every second checkpoint and the last; runs of fewer than 3 blocks have no distant pair and
+    are left out.
+    """
+    deep = {r: s for r, s in series.items() if s.n_layers >= 3}
+    if not deep:
+        return "No run has 3 or more blocks, so no pair of blocks is distant."
+    steps = next(iter(deep.values())).steps
+    shown = sorted(set(range(0, len(steps), 2)) | {len(steps) - 1})
+    rows = ["| run | blocks | " + " | ".join(f"step {steps[i]}" for i in shown) + " |",
+            "|" + " --- |" * (2 + len(shown))]
+    for run, s in deep.items():
+        ratio = [adjacent_over_distant(s.profiles[i].share_map).mean() if i < len(s.profiles)
+                 else np.nan for i in shown]
+        rows.append(f"| {run} | {s.n_layers} | " + " | ".join(f"{x:.2f}" for x in ratio) + " |")
+    return "\n".join(rows)

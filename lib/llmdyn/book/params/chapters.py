@@ -51,7 +51,7 @@ class JacobianAlignmentParams(QuestionParams):
     """Chapter 04: residual Jacobian alignment r(A) and Table 1 (paper B §3.6, §4.5; Figs 6, 7)."""
 
     example_prompt: str = "What is the capital of France? The capital is"  # the |A| grids
-    k: int = 30  # top singular vectors in A_{i,j,K} (paper: 30)
+    k: int = 30  # top singular vectors in A_{i,j,K} (paper B's K = 30)
     grid_layers: list[int] = field(default_factory=lambda: list(range(8, 16)))  # 0-based blocks
     n_prompts: int = 20  # SQuAD prompts in the r(A) heatmap and claims (paper: 100)
     n_compare_prompts: int = 2  # of those, for each compare model (Jacobians cost ~5 s each)
@@ -221,7 +221,8 @@ class RegularityParams(CompareParams):
 class TrainingParams(ChapterParams):
     """Chapter 08: coupling and regularity over training checkpoints (paper A §5.3, Figs 27–30).
 
-    ``model`` is not used here: the chapter runs on the checkpoints named by ``suite``.
+    ``model`` is not used here: the chapter trains and measures the checkpoints named by
+    ``suite``; the field stays because the book passes ``model`` to every chapter.
     """
 
     suite: str | list[str] = "default"  # a suite from llmdyn.training.SUITES, or checkpoint specs
@@ -230,14 +231,19 @@ class TrainingParams(ChapterParams):
     prompts: list[str] | None = None  # None: passages from the suite corpus's held-out split
     n_prompts: int = 16  # held-out passages (the same for every checkpoint)
     prompt_chars: int = 240  # characters per passage (about 50 tokens of the suite's BPE)
-    k: int = 30  # top singular vectors in the coupling matrices (paper: 30)
+    # paper B's K; paper A does not state the K of Fig 1a, and its Fig 36 varies it
+    k: int = 30  # top singular vectors in the coupling matrices
     window: int = 3  # points per LSS/expodistance window (paper: 11 of 36 layers)
     graph_steps: list[int] | None = None  # checkpoints drawn as graphs (None: four spread out)
     last_point: str = "final_norm"  # the papers' convention; or "block_output"
+    timing_tolerance: float = 1.0  # checkpoint intervals within which coupling and loss agree
 
     def __post_init__(self) -> None:
         """Check types, then values."""
         super().__post_init__()
+        if not self.timing_tolerance > 0:
+            raise LlmdynError(f"timing_tolerance must be > 0 checkpoint intervals, got "
+                              f"{self.timing_tolerance}")
         if isinstance(self.suite, list) and not self.suite:
             raise LlmdynError("suite must be a suite name or a non-empty list of checkpoints")
         if self.k < 2 or self.n_prompts < 2 or self.prompt_chars < 20:
