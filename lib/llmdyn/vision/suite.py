@@ -131,7 +131,7 @@ GRIDS: dict[str, VitGrid] = {
         "default", PAPER_DROP_PATHS, SCALED_WEIGHT_DECAYS,
         shape=ViTShape(d_model=32, depth=6, heads=2), seeds=(0, 1), steps=400, n_train=1000,
         note="4 SD rates × 4 weight decays × 2 seeds = 32 ViTs of width 32, depth 6, each 400 "
-             "updates of 128 of the first 1,000 training images (51 epochs); about 4 minutes "
+             "updates of 128 of the first 1,000 training images (51 epochs); about 5 minutes "
              "on 2 idle CPU cores"),
     "paper": VitGrid(
         "paper", PAPER_DROP_PATHS, PAPER_WEIGHT_DECAYS,
