@@ -40,7 +40,7 @@ def test_vit_mfu_and_grid_time():
     out = bench.vit_report(row, gflops=100.0, grid=grid)
     assert out["images_per_s"] == pytest.approx(1280)
     assert out["mfu"] == pytest.approx(5e7 * 1280 / 100e9)
-    assert out["predicted_grid_s"] == pytest.approx(16 * grid.steps * 0.1)
+    assert out["predicted_grid_s"] == pytest.approx(len(grid.runs) * grid.steps * 0.1)
     text = bench.markdown({"machine": "x", "threads": 2, "gemm_gflops": 100.0, "suite": "default",
                            "batch_size": 8, "seq_len": 128, "rows": [], "vit": out})
     assert "ViT grid `default`" in text and "0.100 s per update" in text

@@ -61,7 +61,7 @@ def test_vit_jacobians_match_finite_differences():
             ref = _fd_rows(f, calls[b].hidden, t1, t2)
             assert ref.norm() > 1e-3  # every pair is non-zero: no causal mask
             assert (jac[i, p] - ref).norm() / ref.norm() < 1e-8, (b, t1, t2)
-    cls = vit_coupling.cls_jacobians(model, image)
+    cls = vit_coupling.cls_jacobians(model, image, last_point="block_output")
     assert cls.shape == (3, 16, 16) and torch.equal(cls[[0, 2]], jac[:, 0])
 
 
@@ -86,7 +86,7 @@ def test_drop_path_drops_whole_samples_and_keeps_the_mean():
 def test_tiny_grid_trains_once_and_learns(trained, dataset):
     root, results = trained
     assert [r.directory.name for r in results] == [r.name for r in TINY.runs]
-    assert len(results) == 4 and all(r.steps == [0, 3, 6] for r in results)
+    assert len(results) == 8 and all(r.steps == [0, 3, 6] for r in results)
     first = training.read_metrics(results[0].directory / "step0")
     last = training.read_metrics(results[0].directory / "step6")
     assert last["train_loss"] < first["train_loss"] and 0 <= last["test_accuracy"] <= 1
@@ -120,19 +120,18 @@ def test_tiny_grid_is_bitwise_deterministic_and_resumes(trained, tmp_path, datas
 def test_grid_coupling_table(trained, dataset):
     root, _ = trained
     g = vit_coupling.measure_grid(TINY, root, n_images=3, k=4, dataset=dataset, progress=False)
-    assert list(g.table.run) == [r.name for r in TINY.runs] and g.per_image.shape == (3, 4)
-    assert np.all((g.per_image > 0) & (g.per_image <= 1))
-    np.testing.assert_allclose(g.table.coupling, g.per_image.mean(0))
+    assert list(g.table.run) == [r.name for r in TINY.runs]
+    assert list(g.table.cell) == [r.cell for r in TINY.runs]
+    for end, column in [("final_norm", "coupling"), ("block_output", "coupling_block_output")]:
+        assert g.per_image[end].shape == (3, 8)
+        assert np.all((g.per_image[end] > 0) & (g.per_image[end] <= 1))
+        np.testing.assert_allclose(g.table[column], g.per_image[end].mean(0))
+    assert not np.allclose(g.per_image["final_norm"], g.per_image["block_output"])
     again = vit_coupling.measure_grid(TINY, root, n_images=3, k=4, dataset=dataset,
                                       progress=False)  # from the cache: identical
-    assert np.array_equal(again.per_image, g.per_image)
+    assert all(np.array_equal(again.per_image[e], g.per_image[e]) for e in g.per_image)
     with pytest.raises(LlmdynError, match="not trained"):
         vit_coupling.measure_grid(TINY, root / "empty", n_images=3, k=4, dataset=dataset)
-
-
-def test_sd_slope_known_answer():
-    per_image = np.array([[1.0, 2.0, 3.0], [3.0, 4.0, 5.0]])  # model means 2, 3, 4
-    assert vit_coupling.sd_slope(per_image, np.array([0.0, 0.1, 0.2])) == pytest.approx(10.0)
 
 
 def test_bad_grids_are_clear_errors():
@@ -148,8 +147,50 @@ def test_chapter_parameters():
     from llmdyn.book.params import VitParams
 
     p = VitParams.from_cell({"grid": "tiny", "dataset": "digits", "k": None})
-    assert p.k is None and p.n_images == 32 and p.fixed_weight_decay == 0.04
+    assert p.k is None and p.n_images == 24 and p.fixed_weight_decay == 1.0
     with pytest.raises(LlmdynError, match="'n_images' must be >= 3"):
         VitParams(n_images=2)
     with pytest.raises(LlmdynError, match="unknown notebook parameter 'gird'"):
         VitParams.from_cell({"gird": "tiny"})
+
+
+def test_seeds_are_independent_across_cells(trained):
+    """No two ViTs of a grid share initial weights (nor image order: the same seed drives it)."""
+    root, _ = trained
+    seeds = [r.init_seed for r in TINY.runs]
+    assert len(set(seeds)) == len(seeds)
+    first = [load_file(root / r.name / "step0" / training.WEIGHTS)["pos_embed"] for r in TINY.runs]
+    assert all(not torch.equal(a, b) for i, a in enumerate(first) for b in first[i + 1:])
+    assert TINY.runs[0].init_seed == vit_suite.VitRun(0.0, 0.01, 0).init_seed  # stable
+
+
+def test_both_endpoints_match_each_convention():
+    """The shared computation equals each convention computed alone; only the last block differs,
+    and under "final_norm" it is the Jacobian of norm(block(x)) − x."""
+    torch.manual_seed(0)
+    model = ViT(ViTShape(d_model=16, depth=3, heads=2)).double().eval()
+    image = torch.randn(1, 28, 28, dtype=torch.float64)
+    both = vit_coupling.both_endpoints(model, image)
+    for end in ("final_norm", "block_output"):
+        assert torch.allclose(both[end], vit_coupling.cls_jacobians(model, image, last_point=end),
+                              atol=1e-12)
+    assert torch.equal(both["final_norm"][:2], both["block_output"][:2])
+    assert not torch.allclose(both["final_norm"][2], both["block_output"][2])
+    calls = record_block_calls(model.blocks, lambda: model(image[None]))
+    f = residual_map(vit_coupling.counted_blocks(model)[2], calls[2])
+    ref = _fd_rows(f, calls[2].hidden, 0, 0)
+    assert (both["final_norm"][2] - ref).norm() / ref.norm() < 1e-8
+
+
+def test_decay_factor_is_the_product_of_decoupled_shrinks():
+    grid = vit_suite.VitGrid("x", (0.0,), (1.0,), steps=10, lr=0.1, warmup_fraction=0.1)
+    sched = vit_suite.schedule_for(grid, 1.0)
+    expected = np.prod([1 - 0.1 * sched.lr_at(t) / 0.1 * 1.0 for t in range(10)])
+    assert vit_suite.decay_factor(grid, 1.0) == pytest.approx(expected)
+    assert vit_suite.decay_factor(grid, 0.0) == 1.0
+    default = vit_suite.GRIDS["default"]
+    paper = vit_suite.GRIDS["paper"]
+    for ours, theirs in zip(default.weight_decays, (0.005, 0.02, 0.04, 0.2), strict=True):
+        # the default grid's weight decays shrink as much as the paper's over the paper grid
+        assert vit_suite.decay_factor(default, ours) == pytest.approx(
+            vit_suite.decay_factor(paper, theirs), abs=0.01)

@@ -7,8 +7,9 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["bootstrap", "cluster", "power", "regression"],
+    submodules=["anova", "bootstrap", "cluster", "power", "regression", "replicates"],
     submod_attrs={
+        "anova": ["ALPHA", "OneWayAnova", "one_way_anova", "cell_summary", "min_detectable_ratio"],
         "bootstrap": ["N_RESAMPLES", "LEVEL", "MIN_ITEMS", "Statistic", "Estimate", "exact",
                       "bootstrap_rows", "mean", "median", "ratio_of_means", "difference_of_means",
                       "slope", "r2", "signed_r2", "difference_of_medians", "relative_iqr",
@@ -18,5 +19,6 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "regression": ["LinearFit", "ols", "ols_or_none", "ExponentialFit", "exponential_fit",
                        "Correlation", "pearson", "spearman", "PairedDifference",
                        "paired_difference", "PartialFit", "partial_regression"],
+        "replicates": ["within_cell_draws", "bootstrap_within_cells"],
     },
 )

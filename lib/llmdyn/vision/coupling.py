@@ -12,6 +12,12 @@ assumes no causal order.
 Per image, the coupling score is paper A's mean depth-wise coupling: the mean over block pairs
 l ≠ l′ of 1 − m̃(A_{l l′}) (eq. 14, `llmdyn.coupling.mean_coupling`), with A from the
 top-k singular vectors. A model's coupling is its mean over the same held-out test images.
+
+Where the trajectory ends (``last_point``) follows the language-model chapters: by default the
+ViT's final LayerNorm is part of the last block, f^L(X) = norm(block_L(X)) − X (paper A eq. 7),
+as `llmdyn.jacobians.blocks.block_function` counts it; ``"block_output"`` ends at the last
+block's output instead. Only the last block's Jacobian differs, so `measure_grid` computes the
+other blocks once and keeps both endpoints.
 """
 
 from __future__ import annotations
@@ -30,8 +36,9 @@ from llmdyn.core.store import ResultStore, content_hash
 from llmdyn.coupling.depth import DepthCoupling, coupling_from_jacobians
 from llmdyn.coupling.summary import mean_coupling
 from llmdyn.jacobians.blocks import record_block_calls, stack_jacobians
-from llmdyn.stats.bootstrap import bootstrap, mean, slope
+from llmdyn.stats.bootstrap import bootstrap, mean
 from llmdyn.stats.regression import ols_or_none
+from llmdyn.trace import LAST_POINTS, LastPoint, check_last_point
 from llmdyn.training import loop as training
 from llmdyn.vision.images import ImageData
 from llmdyn.vision.suite import (
@@ -48,7 +55,20 @@ from llmdyn.vision.vit import ViT
 CLS = 0  # position of the class token
 
 
+def counted_blocks(model: ViT, last_point: LastPoint = "final_norm") -> list:
+    """The blocks as the papers count them: under ``"final_norm"`` the last includes the final norm.
+
+    Each is a callable ``[batch, tok, d] → [batch, tok, d]`` with the block's signature.
+    """
+    blocks = list(model.blocks)
+    if check_last_point(last_point) == "final_norm":
+        last = blocks[-1]
+        blocks[-1] = lambda x, *args, **kwargs: model.norm(last(x, *args, **kwargs))
+    return blocks
+
+
 def cls_jacobians(model: ViT, image: torch.Tensor, layers: Sequence[int] | None = None, *,
+                  last_point: LastPoint = "final_norm",
                   chunk_size: int | None = 2048) -> torch.Tensor:
     """J^l_{00} = ∂ f^l(X)_0 / ∂ x_0 of every block at the class token, ``[layer, d, d]``.
 
@@ -56,35 +76,58 @@ def cls_jacobians(model: ViT, image: torch.Tensor, layers: Sequence[int] | None 
         model: a ViT in eval mode (stochastic depth off).
         image: one image ``[channels, height, width]``, in the model's dtype.
         layers: 0-based blocks (None: all).
+        last_point: ``"final_norm"`` (the LM chapters' convention: the last block's map
+            includes the final LayerNorm) or ``"block_output"``.
         chunk_size: reverse products run at once.
     """
     if model.training:
         raise LlmdynError("the ViT is in training mode (stochastic depth active); call .eval()")
     layers = list(range(len(model.blocks))) if layers is None else list(layers)
     calls = record_block_calls(model.blocks, lambda: model(image[None]))
-    jac = stack_jacobians(model.blocks, calls, layers, [(CLS, CLS)], chunk_size=chunk_size)
+    jac = stack_jacobians(counted_blocks(model, last_point), calls, layers, [(CLS, CLS)],
+                          chunk_size=chunk_size)
     return jac[:, 0]  # (layer, d, d)
 
 
-def image_coupling(model: ViT, image: torch.Tensor, k: int) -> DepthCoupling:
+def both_endpoints(model: ViT, image: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Class-token Jacobians ``[layer, d, d]`` under both ``last_point`` conventions.
+
+    The blocks before the last are shared; only the last block is differentiated twice.
+    """
+    if model.training:
+        raise LlmdynError("the ViT is in training mode (stochastic depth active); call .eval()")
+    calls = record_block_calls(model.blocks, lambda: model(image[None]))
+    plain = stack_jacobians(list(model.blocks), calls, range(len(model.blocks)),
+                            [(CLS, CLS)])[:, 0]  # (layer, d, d)
+    last = len(model.blocks) - 1
+    normed = stack_jacobians(counted_blocks(model, "final_norm"), calls, [last],
+                             [(CLS, CLS)])[:, 0]  # (1, d, d)
+    return {"final_norm": torch.cat([plain[:last], normed]), "block_output": plain}
+
+
+def image_coupling(model: ViT, image: torch.Tensor, k: int, *,
+                   last_point: LastPoint = "final_norm") -> DepthCoupling:
     """Every depth-coupling score of one image's class-token Jacobians."""
-    return coupling_from_jacobians(cls_jacobians(model, image).double(), k)
+    return coupling_from_jacobians(cls_jacobians(model, image, last_point=last_point).double(),
+                                   k)
 
 
 @dataclass(frozen=True)
 class GridCoupling:
-    """Coupling and accuracy of every run of a grid.
+    """Coupling and accuracy of every run of a grid, at both ends of the trajectory.
 
     Attributes:
-        table: one row per run: run, drop_path, weight_decay, seed, test_accuracy,
-            heldout_loss, coupling (mean over images), wall_s.
-        per_image: ``[image, run]`` mean depth coupling per test image (for intervals).
+        table: one row per run: run, cell (its SD rate and weight decay), drop_path,
+            weight_decay, seed, test_accuracy, heldout_loss, train_loss, coupling (mean over
+            images, the final norm in the last block) and coupling_block_output (the same,
+            ending at the last block's output), wall_s.
+        per_image: ``{last_point: [image, run]}`` mean depth coupling per test image.
         dataset: the data set's name.
         k: the number of top singular vectors used.
     """
 
     table: pd.DataFrame
-    per_image: np.ndarray
+    per_image: dict[str, np.ndarray]
     dataset: str
     k: int
 
@@ -99,12 +142,11 @@ def _run_coupling(directory: Path, images: torch.Tensor, k: int, device: str) ->
 
     def compute():
         model = load_vit(ckpt, device).double()
-        x = images.double().to(device)
-        return {"coupling": np.array([mean_coupling(image_coupling(model, im, k).normalized)
-                                      for im in x])}  # (image,)
+        jac = [both_endpoints(model, im) for im in images.double().to(device)]
+        return {end: np.array([mean_coupling(coupling_from_jacobians(j[end], k).normalized)
+                               for j in jac]) for end in LAST_POINTS}  # (image,) each
 
-    out = store.cached("cls_coupling", params, "all", compute)
-    return {"coupling": out["coupling"], **metrics}
+    return {**store.cached("cls_coupling", params, "all", compute), **metrics}
 
 
 def heldout_images(data: ImageData, n: int, seed: int) -> torch.Tensor:
@@ -134,29 +176,24 @@ def measure_grid(grid: VitGrid | str, root: str | Path | None = None, *, n_image
     if not 2 <= k <= d_model:
         raise LlmdynError(f"k must be in [2, d_model = {d_model}], got {k}")
     images = heldout_images(data, n_images, seed)
-    rows, per_image = [], []
+    rows, per_image = [], {end: [] for end in LAST_POINTS}
     for run in tqdm(grid.runs, desc=f"coupling {grid.name}", disable=not progress):
         done = root / run.name / "run.json"
         if not done.exists():
             raise LlmdynError(f"run {run.name} of grid {grid.name!r} is not trained ({done} "
                               f"missing); run `llmdyn train-vit --grid {grid.name}`")
         out = _run_coupling(root / run.name, images, k, device)
-        per_image.append(out["coupling"])
-        rows.append({"run": run.name, "drop_path": run.drop_path,
+        for end in LAST_POINTS:
+            per_image[end].append(out[end])
+        rows.append({"run": run.name, "cell": run.cell, "drop_path": run.drop_path,
                      "weight_decay": run.weight_decay, "seed": run.seed,
                      "test_accuracy": out["test_accuracy"], "heldout_loss": out["heldout_loss"],
-                     "coupling": float(np.mean(out["coupling"])),
+                     "train_loss": out["train_loss"],
+                     "coupling": float(np.mean(out["final_norm"])),
+                     "coupling_block_output": float(np.mean(out["block_output"])),
                      "wall_s": json.loads(done.read_text())["wall_s"]})
-    return GridCoupling(pd.DataFrame(rows), np.stack(per_image, 1), data.name, k)
-
-
-def sd_slope(per_image: np.ndarray, drop_paths: np.ndarray) -> float:
-    """OLS slope of model coupling on SD rate, every run pooled: ``[image, run] → float``.
-
-    The statistic of the "coupling rises with SD" claim; resampling the images' rows gives its
-    interval (`llmdyn.claims.Measure.of_rows`).
-    """
-    return float(slope(np.asarray(drop_paths, dtype=np.float64), per_image.mean(0)))
+    return GridCoupling(pd.DataFrame(rows), {e: np.stack(v, 1) for e, v in per_image.items()},
+                        data.name, k)
 
 
 def trained_and_untrained(directory: str | Path, image: torch.Tensor, k: int, *,

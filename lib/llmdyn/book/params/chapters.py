@@ -293,13 +293,15 @@ class GeneralizationParams(ChapterParams):
 class VitParams(ChapterParams):
     """Chapter 10: coupling in vision transformers, SD × weight decay (paper A §3.4, Figs 6, 10)."""
 
-    model: str = "vit"  # the chapter trains its own ViTs; the book's model is not used
+    # not used: the chapter trains its own ViTs (``grid``); the book passes its language model
+    # to every chapter, so the field stays to accept it, and the parameters cell says so
+    model: str = "vit"
     grid: str = "default"  # a grid from llmdyn.vision.GRIDS (trained here if missing)
     dataset: str = "fashion-mnist"  # "fashion-mnist", "digits" or a CIFAR-10 binary directory
     grid_root: str | None = None  # where the grid's runs are (None: results/vit/<grid>/<dataset>)
-    n_images: int = 32  # held-out test images whose class-token coupling is averaged
+    n_images: int = 24  # held-out test images whose class-token coupling is averaged
     k: int | None = None  # top singular vectors (None: d_model / 8; paper's LLMs: 30)
-    fixed_weight_decay: float = 0.04  # Fig 6b's weight decay (paper: 0.04)
+    fixed_weight_decay: float = 1.0  # Fig 6b's weight decay (paper: 0.04; the grid's are × 25)
     example_run: str | None = None  # run shown trained vs untrained (None: largest SD, Fig 6b WD)
 
     at_least: ClassVar[dict[str, int]] = {"n_images": 3}

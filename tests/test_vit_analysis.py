@@ -1,0 +1,105 @@
+"""Chapter 10's judgement of a grid: cells against seeds, gated R² verdicts, intervals over ViTs."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from llmdyn import LlmdynError
+from llmdyn.claims import Claim, Measure, above, at_least
+from llmdyn.vision import analysis as va
+
+
+def _grid(effect_sd: float, slope_by_sd: dict[float, float], seeds: int = 3, seed: int = 0):
+    """A synthetic grid: 4 SD rates × 4 weight decays × ``seeds``.
+
+    Coupling is set by the weight decay (cells 0.1 apart) plus seed noise 0.01; accuracy is
+    ``slope_by_sd[sd] · coupling`` plus cell effects of sd ``effect_sd`` and seed noise 0.002.
+    """
+    rng = np.random.default_rng(seed)
+    rows = []
+    for sd, slope in slope_by_sd.items():
+        for j, wd in enumerate((0.1, 0.5, 1.0, 5.0)):
+            cell_effect = rng.normal(0, effect_sd)
+            for s in range(seeds):
+                c = 0.1 * j + rng.normal(0, 0.01)
+                rows.append({"cell": f"sd{sd:g}-wd{wd:g}", "drop_path": sd, "weight_decay": wd,
+                             "seed": s, "coupling": c,
+                             "test_accuracy": 0.7 + slope * c + cell_effect
+                             + rng.normal(0, 0.002)})
+    return pd.DataFrame(rows)
+
+
+SLOPES = {0.0: 0.0, 0.05: 0.1, 0.1: 0.2, 0.3: 0.4}  # accuracy follows coupling more with SD
+
+
+def test_cells_that_differ_pass_and_identical_cells_do_not():
+    differ = va.check_cells(_grid(0.02, SLOPES))
+    assert differ.overall.differs() and all(a.differs() for a in differ.by_sd.values())
+    same = va.check_cells(_grid(0.0, dict.fromkeys(SLOPES, 0.0)))  # only seed noise
+    assert not same.overall.differs()
+    assert list(same.by_sd) == list(SLOPES)
+    table = differ.table()
+    assert list(table.index) == ["all cells"] + [f"SD {sd:g} (its weight decays)" for sd in SLOPES]
+    assert table.loc["all cells", "cells"] == 16 and table.loc["all cells", "df"] == "(15, 32)"
+
+
+def test_gates_withhold_verdicts_but_keep_the_numbers():
+    check = va.check_cells(_grid(0.0, dict.fromkeys(SLOPES, 0.0)))
+    m = Measure.exact(0.9, "R²")
+    held = check.for_sd(m, 0.3)
+    claim = Claim("x", "A", "§3.4", "s", "p", held, at_least(0.3))
+    assert claim.verdict.grade == "not run" and "cannot test it" in claim.verdict.reason
+    assert "F(15, 32)" in claim.verdict.reason and held.estimate == m.estimate
+    assert check.for_trend(m).missing == "not run"
+    passing = va.check_cells(_grid(0.02, SLOPES))
+    assert passing.for_sd(m, 0.3) is m and passing.for_trend(m) is m
+
+
+def test_rate_that_fails_alone_withholds_its_r2_and_the_trend():
+    table = _grid(0.02, SLOPES)
+    at_zero = table.drop_path == 0.0
+    cell_means = table[at_zero].groupby("cell").test_accuracy.transform("mean")
+    table.loc[at_zero, "test_accuracy"] -= cell_means - 0.7  # SD 0's cells made identical
+    check = va.check_cells(table)
+    assert check.overall.differs() and not check.by_sd[0.0].differs()
+    m = Measure.exact(0.5, "R²")
+    assert check.for_sd(m, 0.0).missing == "not run" and check.for_sd(m, 0.3) is m
+    assert "SD 0 do not move" in check.for_trend(m).reason
+
+
+def test_r2_by_sd_and_its_trend_known_answer():
+    """Accuracy exactly linear in coupling at SD 0.3 and exactly flat at SD 0: signed R² 1 and
+    0 there, and with rates 0, 0.3 only, the trend slope is (1 − 0) / 0.3."""
+    c = np.array([0.1, 0.2, 0.3, 0.1, 0.2, 0.3])
+    sd = np.array([0.0, 0.0, 0.0, 0.3, 0.3, 0.3])
+    acc = np.array([0.5, 0.6, 0.5, 0.1, 0.2, 0.3])
+    r2 = va.r2_by_sd(sd, c, acc)
+    assert r2[0.3] == pytest.approx(1.0) and r2[0.0] == pytest.approx(0.0)
+    assert va.r2_trend(sd, c, acc) == pytest.approx(1 / 0.3)
+    assert va.signed_r2(c[:3], -c[:3]) == pytest.approx(-1.0)
+    assert va.coupling_slope(sd, np.where(sd > 0, 2.0, 1.0)) == pytest.approx(1 / 0.3)
+
+
+def test_trend_interval_over_vits_clears_zero_when_fits_tighten():
+    """Slopes 0 → 0.4 with tiny seed noise: the signed R² climbs from ≈ 0 to ≈ 1, and redrawing
+    seeds within cells leaves the trend's interval above 0."""
+    table = _grid(0.0, SLOPES, seed=1)
+    m = va.over_vits(va.r2_trend, table, ["drop_path", "coupling", "test_accuracy"], "trend")
+    assert m.estimate.lo > 0 and m.estimate.n == len(table)
+    assert Claim("t", "A", "§3.4", "s", "p", m, above(0)).verdict.grade == "holds"
+    flat = va.over_vits(va.r2_trend, _grid(0.0, dict.fromkeys(SLOPES, 0.0), seed=1),
+                        ["drop_path", "coupling", "test_accuracy"], "trend")
+    assert flat.estimate.lo < 0 < flat.estimate.hi  # nothing to find: the interval covers 0
+
+
+def test_seed_spread_table():
+    table = pd.DataFrame({"cell": ["a", "a", "b", "b"], "drop_path": [0.0, 0.0, 0.3, 0.3],
+                          "weight_decay": [1.0, 1.0, 1.0, 1.0],
+                          "test_accuracy": [0.70, 0.74, 0.80, 0.80]})
+    out = va.seed_spread(table)
+    assert out.loc[0.0, 1.0] == "0.720 ± 0.020" and out.loc[0.3, 1.0] == "0.800 ± 0.000"
+
+
+def test_missing_columns_are_named():
+    with pytest.raises(LlmdynError, match=r"lacks columns \['cell'\]"):
+        va.check_cells(pd.DataFrame({"drop_path": [0.0], "test_accuracy": [0.5]}))
