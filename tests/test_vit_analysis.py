@@ -48,9 +48,9 @@ def test_gates_withhold_verdicts_but_keep_the_numbers():
     m = Measure.exact(0.9, "R²")
     held = check.for_sd(m, 0.3)
     claim = Claim("x", "A", "§3.4", "s", "p", held, at_least(0.3))
-    assert claim.verdict.grade == "not run" and "cannot test it" in claim.verdict.reason
+    assert claim.verdict.grade == "no verdict" and "cannot test it" in claim.verdict.reason
     assert "F(15, 32)" in claim.verdict.reason and held.estimate == m.estimate
-    assert check.for_trend(m).missing == "not run"
+    assert check.for_trend(m).missing == "no verdict"
     passing = va.check_cells(_grid(0.02, SLOPES))
     assert passing.for_sd(m, 0.3) is m and passing.for_trend(m) is m
 
@@ -63,7 +63,7 @@ def test_rate_that_fails_alone_withholds_its_r2_and_the_trend():
     check = va.check_cells(table)
     assert check.overall.differs() and not check.by_sd[0.0].differs()
     m = Measure.exact(0.5, "R²")
-    assert check.for_sd(m, 0.0).missing == "not run" and check.for_sd(m, 0.3) is m
+    assert check.for_sd(m, 0.0).missing == "no verdict" and check.for_sd(m, 0.3) is m
     assert "SD 0 do not move" in check.for_trend(m).reason
 
 

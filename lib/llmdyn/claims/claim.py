@@ -61,7 +61,8 @@ class Measure:
         fmt: format spec of the value and the interval ends (e.g. ".3f"; "yes/no" for 1/0).
         unit: text after each number (e.g. "×", " nats").
         detail: context shown after the number (what the prompts were, per-model values).
-        missing: "not testable offline" or "not run" when ``estimate`` is None.
+        missing: "not testable offline" or "not run" when ``estimate`` is None; "no verdict"
+            when the estimate is shown but the data cannot test the claim (``reason`` says why).
         reason: why it was not measured (shown with the verdict).
         case: for a fact, the one case the paper also states (e.g. "the France prompt, Figs
             9-10"); empty for an estimate.
@@ -72,7 +73,7 @@ class Measure:
     fmt: str = ".3f"
     unit: str = ""
     detail: str = ""
-    missing: Literal["", "not testable offline", "not run"] = ""
+    missing: Literal["", "not testable offline", "not run", "no verdict"] = ""
     reason: str = ""
     case: str = ""
 

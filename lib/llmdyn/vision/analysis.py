@@ -154,13 +154,13 @@ def over_vits(statistic, table: pd.DataFrame, columns: list[str], quantity: str,
 
 
 def withheld(measure: Measure, reason: str) -> Measure:
-    """``measure`` with its estimate and interval kept but no verdict ("not run", ``reason``)."""
+    """``measure`` with its estimate and interval kept but graded "no verdict" (``reason``)."""
     return Measure(measure.quantity, measure.estimate, fmt=measure.fmt, unit=measure.unit,
-                   detail=measure.detail, missing="not run", reason=reason)
+                   detail=measure.detail, missing="no verdict", reason=reason)
 
 
 def _because(scope: str, gate: OneWayAnova) -> str:
-    return (f"no verdict: the grid cannot test it; {scope} do not differ in test accuracy by "
+    return (f"the grid cannot test it: {scope} do not differ in test accuracy by "
             f"more than seeds do ({gate.summary()})")
 
 

@@ -1,0 +1,71 @@
+"""Chapter 10's claims (paper A §3.4, Figs 6 and 10), built from a measured ViT grid.
+
+Every R² claim is gated by the grid's between/within-cell check (`analysis.CellCheck`): a fit
+among ViTs whose cells do not differ in accuracy more than seeds do is shown without a verdict.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from llmdyn.claims.claim import Claim, above, at_least
+from llmdyn.vision import analysis as va
+
+PAPER_R2 = {0.0: 0.35, 0.05: 0.48, 0.1: 0.74, 0.3: 0.83}  # paper A Fig 6a, by SD rate
+MIN_R2 = 0.3  # the paper's lowest R² is 0.35: "accuracy tracks coupling" needs at least this
+
+
+def grid_claims(table: pd.DataFrame, check: va.CellCheck, end: str, *, fits: dict,
+                fixed_weight_decay: float, n_images: int, seed: int) -> list[Claim]:
+    """The chapter's claims with the trajectory ending at ``end`` ("final_norm"/"block_output").
+
+    Args:
+        table: one row per ViT (``llmdyn.vision.coupling.measure_grid(...).table``).
+        check: the grid's between/within-cell check of test accuracy.
+        end: which coupling column of ``analysis.COUPLING_COLUMNS`` to use.
+        fits: ``{SD rate: LinearFit | None}`` (``coupling.fits_by_sd``), shown as detail.
+        fixed_weight_decay: the WD of Fig 6b.
+        n_images: held-out images per ViT (for the detail text).
+        seed: seed of the bootstrap draws.
+    """
+    cols = [va.COUPLING_COLUMNS[end], "test_accuracy"]
+    return (_r2_claims(table, check, cols, fits if end == "final_norm" else {}, seed)
+            + _slope_claims(table, cols[0], fixed_weight_decay, n_images, seed))
+
+
+def _r2_claims(table, check, cols, fits, seed) -> list[Claim]:
+    """One "accuracy tracks coupling" claim per SD rate, then the trend of R² over SD."""
+    out = []
+    for i, (sd, rows) in enumerate(table.groupby("drop_path")):
+        fit = fits.get(float(sd))
+        m = va.over_vits(va.signed_r2, rows, cols, "R² × sign of slope, accuracy on coupling "
+                         f"at SD {sd:g}", seed=seed, fmt=".2f", detail=fit.summary() if fit else "")
+        out.append(Claim(f"vit_r2_sd{i}", "A", "§3.4, Fig 6a",
+                         f"Accuracy tracks coupling at SD {sd:g}",
+                         f"R² = {PAPER_R2.get(sd, 'n/a')}", check.for_sd(m, float(sd)),
+                         at_least(MIN_R2)))
+    r2s = va.r2_by_sd(table.drop_path, table[cols[0]], table.test_accuracy)
+    trend = va.over_vits(va.r2_trend, table, ["drop_path", *cols],
+                         "slope of the signed R² on the SD rate", seed=seed, fmt=".2f",
+                         detail=", ".join(f"SD {s:g}: {r:.2f}" for s, r in r2s.items()))
+    out.append(Claim("vit_r2_trend", "A", "§3.4, Fig 6a", "The fit tightens as SD rises",
+                     "R² 0.35 → 0.83 from SD 0 to 0.3", check.for_trend(trend), above(0)))
+    return out
+
+
+def _slope_claims(table, col, fixed_weight_decay, n_images, seed) -> list[Claim]:
+    """Coupling rises with the SD rate: over every ViT, and at the fixed WD of Fig 6b."""
+    at_fixed = table[np.isclose(table.weight_decay, fixed_weight_decay)]
+    return [
+        Claim("vit_sd_all", "A", "§3.4, Fig 10", "Coupling rises with the SD rate",
+              "increase at every weight decay",
+              va.over_vits(va.coupling_slope, table, ["drop_path", col],
+                           "slope of coupling on SD rate (all ViTs)", seed=seed, fmt=".3f",
+                           detail=f"{len(table)} ViTs, {n_images} test images"), above(0)),
+        Claim("vit_sd_fixed", "A", "§3.4, Fig 6b",
+              f"Coupling rises with SD at WD {fixed_weight_decay:g}", "increase at WD 0.04",
+              va.over_vits(va.coupling_slope, at_fixed, ["drop_path", col],
+                           f"slope at WD {fixed_weight_decay:g}", seed=seed, fmt=".3f"),
+              above(0)),
+    ]
