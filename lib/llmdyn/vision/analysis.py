@@ -73,7 +73,7 @@ class CellCheck:
             return withheld(measure, _because("the grid's cells", self.overall))
         if failed or not self.by_sd:
             rates = ", ".join(f"{sd:g}" for sd in failed) or "every rate"
-            return withheld(measure, f"no verdict: the grid cannot test it; the weight decays "
+            return withheld(measure, f"the grid cannot test it: the weight decays "
                                      f"at SD {rates} do not move accuracy by more than seeds do "
                                      "(see the between/within table)")
         return measure
