@@ -104,3 +104,14 @@ def test_long_prompts_keep_their_end_or_raise_naming_the_parameters(tiny64):
     assert "lose 77–77 tokens" in note  # 141 − 64
     assert ids.shape == (1, 64)
     assert tiny64.tokenizer.decode(ids[0]).endswith("What is the question?")
+
+
+def test_a_window_longer_than_the_shallowest_model_covers_the_same_fraction():
+    from llmdyn.book.params import GeometryAlongDepthParams, relative_window
+
+    assert GeometryAlongDepthParams().for_model(30, 576, shallowest=18).window == 11
+    p = GeometryAlongDepthParams().for_model(30, 576, shallowest=6)  # 7 points x^0 … x^6
+    assert p.window == 3 and "`window`" in p._repr_markdown_()  # 11·7/31 ≈ 2.5 → 3
+    # 11·10/31 ≈ 3.5 → 3; 21·20/31 ≈ 13.5 → 13; 21·4/31 → at least 3; 11 points hold 11
+    assert [relative_window(w, L) for w, L in ((11, 9), (21, 19), (21, 3), (11, 10))] \
+        == [3, 13, 3, 11]

@@ -20,7 +20,8 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
                      "SpectraPromptsParams", "TrajectoriesParams", "GeometryAlongDepthParams",
                      "TokenCouplingParams", "RegularityParams", "TrainingParams",
                      "GeneralizationParams", "VitParams"],
-        "relative": ["relative_blocks", "relative_pair", "relative_k", "same_fraction"],
+        "relative": ["relative_blocks", "relative_pair", "relative_k", "relative_window",
+                     "same_fraction"],
         "resolution": ["resolve"],
     },
 )

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from llmdyn import LlmdynError
-from llmdyn.book.params.relative import relative_blocks, relative_k
+from llmdyn.book.params.relative import relative_blocks, relative_k, relative_window
 from llmdyn.phases.split import SPLITS
 
 _PLAIN = (bool, int, float, str, list, tuple, dict, type(None))  # what a parameter cell holds
@@ -109,22 +109,29 @@ class ChapterParams:
                               f"chapter takes: {', '.join(names)}")
         return cls(**{k: namespace[k] for k in names if k in namespace})
 
-    def for_model(self, n_layers: int, d_model: int) -> ChapterParams:
+    def for_model(self, n_layers: int, d_model: int, *,
+                  shallowest: int | None = None) -> ChapterParams:
         """These parameters with every model-relative default (None) resolved for one model.
 
         Block lists in ``paper_blocks`` get the paper's blocks where the model has them all,
         else the same fractions of depth; ``k`` gets 30 where d_model ≥ 240, else d_model // 8
-        (:mod:`llmdyn.book.params.relative`). Explicit values are kept as given.
+        (:mod:`llmdyn.book.params.relative`). Explicit values are kept as given, except an LSS
+        ``window`` longer than the shallowest model's L + 1 points, which covers the same
+        fraction of them instead (:func:`~llmdyn.book.params.relative.relative_window`).
 
         Args:
             n_layers: the model's depth L (blocks).
             d_model: the width of its residual stream.
+            shallowest: the depth of the shallowest model the chapter runs (None: n_layers).
         """
         changes: dict[str, Any] = {name: relative_blocks(blocks, n_layers)
                                    for name, blocks in self.paper_blocks.items()
                                    if getattr(self, name) is None}
-        if "k" in {f.name for f in dataclasses.fields(self)} and self.k is None:
+        names = {f.name for f in dataclasses.fields(self)}
+        if "k" in names and self.k is None:
             changes["k"] = relative_k(d_model)
+        if "window" in names and self.window > (shallowest or n_layers) + 1:
+            changes["window"] = relative_window(self.window, shallowest or n_layers)
         resolved = dataclasses.replace(self, **changes)
         object.__setattr__(resolved, "_resolved", (sorted(changes), n_layers, d_model))
         return resolved

@@ -5,7 +5,9 @@ on SmolLM2-135M, 30 blocks, following the papers' 24–80-block models. On a mod
 the blocks of a default, the default is used as is, so SmolLM2-135M (30 blocks) and
 Gemma-3-270M (18) run what they always ran. On a shallower model each block b is moved to the
 same fraction of depth: the block whose centre is nearest (b + ½)·L / 30 − ½ (eq. below).
-k (top singular vectors) is the papers' 30 where d_model ≥ 8·30, else d_model / 8.
+k (top singular vectors) is the papers' 30 where d_model ≥ 8·30, else d_model / 8. An LSS
+window (paper B: 11 layers) longer than the model's L + 1 points covers the same fraction of
+them: 11·(L + 1)/31, the nearest odd number, at least 3.
 """
 
 from __future__ import annotations
@@ -53,3 +55,18 @@ def relative_pair(pair: tuple[int, int], n_layers: int) -> tuple[int, int]:
 def relative_k(d_model: int) -> int:
     """K = 30 (the papers') where d_model ≥ 240, else d_model // 8 (at least 2)."""
     return PAPER_K if d_model >= K_FRACTION * PAPER_K else max(2, d_model // K_FRACTION)
+
+
+def relative_window(window: int, n_layers: int) -> int:
+    """``window`` where the L + 1 points hold it, else the same fraction of them (odd, ≥ 3).
+
+    11 of SmolLM2-135M's 31 points become 3 of a 6-block model's 7: 11·7/31 ≈ 2.5, and the
+    nearest odd number is 3.
+    """
+    points = n_layers + 1
+    if window <= points:
+        return window
+    share = window * points / (REFERENCE_DEPTH + 1)
+    odd = 2 * math.floor((share - 1) / 2 + 0.5) + 1  # the odd number nearest share
+    largest = points if points % 2 else points - 1
+    return max(3, min(odd, largest))

@@ -32,20 +32,26 @@ def resolve(params: P) -> P:
                           "checkpoint directory such as results/suite/<run>/step<N>, or a hub "
                           "id.") from None
     compare = getattr(params, "compare_models", None)
+    depths = [shape.n_layers]
     if compare:
-        kept = _distinct_compare_models(params.model, shape.source, compare)
+        kept = _distinct_compare_models(params.model, shape.source, compare, depths)
         params = dataclasses.replace(params, compare_models=kept)
-    return params.for_model(shape.n_layers, shape.d_model)
+    return params.for_model(shape.n_layers, shape.d_model, shallowest=min(depths))
 
 
-def _distinct_compare_models(primary: str, source: str, compare: list[str]) -> list[str]:
-    """The compare models that load and differ from the primary model, each once, in order."""
+def _distinct_compare_models(primary: str, source: str, compare: list[str],
+                             depths: list[int]) -> list[str]:
+    """The compare models that load and differ from the primary model, each once, in order.
+
+    Appends each kept model's depth to ``depths``.
+    """
     from llmdyn.models import model_shape
 
     kept, seen = [], {source}
     for name in compare:
         try:
-            other = model_shape(name).source
+            shape = model_shape(name)
+            other = shape.source
         except LlmdynError as err:
             raise LlmdynError(f"notebook parameter 'compare_models': {name!r} does not load: "
                               f"{err} Remove it from compare_models (e.g. compare_models = "
@@ -56,4 +62,5 @@ def _distinct_compare_models(primary: str, source: str, compare: list[str]) -> l
             continue
         seen.add(other)
         kept.append(name)
+        depths.append(shape.n_layers)
     return kept
