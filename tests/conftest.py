@@ -47,5 +47,5 @@ def pytest_collection_modifyitems(config, items):
         return
     skip = pytest.mark.skip(reason="the full chapters × models matrix: make test-models")
     for item in items:
-        if "models" in item.keywords:
+        if item.get_closest_marker("models") is not None:
             item.add_marker(skip)

@@ -115,3 +115,16 @@ def test_a_window_longer_than_the_shallowest_model_covers_the_same_fraction():
     # 11·10/31 ≈ 3.5 → 3; 21·20/31 ≈ 13.5 → 13; 21·4/31 → at least 3; 11 points hold 11
     assert [relative_window(w, L) for w, L in ((11, 9), (21, 19), (21, 3), (11, 10))] \
         == [3, 13, 3, 11]
+
+
+@pytest.mark.parametrize("cls_name", ["TrajectoriesParams", "GeometryAlongDepthParams",
+                                      "UncertaintyParams", "JacobianAlignmentParams",
+                                      "DepthCouplingParams", "TokenCouplingParams",
+                                      "RegularityParams", "SpectraPromptsParams"])
+def test_every_model_chapter_resolves_on_a_tiny_model(cls_name):
+    from llmdyn.book import params
+
+    p = resolve(getattr(params, cls_name)(model="tiny-neox", compare_models=[])
+                if cls_name != "TokenCouplingParams" else params.TokenCouplingParams(
+                    model="tiny-neox"))
+    assert getattr(p, "k", 4) == 4 and getattr(p, "window", 3) == 3

@@ -180,7 +180,8 @@ class TokenCouplingParams(ChapterParams):
             _fail("extra_layer_pairs", self.extra_layer_pairs, "a list of [l, l′] pairs of two "
                   "different 0-based blocks, e.g. [[3, 4], [23, 24]] ([] for none)")
 
-    def for_model(self, n_layers: int, d_model: int) -> TokenCouplingParams:
+    def for_model(self, n_layers: int, d_model: int, *,
+                  shallowest: int | None = None) -> TokenCouplingParams:
         """As :meth:`ChapterParams.for_model`, and the pairs relative to the model.
 
         ``layer``/``ref_layer`` default to blocks 11/12 where the model has them, else to the
@@ -189,7 +190,7 @@ class TokenCouplingParams(ChapterParams):
         Gemma-3-270M's 18 blocks keep [[3, 4]]); on a shallower model they move to their
         fractions of depth too, and a pair that lands on an earlier one is left out.
         """
-        resolved = super().for_model(n_layers, d_model)
+        resolved = super().for_model(n_layers, d_model, shallowest=shallowest)
         deep = max(self.paper_pair) < n_layers
         main = self.paper_pair if deep else relative_pair(self.paper_pair, n_layers)
         changes = {name: value for name, value in zip(("layer", "ref_layer"), main, strict=True)
