@@ -138,7 +138,8 @@ def context_note(model: LoadedModel, prompts: list[str]) -> str:
     counts = [(p, len(model.tokenizer(p).input_ids)) for p in prompts]
     over = [(p, n) for p, n in counts if n > model.n_ctx]
     if not over:
-        return f"{model.name}: all {len(prompts)} prompts fit its context of {model.n_ctx} tokens"
+        which = "the prompt fits" if len(prompts) == 1 else f"all {len(prompts)} prompts fit"
+        return f"{model.name}: {which} in its context of {model.n_ctx} tokens"
     if _LONG_PROMPTS["policy"] != "cut":
         raise _too_long(model, *max(over, key=lambda pn: pn[1]))
     lost = sorted(n - model.n_ctx for _, n in over)
