@@ -69,7 +69,7 @@ def test_explicit_values_win():
     p = TokenCouplingParams(layer=0, k=3, extra_layer_pairs=[]).for_model(6, 256)
     assert (p.layer, p.ref_layer, p.k, p.extra_layer_pairs) == (0, 3, 3, [])
     assert DepthCouplingParams(grid_layers=[0, 5]).for_model(6, 256).grid_layers == [0, 5]
-    assert "`grid_layers`, `k`: default (None) resolved" in \
+    assert "`grid_layers`, `k`: relative to the model, set for" in \
         DepthCouplingParams().for_model(6, 256)._repr_markdown_()
 
 

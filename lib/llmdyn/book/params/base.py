@@ -141,7 +141,7 @@ class ChapterParams:
         rows = "\n".join(f"| `{f.name}` | `{getattr(self, f.name)!r}` |"
                          for f in dataclasses.fields(self))
         names, n_layers, d_model = getattr(self, "_resolved", ((), 0, 0))
-        note = (f"\n\n{', '.join(f'`{n}`' for n in names)}: default (None) resolved for "
+        note = (f"\n\n{', '.join(f'`{n}`' for n in names)}: relative to the model, set for "
                 f"{self.model} ({n_layers} blocks, d_model {d_model}); see methods, "
                 "\"Defaults relative to the model\"" if names else "")
         return f"| parameter | value |\n| --- | --- |\n{rows}{note}"
