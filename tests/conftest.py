@@ -34,3 +34,18 @@ def smollm2():
 def corpus_dir(tmp_path_factory):
     """A small synthetic corpus for the tiny training suite (12 documents of 400 words)."""
     return write_corpus(tmp_path_factory.mktemp("corpus"), n_docs=12, words=400)
+
+
+def pytest_addoption(parser):
+    parser.addoption("--models", action="store_true",
+                     help="also run the full chapters × models matrix (make test-models)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `models` (the full matrix of tests/test_any_model.py) need --models."""
+    if config.getoption("--models"):
+        return
+    skip = pytest.mark.skip(reason="the full chapters × models matrix: make test-models")
+    for item in items:
+        if item.get_closest_marker("models") is not None:
+            item.add_marker(skip)

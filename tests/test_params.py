@@ -8,7 +8,9 @@ from llmdyn.book.params import DepthCouplingParams
 
 def test_defaults_are_valid():
     p = DepthCouplingParams()
-    assert p.model == "smollm2-135m" and p.k == 30 and p.grid_layers == list(range(8, 16))
+    assert p.model == "smollm2-135m" and p.k is None and p.grid_layers is None
+    p = p.for_model(30, 576)  # SmolLM2-135M
+    assert p.k == 30 and p.grid_layers == list(range(8, 16))
 
 
 @pytest.mark.parametrize("field, value", [
@@ -80,15 +82,16 @@ def test_blocks_resolve_negatives_once_and_check_the_depth():
     assert p.blocks("grid_layers", 4) == [3, 0, 2]
     with pytest.raises(LlmdynError,
                        match=r"'grid_layers' must be blocks of smollm2-135m \(4 blocks"):
-        DepthCouplingParams().blocks("grid_layers", 4)  # default 8-15 on a 4-block model
-    assert DepthCouplingParams().blocks("grid_layers", 12, drop_missing=True) == [8, 9, 10, 11]
+        DepthCouplingParams(grid_layers=list(range(8, 16))).blocks("grid_layers", 4)
+    assert DepthCouplingParams(grid_layers=list(range(8, 16))).blocks(
+        "grid_layers", 12, drop_missing=True) == [8, 9, 10, 11]
     with pytest.raises(LlmdynError, match="distinct"):
         DepthCouplingParams(grid_layers=[3, -1]).blocks("grid_layers", 4)
     from llmdyn.book.params import TokenCouplingParams
 
     assert TokenCouplingParams(layer=-2).block("layer", 30) == 28
     with pytest.raises(LlmdynError, match="'ref_layer' must be a block"):
-        TokenCouplingParams().block("ref_layer", 6)
+        TokenCouplingParams(ref_layer=12).block("ref_layer", 6)
 
 
 def test_shared_bases_give_models_and_checks_once():

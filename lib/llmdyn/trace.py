@@ -12,6 +12,7 @@ Two conventions where the papers can be read two ways (``book/methods.md``, "Con
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from typing import Literal
 
@@ -75,11 +76,43 @@ class Trajectory:
         return self.states.transpose(0, 1)
 
 
+_LONG_PROMPTS = {"policy": "error"}  # what encode does with a prompt beyond the context
+
+
+def keep_prompt_ends(enabled: bool) -> None:
+    """From now on, cut prompts longer than a model's context to their last tokens (or raise).
+
+    A chapter sets this once from its ``cut_long_prompts`` parameter; the library's default
+    is an error, so a caller never gets a cut prompt without asking for it. The question of
+    a SQuAD or leaderboard prompt is at its end, so the end is what is kept.
+    """
+    if not isinstance(enabled, bool):
+        raise LlmdynError(f"cut_long_prompts must be True or False, got {enabled!r}")
+    _LONG_PROMPTS["policy"] = "cut" if enabled else "error"
+
+
+def _prefix_ids(model: LoadedModel) -> list[int]:
+    """The ids the tokenizer puts before any text (e.g. Llama's BOS); kept when cutting."""
+    return model.tokenizer("").input_ids
+
+
+def _too_long(model: LoadedModel, prompt: str, n_tok: int) -> LlmdynError:
+    fits = max(10, int(len(prompt) * model.n_ctx / n_tok * 0.9))  # characters that should fit
+    return LlmdynError(
+        f"prompt has {n_tok} tokens but {model.name} accepts at most {model.n_ctx}. In a "
+        f"chapter, set cut_long_prompts = True (keeps each prompt's last {model.n_ctx} tokens) "
+        f"or max_prompt_chars = {fits} (about that many characters fit); in code, shorten the "
+        "prompt or call llmdyn.trace.keep_prompt_ends(True)")
+
+
 def encode(model: LoadedModel, prompt: str) -> torch.Tensor:
     """Token ids of one prompt, ``[1, tok]``, tokenised as ``model.tokenizer(prompt)`` does.
 
+    A prompt longer than the model's context raises, or, after ``keep_prompt_ends(True)``,
+    keeps the tokenizer's leading special ids and the last ``n_ctx`` tokens in all.
+
     Raises:
-        LlmdynError: the prompt is empty or longer than the model's context.
+        LlmdynError: the prompt is empty, or longer than the model's context (unless cut).
     """
     if not isinstance(prompt, str) or not prompt.strip():
         raise LlmdynError(f"prompt must be a non-empty string, got {prompt!r}")
@@ -87,9 +120,32 @@ def encode(model: LoadedModel, prompt: str) -> torch.Tensor:
     if ids.shape[1] == 0:
         raise LlmdynError(f"prompt {prompt[:40]!r} tokenises to no tokens")
     if ids.shape[1] > model.n_ctx:
-        raise LlmdynError(f"prompt has {ids.shape[1]} tokens but {model.name} accepts at most "
-                          f"{model.n_ctx}; shorten it or choose fewer prompt tokens")
+        if _LONG_PROMPTS["policy"] != "cut":
+            raise _too_long(model, prompt, ids.shape[1])
+        prefix = _prefix_ids(model)
+        n_prefix = len(prefix) if ids[0, : len(prefix)].tolist() == prefix else 0
+        ids = torch.cat([ids[:, :n_prefix], ids[:, ids.shape[1] - model.n_ctx + n_prefix:]], 1)
     return ids.to(model.device)
+
+
+def context_note(model: LoadedModel, prompts: list[str]) -> str:
+    """One line counting the prompts longer than the model's context, and by how much.
+
+    Raises:
+        LlmdynError: a prompt is too long and prompts are not being cut
+            (:func:`keep_prompt_ends`); the message names the parameters that fix it.
+    """
+    counts = [(p, len(model.tokenizer(p).input_ids)) for p in prompts]
+    over = [(p, n) for p, n in counts if n > model.n_ctx]
+    if not over:
+        which = "the prompt fits" if len(prompts) == 1 else f"all {len(prompts)} prompts fit"
+        return f"{model.name}: {which} in its context of {model.n_ctx} tokens"
+    if _LONG_PROMPTS["policy"] != "cut":
+        raise _too_long(model, *max(over, key=lambda pn: pn[1]))
+    lost = sorted(n - model.n_ctx for _, n in over)
+    return (f"{model.name}: {len(over)} of {len(prompts)} prompts are longer than its context of "
+            f"{model.n_ctx} tokens and keep their last {model.n_ctx} (they lose {lost[0]}–"
+            f"{lost[-1]} tokens, median {statistics.median(lost):g})")
 
 
 def _nn_blocks(model: LoadedModel):

@@ -24,7 +24,8 @@ from llmdyn.models.pretrained import load_pretrained
 from llmdyn.models.tokenizers import byte_tokenizer
 from llmdyn.models.twins import fresh_twin, twin_config
 
-__all__ = ["LoadedModel", "known_models", "load_each", "load_model", "load_twins"]
+__all__ = ["LoadedModel", "ModelShape", "known_models", "load_each", "load_model",
+           "load_twins", "model_shape"]
 
 
 @dataclass
@@ -168,6 +169,41 @@ def load_model(
     return LoadedModel(name=spec, identity=identity, hf=hf, tokenizer=tokenizer,
                        nn=_wrap_nnsight(hf, tokenizer), arch=arch, device=device,
                        untrained=untrained)
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What a model's config says about its size, read without its weights.
+
+    Attributes:
+        name: the spec.
+        source: what the spec points at (a resolved directory, or the spec itself), so that
+            two spellings of one checkpoint compare equal.
+        n_layers: blocks L; d_model: residual width; n_ctx: longest prompt in tokens.
+    """
+
+    name: str
+    source: str
+    n_layers: int
+    d_model: int
+    n_ctx: int
+
+
+def model_shape(spec: str) -> ModelShape:
+    """Depth, width and context of a model from its config (its weights are not read).
+
+    Raises:
+        LlmdynError: as :func:`load_model` for a spec that does not load.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise LlmdynError(f"model spec must be a non-empty string, got {spec!r}; "
+                          f"known names: {', '.join(known_models())}")
+    _, _, config, identity = _read(spec, untrained=True, seed=0)
+    arch = _architecture(spec, config.model_type)
+    text = config.get_text_config()
+    return ModelShape(name=spec, source=identity.get("path", spec),
+                      n_layers=int(text.num_hidden_layers), d_model=int(text.hidden_size),
+                      n_ctx=int(getattr(config, arch.n_ctx)))
 
 
 def _read(spec: str, untrained: bool, seed: int) -> tuple[Any, Any, Any, dict[str, Any]]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from llmdyn import LlmdynError
+from llmdyn.book.params.relative import relative_blocks, relative_k, relative_window
 from llmdyn.phases.split import SPLITS
 
 _PLAIN = (bool, int, float, str, list, tuple, dict, type(None))  # what a parameter cell holds
@@ -57,6 +58,8 @@ class ChapterParams:
     at_least: ClassVar[dict[str, int]] = {}  # field -> smallest allowed value
     # twin_seeds: [] allowed (no twin) or not; chapters with twins set it with the field
     twins_optional: ClassVar[bool] = False
+    # list-of-blocks fields whose None means "these blocks, relative to the model"
+    paper_blocks: ClassVar[dict[str, list[int]]] = {}
 
     def __post_init__(self) -> None:
         """Check every field against its type hint and bounds; name the parameter on failure."""
@@ -70,7 +73,7 @@ class ChapterParams:
             if any(not t.strip() for t in texts):
                 _fail(f.name, value, "non-empty text")
         for name, low in self.at_least.items():
-            if getattr(self, name) < low:
+            if getattr(self, name) is not None and getattr(self, name) < low:
                 _fail(name, getattr(self, name), f">= {low}")
         chars = getattr(self, "max_prompt_chars", None)
         if chars is not None and chars < 10:
@@ -80,8 +83,9 @@ class ChapterParams:
             _fail("window", window, "odd and >= 3")
         if getattr(self, "phase_criterion", "consensus") not in SPLITS:
             _fail("phase_criterion", self.phase_criterion, f"one of {SPLITS} (llmdyn.phases)")
-        if hasattr(self, "grid_layers") and not self.grid_layers:
-            _fail("grid_layers", self.grid_layers, "a non-empty list of blocks, e.g. [8, 9, 10]")
+        if getattr(self, "grid_layers", None) == []:
+            _fail("grid_layers", self.grid_layers, "a non-empty list of blocks, e.g. [8, 9, 10], "
+                                                   "or None (blocks 8–15 relative to the model)")
         if hasattr(self, "twin_seeds"):  # the first twin runs on every prompt
             _check_seeds("twin_seeds", self.twin_seeds, empty_ok=self.twins_optional)
 
@@ -105,11 +109,42 @@ class ChapterParams:
                               f"chapter takes: {', '.join(names)}")
         return cls(**{k: namespace[k] for k in names if k in namespace})
 
+    def for_model(self, n_layers: int, d_model: int, *,
+                  shallowest: int | None = None) -> ChapterParams:
+        """These parameters with every model-relative default (None) resolved for one model.
+
+        Block lists in ``paper_blocks`` get the paper's blocks where the model has them all,
+        else the same fractions of depth; ``k`` gets 30 where d_model ≥ 240, else d_model // 8
+        (:mod:`llmdyn.book.params.relative`). Explicit values are kept as given, except an LSS
+        ``window`` longer than the shallowest model's L + 1 points, which covers the same
+        fraction of them instead (:func:`~llmdyn.book.params.relative.relative_window`).
+
+        Args:
+            n_layers: the model's depth L (blocks).
+            d_model: the width of its residual stream.
+            shallowest: the depth of the shallowest model the chapter runs (None: n_layers).
+        """
+        changes: dict[str, Any] = {name: relative_blocks(blocks, n_layers)
+                                   for name, blocks in self.paper_blocks.items()
+                                   if getattr(self, name) is None}
+        names = {f.name for f in dataclasses.fields(self)}
+        if "k" in names and self.k is None:
+            changes["k"] = relative_k(d_model)
+        if "window" in names and self.window > (shallowest or n_layers) + 1:
+            changes["window"] = relative_window(self.window, shallowest or n_layers)
+        resolved = dataclasses.replace(self, **changes)
+        object.__setattr__(resolved, "_resolved", (sorted(changes), n_layers, d_model))
+        return resolved
+
     def _repr_markdown_(self) -> str:
         """The parameters in effect, as a table (shown collapsed on each chapter page)."""
         rows = "\n".join(f"| `{f.name}` | `{getattr(self, f.name)!r}` |"
                          for f in dataclasses.fields(self))
-        return f"| parameter | value |\n| --- | --- |\n{rows}"
+        names, n_layers, d_model = getattr(self, "_resolved", ((), 0, 0))
+        note = (f"\n\n{', '.join(f'`{n}`' for n in names)}: relative to the model, set for "
+                f"{self.model} ({n_layers} blocks, d_model {d_model}); see methods, "
+                "\"Defaults relative to the model\"" if names else "")
+        return f"| parameter | value |\n| --- | --- |\n{rows}{note}"
 
     def block(self, name: str, n_layers: int) -> int:
         """The 0-based block that parameter ``name`` names, negatives counted from the end."""
@@ -144,6 +179,7 @@ class CompareParams(ChapterParams):
     """A chapter that also runs other models beside the primary one."""
 
     compare_models: list[str] = field(default_factory=lambda: ["gemma3-270m"])  # also run these
+    cut_long_prompts: bool = True  # prompts beyond a model's context keep their end; False: error
 
     def models(self) -> list[str]:
         """The primary model, then the compare models, each once, in order."""

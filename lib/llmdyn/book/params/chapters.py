@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -12,6 +13,7 @@ from llmdyn.book.params.base import (
     QuestionParams,
     _fail,
 )
+from llmdyn.book.params.relative import relative_pair
 from llmdyn.data.prompts import ALL_TASKS
 
 
@@ -21,8 +23,8 @@ class DepthCouplingParams(CompareParams):
 
     example_prompt: str = "What is the capital of France? The capital is"
     prompts: list[str] | None = None  # None: the example, then chapter 04's SQuAD questions
-    k: int = 30  # top singular vectors kept in A
-    grid_layers: list[int] = field(default_factory=lambda: list(range(8, 16)))  # grid blocks
+    k: int | None = None  # top singular vectors kept in A (None: 30, or d_model // 8 if narrow)
+    grid_layers: list[int] | None = None  # grid blocks (None: 8–15 relative to the model)
     n_prompts: int = 20  # SQuAD questions after the example (the same draw as chapter 04)
     squad_articles: list[str] | None = None  # as chapter 04 (None: the default articles)
     max_prompt_chars: int | None = None  # as chapter 04 (None: whole prompts)
@@ -32,6 +34,7 @@ class DepthCouplingParams(CompareParams):
 
     at_least: ClassVar[dict[str, int]] = {"k": 2, "n_prompts": 1, "n_compare_prompts": 1,
                                           "n_seed_prompts": 1}
+    paper_blocks: ClassVar[dict[str, list[int]]] = {"grid_layers": list(range(8, 16))}
 
 
 @dataclass(frozen=True)
@@ -51,8 +54,8 @@ class JacobianAlignmentParams(QuestionParams):
     """Chapter 04: residual Jacobian alignment r(A) and Table 1 (paper B §3.6, §4.5; Figs 6, 7)."""
 
     example_prompt: str = "What is the capital of France? The capital is"  # the |A| grids
-    k: int = 30  # top singular vectors in A_{i,j,K} (paper B's K = 30)
-    grid_layers: list[int] = field(default_factory=lambda: list(range(8, 16)))  # 0-based blocks
+    k: int | None = None  # paper B's K = 30 in A_{i,j,K} (None: 30 if d_model allows)
+    grid_layers: list[int] | None = None  # 0-based blocks (None: 8–15 relative to the model)
     n_prompts: int = 20  # SQuAD prompts in the r(A) heatmap and claims (paper: 100)
     n_compare_prompts: int = 2  # of those, for each compare model (Jacobians cost ~5 s each)
     n_lens_prompts: int = 20  # SQuAD prompts for the cheap per-layer quantities of Table 1
@@ -61,6 +64,7 @@ class JacobianAlignmentParams(QuestionParams):
 
     at_least: ClassVar[dict[str, int]] = {"k": 2, "n_prompts": 1, "n_compare_prompts": 1,
                                           "n_lens_prompts": 2, "n_seed_prompts": 1}
+    paper_blocks: ClassVar[dict[str, list[int]]] = {"grid_layers": list(range(8, 16))}
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,7 @@ class SpectraPromptsParams(CompareParams):
     n_prompts: int = 20  # SQuAD questions after the example (chapter 04's draw)
     squad_articles: list[str] | None = None  # as chapter 04 (None: the default articles)
     n_compare_prompts: int = 1  # of those, for each compare model
-    k: int = 30  # top singular vectors in A; also the singular values kept
+    k: int | None = None  # singular vectors in A and values kept (None: 30 if d_model allows)
     n_top: int = 5  # singular values drawn per layer
     noise_levels: list[float] = field(default_factory=lambda: [0.01, 0.03, 0.1, 0.3, 1.0])
     n_draws: int = 8  # noise draws per level
@@ -152,27 +156,55 @@ class TokenCouplingParams(ChapterParams):
     example_prompt: str = "What is the capital of France? The capital is"  # the drawn grids
     prompts: list[str] | None = None  # None: the named example prompts (example first)
     n_prompts: int = 3  # prompts pooled in the summary numbers (each costs a Jacobian pass)
-    layer: int = 11  # 0-based block l whose Jacobians are expressed (paper layer l + 1)
-    ref_layer: int = 12  # 0-based block l′ whose singular vectors form the bases
-    k: int = 30  # top singular vectors kept in each coupling matrix
+    layer: int | None = None  # 0-based block l of the Jacobians (None: 11 relative to the model)
+    ref_layer: int | None = None  # 0-based block l′ of the bases (None: 12 relative to the model)
+    k: int | None = None  # top singular vectors per coupling matrix (None: 30 if d_model allows)
     input_token: int = 0  # t1 of fixed-input coupling (negative counts from the end)
     output_token: int = -1  # t2 of fixed-output coupling (negative counts from the end)
     same_layer_control: bool = True  # also score l′ = l (from the same Jacobians, no extra pass)
-    extra_layer_pairs: list[list[int]] = field(  # more (l, l′) pairs: early and late blocks
-        default_factory=lambda: [[3, 4], [23, 24]])
+    extra_layer_pairs: list[list[int]] | None = None  # more (l, l′) (None: [[3, 4], [23, 24]])
     n_pair_prompts: int = 1  # prompts (example first) the extra pairs run on
     twin_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # untrained twins' seeds
     n_seed_prompts: int = 1  # prompts (example first) the extra twins run on
+    cut_long_prompts: bool = True  # prompts beyond the context keep their end; False: error
 
     at_least: ClassVar[dict[str, int]] = {"k": 2, "n_prompts": 1, "n_pair_prompts": 1,
                                           "n_seed_prompts": 1}
+    paper_pair: ClassVar[tuple[int, int]] = (11, 12)  # (layer, ref_layer) on 30 blocks
+    paper_extra_pairs: ClassVar[list[tuple[int, int]]] = [(3, 4), (23, 24)]  # early, late
 
     def __post_init__(self) -> None:
         """Check types and seeds, then the pairs."""
         super().__post_init__()
-        if any(len(pair) != 2 or pair[0] == pair[1] for pair in self.extra_layer_pairs):
+        if any(len(pair) != 2 or pair[0] == pair[1] for pair in self.extra_layer_pairs or []):
             _fail("extra_layer_pairs", self.extra_layer_pairs, "a list of [l, l′] pairs of two "
                   "different 0-based blocks, e.g. [[3, 4], [23, 24]] ([] for none)")
+
+    def for_model(self, n_layers: int, d_model: int, *,
+                  shallowest: int | None = None) -> TokenCouplingParams:
+        """As :meth:`ChapterParams.for_model`, and the pairs relative to the model.
+
+        ``layer``/``ref_layer`` default to blocks 11/12 where the model has them, else to the
+        same fraction of depth (offset kept). The extra pairs default to [[3, 4], [23, 24]]
+        where the model has blocks 11 and 12 (the pairs beyond its depth left out, as before:
+        Gemma-3-270M's 18 blocks keep [[3, 4]]); on a shallower model they move to their
+        fractions of depth too, and a pair that lands on an earlier one is left out.
+        """
+        resolved = super().for_model(n_layers, d_model, shallowest=shallowest)
+        deep = max(self.paper_pair) < n_layers
+        main = self.paper_pair if deep else relative_pair(self.paper_pair, n_layers)
+        changes = {name: value for name, value in zip(("layer", "ref_layer"), main, strict=True)
+                   if getattr(self, name) is None}
+        if self.extra_layer_pairs is None:
+            pairs = [list(p) if deep else list(relative_pair(p, n_layers))
+                     for p in self.paper_extra_pairs if not deep or max(p) < n_layers]
+            pairs = [p for i, p in enumerate(pairs) if p not in pairs[:i]]
+            given = (changes.get("layer", self.layer), changes.get("ref_layer", self.ref_layer))
+            changes["extra_layer_pairs"] = [p for p in pairs if tuple(p) != given]
+        final = dataclasses.replace(resolved, **changes)
+        names, *shape = resolved._resolved
+        object.__setattr__(final, "_resolved", (sorted([*names, *changes]), *shape))
+        return final
 
     def layer_pairs(self, n_layers: int, *, drop_missing: bool = False) -> list[tuple[int, int]]:
         """(``layer``, ``ref_layer``), then the ``extra_layer_pairs``, as 0-based blocks.

@@ -1,0 +1,66 @@
+"""Resolve a chapter's model-relative defaults once, from the models' configs, before any run."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TypeVar
+
+from llmdyn import LlmdynError
+from llmdyn.book.params.base import ChapterParams
+
+P = TypeVar("P", bound=ChapterParams)
+
+
+def resolve(params: P) -> P:
+    """``params`` with its None defaults set for ``params.model``, its compare models checked.
+
+    Reads each model's config (not its weights): the primary model's depth and width resolve
+    the relative defaults (:meth:`ChapterParams.for_model`); each compare model must load, and
+    one that is the primary model under another spelling is dropped with a printed note.
+
+    Raises:
+        LlmdynError: the model or a compare model does not load; the message names the
+            parameter (``model`` or ``compare_models``) and what to give instead.
+    """
+    from llmdyn.models import known_models, model_shape
+
+    try:
+        shape = model_shape(params.model)
+    except LlmdynError as err:
+        raise LlmdynError(f"notebook parameter 'model' = {params.model!r} does not load: {err} "
+                          f"Give a name from `llmdyn models` ({', '.join(known_models())}), a "
+                          "checkpoint directory such as results/suite/<run>/step<N>, or a hub "
+                          "id.") from None
+    compare = getattr(params, "compare_models", None)
+    depths = [shape.n_layers]
+    if compare:
+        kept = _distinct_compare_models(params.model, shape.source, compare, depths)
+        params = dataclasses.replace(params, compare_models=kept)
+    return params.for_model(shape.n_layers, shape.d_model, shallowest=min(depths))
+
+
+def _distinct_compare_models(primary: str, source: str, compare: list[str],
+                             depths: list[int]) -> list[str]:
+    """The compare models that load and differ from the primary model, each once, in order.
+
+    Appends each kept model's depth to ``depths``.
+    """
+    from llmdyn.models import model_shape
+
+    kept, seen = [], {source}
+    for name in compare:
+        try:
+            shape = model_shape(name)
+            other = shape.source
+        except LlmdynError as err:
+            raise LlmdynError(f"notebook parameter 'compare_models': {name!r} does not load: "
+                              f"{err} Remove it from compare_models (e.g. compare_models = "
+                              f"{[n for n in compare if n != name]!r}).") from None
+        if other in seen:
+            print(f"compare model {name!r} is the same model as "
+                  f"{primary if other == source else 'an earlier compare model'!r}: skipped")
+            continue
+        seen.add(other)
+        kept.append(name)
+        depths.append(shape.n_layers)
+    return kept
