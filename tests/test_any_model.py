@@ -64,12 +64,43 @@ def _matrix():
         yield pytest.param(chapter, model, marks=marks, id=f"{chapter[:2]}-{model}")
 
 
-@pytest.mark.parametrize("chapter, model", list(_matrix()))
-def test_chapter_runs_with_only_the_model_given(chapter, model, local_models, tmp_path):
+def _run(chapter: str, model: str, local_models: dict, directory) -> None:
+    """Run one chapter with only the model given (and sample sizes cut)."""
     from llmdyn.book.build import run_chapter
 
     spec = local_models.get(model, model)
     fewer = {"compare_models": [], **FEWER[chapter]} if chapter != "06_token_coupling" else \
         FEWER[chapter]  # chapter 06 has no compare models
-    run_chapter(chapter, tmp_path / "executed", {"model": spec, **fewer}, cwd=tmp_path)
-    assert (tmp_path / "executed" / f"{chapter}.ipynb").exists()
+    run_chapter(chapter, directory / "executed", {"model": spec, **fewer}, cwd=directory)
+    assert (directory / "executed" / f"{chapter}.ipynb").exists()
+
+
+@pytest.fixture(scope="module")
+def minimum_runs(local_models, tmp_path_factory):
+    """The minimum matrix, two chapters at a time: ``{(chapter, model): exception or None}``.
+
+    Each run is one kernel process that mostly waits on one core, so two side by side take
+    about half the time on the 2-core CI machine; every pair is still reported by its own test.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    def attempt(pair):
+        try:
+            _run(*pair, local_models, tmp_path_factory.mktemp(f"{pair[0][:2]}-{pair[1]}"))
+        except Exception as err:  # reported by the pair's own test below
+            return err
+        return None
+
+    pairs = sorted(MINIMUM)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(zip(pairs, pool.map(attempt, pairs), strict=True))
+
+
+@pytest.mark.parametrize("chapter, model", list(_matrix()))
+def test_chapter_runs_with_only_the_model_given(chapter, model, request, tmp_path):
+    if (chapter, model) in MINIMUM:
+        error = request.getfixturevalue("minimum_runs")[(chapter, model)]
+        if error is not None:
+            raise error
+        return
+    _run(chapter, model, request.getfixturevalue("local_models"), tmp_path)

@@ -243,7 +243,9 @@ def test_token_coupling_rejects_bad_arguments(tiny):
 
 def test_params_defaults_and_checks():
     p = TokenCouplingParams()
-    assert p.model == "smollm2-135m" and p.layer != p.ref_layer
+    assert p.model == "smollm2-135m" and p.layer is None  # resolved once the model is known
+    resolved = p.for_model(30, 576)  # SmolLM2-135M's depth and width
+    assert (resolved.layer, resolved.ref_layer, resolved.k) == (11, 12, 30)
     with pytest.raises(LlmdynError, match="notebook parameter 'layer'"):
         TokenCouplingParams(layer="11")
     with pytest.raises(LlmdynError, match="'k' must be >= 2"):
@@ -253,15 +255,18 @@ def test_params_defaults_and_checks():
 
 
 def test_params_layer_pairs_known_answers():
-    p = TokenCouplingParams()
-    assert p.layer_pairs(30) == [(11, 12), (3, 4), (23, 24)]  # early, middle, late of 30
-    assert TokenCouplingParams(extra_layer_pairs=[[-2, -1]]).layer_pairs(30) == [(11, 12),
-                                                                               (28, 29)]
-    assert TokenCouplingParams(layer=0, ref_layer=1).layer_pairs(3, drop_missing=True) == \
-        [(0, 1)]  # both default extra pairs lie beyond a 3-block model
+    smollm2 = TokenCouplingParams().for_model(30, 576)
+    assert smollm2.layer_pairs(30) == [(11, 12), (3, 4), (23, 24)]  # early, middle, late of 30
+    gemma = TokenCouplingParams().for_model(18, 640)  # (23, 24) is beyond 18 blocks: left out
+    assert gemma.layer_pairs(18) == [(11, 12), (3, 4)]
+    assert TokenCouplingParams(extra_layer_pairs=[[-2, -1]]).for_model(30, 576) \
+        .layer_pairs(30) == [(11, 12), (28, 29)]
+    assert TokenCouplingParams(layer=0, ref_layer=1, extra_layer_pairs=[[3, 4], [23, 24]]) \
+        .layer_pairs(3, drop_missing=True) == [(0, 1)]  # both extra pairs lie beyond 3 blocks
     assert TokenCouplingParams(layer=0, ref_layer=1, extra_layer_pairs=[[1, 2], [3, 4]]) \
         .layer_pairs(3, drop_missing=True) == [(0, 1), (1, 2)]
-    assert TokenCouplingParams(extra_layer_pairs=[]).layer_pairs(30) == [(11, 12)]
+    assert TokenCouplingParams(extra_layer_pairs=[]).for_model(30, 576).layer_pairs(30) == \
+        [(11, 12)]
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -280,14 +285,15 @@ def test_params_reject_bad_pairs_and_seeds(kwargs, match):
 
 
 @pytest.mark.parametrize("kwargs, n_layers, match", [
-    (dict(), 20, r"pairs of blocks of smollm2-135m \(20 blocks"),  # (23, 24) is beyond 20
+    (dict(extra_layer_pairs=[[3, 4], [23, 24]]), 20,
+     r"pairs of blocks of smollm2-135m \(20 blocks"),  # (23, 24) is beyond 20
     (dict(extra_layer_pairs=[[11, 12]]), 30, r"other than \(layer, ref_layer\) = \(11, 12\)"),
     (dict(extra_layer_pairs=[[3, 4], [3, -26]]), 30, "each once"),  # -26 is block 4
     (dict(extra_layer_pairs=[[4, -26]]), 30, "two different blocks"),  # the same block twice
 ])
 def test_params_layer_pairs_check_the_depth(kwargs, n_layers, match):
-    with pytest.raises(LlmdynError, match=match):
-        TokenCouplingParams(**kwargs).layer_pairs(n_layers)
+    with pytest.raises(LlmdynError, match=match):  # explicit pairs are checked, never moved
+        TokenCouplingParams(layer=11, ref_layer=12, **kwargs).layer_pairs(n_layers)
 
 
 # ----------------------------------------------------------------------------- figures
