@@ -24,13 +24,8 @@ from llmdyn.models.loading import load_model
 from llmdyn.stats.regression import LinearFit, ols
 from llmdyn.sweep.join import SCORE_COLUMNS, leaderboard
 from llmdyn.trace import encode
-from llmdyn.training.emergence import RunSeries, measure_checkpoints
-from llmdyn.training.suite import Suite
 
 SHAPES_CSV = Path(__file__).resolve().parents[3] / "data" / "model_shapes.csv"
-POPULATION_COLUMNS = ("model", "run", "size", "seed", "weight_decay", "dropout", "step",
-                      "params", "tokens", "coupling_mis", "coupling_share", "heldout_loss",
-                      "train_loss", "gap")
 
 
 def model_facts() -> pd.DataFrame:
@@ -49,43 +44,6 @@ def model_facts() -> pd.DataFrame:
                      "layers": float(shape["Layers"]) if shape.get("Layers") else math.nan,
                      "d_model": float(shape["d_model"]) if shape.get("d_model") else math.nan,
                      **row.scores, "average": row.average})
-    return pd.DataFrame(rows)
-
-
-def population(series: Mapping[str, RunSeries], suite: Suite,
-               shares_by_k: Mapping[int, Mapping[str, np.ndarray]] | None = None
-               ) -> pd.DataFrame:
-    """One row per checkpoint of the suite: its run's settings, coupling and losses.
-
-    Args:
-        series: measured runs (`llmdyn.training.run_series`), K of the main measurement.
-        suite: the suite the runs belong to (for size, seed and regularisation).
-        shares_by_k: optional K → ``"<run>@step<N>"`` → mean diagonal share at that K (for
-            some checkpoints, e.g. `final_shares`), added as ``coupling_share_k<K>`` columns
-            (paper A Fig 36); NaN for the checkpoints not given.
-
-    Returns:
-        Columns `POPULATION_COLUMNS` (+ the K columns); ``gap`` is held-out − train loss.
-    """
-    runs = {r.name: r for r in suite.runs}
-    missing = sorted(set(series) - set(runs))
-    if missing:
-        raise LlmdynError(f"runs {missing} are not in suite {suite.name!r}")
-    rows = []
-    for name, s in series.items():
-        run = runs[name]
-        for i, step in enumerate(s.steps):
-            profile = s.profiles[i]
-            row = {"model": f"{name}@step{step}", "run": name, "size": run.size.name,
-                   "seed": run.seed, "weight_decay": run.weight_decay, "dropout": run.dropout,
-                   "step": int(step), "params": s.params, "tokens": s.tokens[i],
-                   "coupling_mis": float(profile.mis.mean()),
-                   "coupling_share": float(profile.share.mean()),
-                   "heldout_loss": s.heldout_loss[i], "train_loss": s.train_loss[i],
-                   "gap": s.heldout_loss[i] - s.train_loss[i]}
-            for k, by_spec in (shares_by_k or {}).items():
-                row[f"coupling_share_k{k}"] = by_spec.get(f"{name}@step{step}", math.nan)
-            rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -155,13 +113,6 @@ def _fit_table(first: str, rows: list[str]) -> str:
                       *rows])
 
 
-def final_shares(checkpoints: Sequence, texts: Sequence[str], *, k: int,
-                 device: str = "cpu") -> dict[str, float]:
-    """Mean diagonal share at ``k`` of each checkpoint, keyed ``"<run>@step<N>"`` (cached)."""
-    profiles = measure_checkpoints(checkpoints, texts, k=k, device=device, progress=False)
-    return {f"{c.run}@step{c.step}": float(profiles[c.spec].share.mean()) for c in checkpoints}
-
-
 def coupling_and_bits(spec: str, texts: Sequence[str], *, k: int,
                       device: str = "cpu") -> tuple[float, float]:
     """(mean diagonal share, mean bits per byte) of one model on ``texts``, coupling cached."""
@@ -173,7 +124,7 @@ def coupling_and_bits(spec: str, texts: Sequence[str], *, k: int,
 
 
 def facts_table(facts: pd.DataFrame) -> str:
-    """Our copy of paper A's Table 1: parameters, shape, tokens and leaderboard average."""
+    """The leaderboard population (ObsScaling): parameters, shape, tokens and average."""
     def cell(v, fmt):
         return "" if not np.isfinite(v) else format(v, fmt)
 
@@ -186,7 +137,6 @@ def facts_table(facts: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["SCORE_COLUMNS", "POPULATION_COLUMNS", "bits_per_byte", "coupling_and_bits",
-           "final_shares",
-           "model_facts", "population", "fit_or_reason", "subset_table", "k_table",
+__all__ = ["SCORE_COLUMNS", "bits_per_byte", "coupling_and_bits",
+           "model_facts", "fit_or_reason", "subset_table", "k_table",
            "facts_table"]
