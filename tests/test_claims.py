@@ -119,19 +119,21 @@ def _claim(measure, rule=None, id="c"):
 
 @pytest.mark.parametrize("rule, values, grade", [
     (at_least(2), [3.0, 3.1, 2.9, 3.0], "holds"),
-    (at_least(2), [1.0, 2.5, 3.5, 2.2], "partly"),  # mean 2.3, interval crosses 2
+    (at_least(2), [1.0, 2.5, 3.5, 2.2], "inconclusive"),  # mean 2.3, interval crosses 2
+    (at_least(2), [0.5, 1.8, 2.6, 1.5], "inconclusive"),  # mean 1.6 misses, interval crosses 2
     (at_least(2), [1.0, 1.2, 0.9, 1.1], "does not hold"),
     (at_most(0.6), [0.3, 0.35, 0.32], "holds"),
-    (at_most(0.6), [0.1, 0.5, 1.0], "partly"),
+    (at_most(0.6), [0.1, 0.5, 1.0], "inconclusive"),
     (at_most(0.6), [0.9, 0.8, 1.0], "does not hold"),
     (within(0.25, 0.1), [0.24, 0.26, 0.25], "holds"),
-    (within(0.25, 0.1), [0.05, 0.3, 0.5], "partly"),
+    (within(0.25, 0.1), [0.05, 0.3, 0.5], "inconclusive"),
+    (within(0.25, 0.01), [-1.0, 0.1, 0.3, 2.0], "inconclusive"),  # both ends miss, band inside
     (within(0.25, 0.1), [0.6, 0.7, 0.65], "does not hold"),
     (above(0), [0.5, 0.6, 0.7], "holds"),
-    (above(0), [-0.5, 0.2, 0.9], "partly"),
+    (above(0), [-0.5, 0.2, 0.9], "inconclusive"),
     (above(0), [0.0, 0.0, 0.0], "does not hold"),  # strict: equal is not above
     (below(0), [-0.5, -0.6, -0.7], "holds"),
-    (below(0), [0.5, -0.2, -0.9], "partly"),
+    (below(0), [0.5, -0.2, -0.9], "inconclusive"),
     (below(0), [0.0, 0.0, 0.0], "does not hold"),
 ])
 def test_every_rule_grades_three_ways(rule, values, grade):
@@ -200,7 +202,8 @@ def test_empty_sample_is_not_run_and_any_statistic_works():
 def test_rule_sentences():
     m = Measure.ratio([4.0, 5], [1.0, 1], "trained/untrained ratio", fmt=".0f", unit="×")
     assert at_least(2).sentence(m) == ("holds when the 95 % interval of the trained/untrained "
-                                       "ratio lies ≥ 2×; partly when only the estimate does")
+                                       "ratio lies ≥ 2×; does not hold when it lies wholly on the "
+                                       "other side; inconclusive when it straddles")
     band = Measure.mean([0.2, 0.3], "peak position", fmt=".2f")
     assert "within 0.10 of 0.25" in within(0.25, 0.1).sentence(band)
     assert at_most(1).sentence(Measure.fact(0.5, "p", case="c")) == \
@@ -265,7 +268,7 @@ def test_rule_breaks_finds_a_verdict_on_an_estimate_without_interval():
     assert rule_breaks(values) == []
     # a verdict typed on an estimate with no interval (as an old chapter glued it) is caught
     assert rule_breaks({**values, "one_verdict": "holds"}) == ["one"]
-    assert rule_breaks({"old_verdict": "partly (n = 1)", "old_lo": math.nan}) == ["old"]
+    assert rule_breaks({"old_verdict": "inconclusive (n = 1)", "old_lo": math.nan}) == ["old"]
 
 
 def test_read_glued_parses_an_executed_notebook(tmp_path):
@@ -296,7 +299,7 @@ def test_renderer_rejects_duplicates_and_non_claims():
 def test_part_source_pastes_from_its_own_chapter():
     text = part_source("Coupling across depth", "05_depth_coupling")
     assert "```{glue} scorecard\n:doc: executed/05_depth_coupling.ipynb\n```" in text
-    assert not any(g in text for g in ("holds", "partly", "does not hold"))
+    assert not any(g in text for g in ("holds", "inconclusive", "does not hold"))
 
 
 # --- the scorecard paste, end to end (papermill + Jupyter Book) --------------------------------
@@ -347,7 +350,7 @@ def test_each_staged_book_pastes_its_own_results(tmp_path):
 # --- the scorecard: every verdict comes from a Claim -------------------------------------------
 
 PARTS = REPO / "book" / "scorecard_parts"
-VERDICT_WORDS = ("holds", "partly", "does not hold", "not testable", "not run", "agrees")
+VERDICT_WORDS = ("holds", "inconclusive", "does not hold", "not testable", "not run", "agrees")
 
 
 def _outside_glue_blocks(text: str) -> str:

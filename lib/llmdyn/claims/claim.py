@@ -4,9 +4,10 @@ A chapter lists its claims; each one names the paper's statement and number, a `
 estimate over prompts or seeds with its bootstrap interval) and a `Rule` (a comparison with a
 threshold). The verdict is computed from the interval and the rule, never typed:
 
-- **holds**: the whole interval clears the threshold;
-- **partly**: the estimate clears it but the interval does not;
-- **does not hold**: the estimate does not clear it;
+- **holds**: the whole interval lies on the paper's side of the threshold;
+- **does not hold**: the whole interval lies on the other side;
+- **inconclusive**: the interval straddles the threshold, wherever the estimate lies
+  (a `within` rule: holds inside the band, does not hold wholly outside it);
 - **no verdict**: an estimate with no interval (n = 1, or a statistic without one) is
   described, not judged;
 - **not testable offline** / **not run**: nothing was measured, with the reason.
@@ -41,11 +42,11 @@ from llmdyn import LlmdynError
 from llmdyn.stats import bootstrap
 from llmdyn.stats.bootstrap import Estimate
 
-Grade = Literal["holds", "partly", "does not hold", "no verdict", "not testable offline",
+Grade = Literal["holds", "inconclusive", "does not hold", "no verdict", "not testable offline",
                 "not run", "for comparison"]
-GRADES: tuple[str, ...] = ("holds", "partly", "does not hold", "no verdict",
+GRADES: tuple[str, ...] = ("holds", "inconclusive", "does not hold", "no verdict",
                            "not testable offline", "not run", "for comparison")
-JUDGED: tuple[str, ...] = ("holds", "partly", "does not hold")  # the grades that are verdicts
+JUDGED: tuple[str, ...] = ("holds", "inconclusive", "does not hold")  # the grades that are verdicts
 Kind = Literal["estimate", "fact"]
 PAPERS = ("A", "B")  # A: block coupling (coupling.txt); B: thought and fixation
 
@@ -259,11 +260,24 @@ class Rule:
             return ("holds" if self.clears(est.value) else "does not hold"), ""
         if not est.has_interval:  # an estimate without an interval is described, not judged
             return "no verdict", f"an estimate with no interval (n = {est.n})"
-        if not self.clears(est.value):
-            return "does not hold", ""
+        # The grade reads the interval alone: the estimate's side of the threshold is not evidence.
         if self.clears(est.lo) and self.clears(est.hi):
             return "holds", ""
-        return "partly", "the interval crosses the threshold"
+        if self.misses_everywhere(est.lo, est.hi):
+            return "does not hold", ""
+        return "inconclusive", "the interval straddles the threshold"
+
+    def misses_everywhere(self, lo: float, hi: float) -> bool:
+        """Whether no value in [lo, hi] satisfies the comparison (the interval is wholly outside).
+
+        Both ends miss a one-sided bound only when the whole interval does; a `within` band
+        can also sit inside an interval whose two ends miss it, on either side.
+        """
+        if self.clears(lo) or self.clears(hi):
+            return False
+        if self.op == "within":
+            return not (lo < self.threshold - self.tolerance and hi > self.threshold + self.tolerance)
+        return True
 
     def bound(self, measure: Measure) -> str:
         """The comparison as text, e.g. "≥ 2×" or "within 0.100 of 0.250"."""
@@ -277,8 +291,10 @@ class Rule:
         if measure.kind == "fact":
             return f"a fact: holds when the {measure.quantity} is {self.bound(measure)}"
         level = round(100 * (measure.estimate.level if measure.estimate else bootstrap.LEVEL))
+        outside = "wholly outside it" if self.op == "within" else "wholly on the other side"
         return (f"holds when the {level} % interval of the {measure.quantity} lies "
-                f"{self.bound(measure)}; partly when only the estimate does")
+                f"{self.bound(measure)}; does not hold when it lies {outside}; "
+                "inconclusive when it straddles")
 
 
 def at_least(threshold: float) -> Rule:
@@ -314,7 +330,7 @@ class Verdict:
     reason: str = ""
 
     def text(self) -> str:
-        """"partly (the interval crosses the threshold)"."""
+        """"inconclusive (the interval straddles the threshold)"."""
         return f"{self.grade} ({self.reason})" if self.reason else self.grade
 
 

@@ -127,7 +127,7 @@ def _literal(text: str) -> object:
 def rule_breaks(values: Mapping[str, object]) -> list[str]:
     """Claim ids whose verdict judges an estimate that has no interval (the scorecard's rule).
 
-    A verdict (holds, partly, does not hold) needs a fact (``<id>_kind == "fact"``) or an
+    A verdict (holds, inconclusive, does not hold) needs a fact (``<id>_kind == "fact"``) or an
     interval (finite ``<id>_lo`` and ``<id>_hi``); ``values`` are a chapter's glued values, as
     `glue_values` or `read_glued` give them. A chapter glued before ``_kind`` existed counts
     every claim as an estimate.
