@@ -13,6 +13,7 @@ from llmdyn.book.build import REPO
 from llmdyn.claims.claim import Claim, Measure, Rule, above, at_least, at_most, below, within
 from llmdyn.claims.render import (
     glue_values,
+    grade_breaks,
     html_table,
     markdown_table,
     part_source,
@@ -117,27 +118,40 @@ def _claim(measure, rule=None, id="c"):
     return Claim(id, "A", "§5.1", "a statement", "paper says", measure, rule)
 
 
-@pytest.mark.parametrize("rule, values, grade", [
-    (at_least(2), [3.0, 3.1, 2.9, 3.0], "holds"),
-    (at_least(2), [1.0, 2.5, 3.5, 2.2], "inconclusive"),  # mean 2.3, interval crosses 2
-    (at_least(2), [0.5, 1.8, 2.6, 1.5], "inconclusive"),  # mean 1.6 misses, interval crosses 2
-    (at_least(2), [1.0, 1.2, 0.9, 1.1], "does not hold"),
-    (at_most(0.6), [0.3, 0.35, 0.32], "holds"),
-    (at_most(0.6), [0.1, 0.5, 1.0], "inconclusive"),
-    (at_most(0.6), [0.9, 0.8, 1.0], "does not hold"),
-    (within(0.25, 0.1), [0.24, 0.26, 0.25], "holds"),
-    (within(0.25, 0.1), [0.05, 0.3, 0.5], "inconclusive"),
-    (within(0.25, 0.01), [-1.0, 0.1, 0.3, 2.0], "inconclusive"),  # both ends miss, band inside
-    (within(0.25, 0.1), [0.6, 0.7, 0.65], "does not hold"),
-    (above(0), [0.5, 0.6, 0.7], "holds"),
-    (above(0), [-0.5, 0.2, 0.9], "inconclusive"),
-    (above(0), [0.0, 0.0, 0.0], "does not hold"),  # strict: equal is not above
-    (below(0), [-0.5, -0.6, -0.7], "holds"),
-    (below(0), [0.5, -0.2, -0.9], "inconclusive"),
-    (below(0), [0.0, 0.0, 0.0], "does not hold"),
+def _interval(value, lo, hi, n=20):
+    """A measure with a given interval (the rules' tests need no sampling)."""
+    return Measure("x", bootstrap.Estimate(value, lo, hi, n, method="t"))
+
+
+@pytest.mark.parametrize("rule, interval, grade", [
+    (at_least(2), (3.0, 2.9, 3.1), "holds"),
+    (at_least(2), (2.3, 1.5, 3.0), "inconclusive"),  # estimate clears, interval crosses 2
+    (at_least(2), (1.6, 0.9, 2.3), "inconclusive"),  # estimate misses, interval crosses 2
+    (at_least(2), (1.05, 0.9, 1.2), "does not hold"),
+    (at_most(0.6), (0.32, 0.3, 0.35), "holds"),
+    (at_most(0.6), (0.53, 0.1, 1.0), "inconclusive"),
+    (at_most(0.6), (0.9, 0.8, 1.0), "does not hold"),
+    (within(0.25, 0.1), (0.25, 0.24, 0.26), "holds"),
+    (within(0.25, 0.1), (0.28, 0.05, 0.5), "inconclusive"),
+    (within(0.25, 0.01), (0.35, -1.0, 2.0), "inconclusive"),  # both ends miss, band inside
+    (within(0.25, 0.1), (0.65, 0.6, 0.7), "does not hold"),
+    (above(0), (0.6, 0.5, 0.7), "holds"),
+    (above(0), (0.2, -0.5, 0.9), "inconclusive"),
+    (above(0), (0.0, 0.0, 0.0), "does not hold"),  # strict: equal is not above
+    (below(0), (-0.6, -0.7, -0.5), "holds"),
+    (below(0), (-0.2, -0.9, 0.5), "inconclusive"),
+    (below(0), (0.0, 0.0, 0.0), "does not hold"),
 ])
-def test_every_rule_grades_three_ways(rule, values, grade):
-    assert _claim(Measure.mean(values, "x"), rule).verdict.grade == grade
+def test_every_rule_grades_three_ways(rule, interval, grade):
+    assert _claim(_interval(*interval), rule).verdict.grade == grade
+
+
+def test_an_n_without_a_covering_interval_gets_no_verdict_with_the_reason():
+    # data/coverage.csv: below n = 4 nothing is tested; at n = 8 no ratio interval covers
+    small = _claim(Measure.mean([3.0, 3.1, 2.9], "x"), at_least(2)).verdict
+    assert small.grade == "no verdict" and "below the smallest n" in small.reason
+    ratio = _claim(Measure.ratio(np.arange(1.0, 9), np.ones(8), "r"), at_least(2)).verdict
+    assert ratio.grade == "no verdict" and "coverage" in ratio.reason
 
 
 def test_threshold_is_inclusive_and_nan_never_clears():
@@ -162,7 +176,6 @@ def test_facts_are_judged_on_the_value_and_name_the_papers_case():
 
 
 @pytest.mark.parametrize("measure", [
-    Measure.mean([5.0], "ratio"),  # one prompt: no interval
     Measure.single(5.0, "ratio over one prompt"),
     Measure.single(0.01, "p of a coefficient", n=70),  # a statistic without an interval
     Measure.exact(5.0, "old name of single"),
@@ -195,8 +208,12 @@ def test_measure_constructors():
 def test_empty_sample_is_not_run_and_any_statistic_works():
     empty = _claim(Measure.ratio([], [1.0], "share ratio", unit="×"), at_least(2))
     assert empty.verdict.text() == "not run (no values to measure)"
-    spread = Measure.of(lambda a: a.max(-1) - a.min(-1), [1.0, 4.0, 2.0], quantity="range")
-    assert spread.estimate.value == 3.0 and spread.estimate.lo <= spread.estimate.hi <= 3.0
+    x = np.random.default_rng(0).normal(size=120)
+    spread = Measure.of(lambda a: a.max(-1) - a.min(-1), x, quantity="range")
+    assert spread.estimate.value == pytest.approx(np.ptp(x)) and spread.estimate.method == "bca"
+    assert spread.estimate.lo <= spread.estimate.hi <= np.ptp(x) + 1e-12
+    few = Measure.of(lambda a: a.max(-1) - a.min(-1), x[:20], quantity="range")
+    assert few.missing == "no verdict" and not few.estimate.has_interval  # BCa undercovers
 
 
 def test_rule_sentences():
@@ -224,8 +241,8 @@ def test_bad_rules_and_claims_are_rejected():
 # --- rendering ----------------------------------------------------------------------------------
 
 CLAIMS = [
-    _claim(Measure.ratio([4.0, 5, 6], [1.0, 1, 1], "share ratio", fmt=".1f", unit="×",
-                         detail="k = 30"), at_least(2), id="coupled"),
+    _claim(Measure.ratio(np.tile([4.0, 5, 6, 5], 4), np.ones(16), "share ratio", fmt=".1f",
+                         unit="×", detail="k = 30"), at_least(2), id="coupled"),
     _claim(Measure.not_testable("R²", "needs many models"), at_least(0.5), id="r2_scores"),
     _claim(Measure.mean([0.5, 0.7], "m̃ with |A| pipes"), id="variant"),
 ]
@@ -235,7 +252,7 @@ def test_markdown_table_rows_and_escaping():
     md = markdown_table(CLAIMS).splitlines()
     assert md[0] == "| claim | paper | this run | verdict | rule |"
     assert len(md) == 2 + len(CLAIMS)
-    assert "share ratio: 5.0× [4.0×, 6.0×] (n = 3); k = 30" in md[2]
+    assert "share ratio: 5.0× [4.6×, 5.4×] (n = 16); k = 30" in md[2]
     assert "**holds**" in md[2] and "**not testable offline (needs many models)**" in md[3]
     assert r"\|A\|" in md[4] and all(line.count(" | ") == 4 for line in md[2:])
 
@@ -255,8 +272,9 @@ def test_publish_glues_every_number_and_the_table():
     assert math.isnan(glued["r2_scores_value"])
     assert glued["scorecard"].data == html_table(CLAIMS)
     assert shown.data == markdown_table(CLAIMS)
-    assert set(glue_values(CLAIMS[0])) == {f"coupled_{s}" for s in ("value", "lo", "hi", "verdict",
-                                                                    "rule", "result", "kind")}
+    assert set(glue_values(CLAIMS[0])) == {f"coupled_{s}" for s in (
+        "value", "lo", "hi", "verdict", "rule", "result", "kind", "op", "threshold", "tolerance")}
+    assert (glued["coupled_op"], glued["coupled_threshold"]) == (">=", 2.0)
     assert (glued["coupled_kind"], glued["r2_scores_kind"]) == ("estimate", "none")
 
 
@@ -269,6 +287,24 @@ def test_rule_breaks_finds_a_verdict_on_an_estimate_without_interval():
     # a verdict typed on an estimate with no interval (as an old chapter glued it) is caught
     assert rule_breaks({**values, "one_verdict": "holds"}) == ["one"]
     assert rule_breaks({"old_verdict": "inconclusive (n = 1)", "old_lo": math.nan}) == ["old"]
+
+
+def test_grade_breaks_finds_grades_their_interval_does_not_give():
+    rows = [_claim(_interval(*iv), rule, id=cid) for cid, iv, rule in (
+        ("holds", (3.0, 2.9, 3.1), at_least(2)), ("straddles", (1.6, 0.9, 2.3), at_least(2)),
+        ("misses", (1.0, 0.9, 1.2), at_least(2)), ("band", (0.35, -1.0, 2.0), within(0.25, 0.01)))]
+    rows.append(_claim(Measure.fact(0.2, "p", case="c"), at_least(0.5), id="fact"))
+    values = {k: v for c in rows for k, v in glue_values(c).items()}
+    assert grade_breaks(values) == []
+    assert [values[f"{c}_verdict"].split(" (")[0] for c in ("straddles", "misses", "band")] == \
+        ["inconclusive", "does not hold", "inconclusive"]
+    # the old three-step grades are caught: "partly", and "does not hold" on a straddling interval
+    broken = {**values, "holds_verdict": "partly", "straddles_verdict": "does not hold",
+              "misses_verdict": "inconclusive", "fact_verdict": "holds"}
+    found = grade_breaks(broken)
+    assert [f.split(":")[0] for f in found] == ["holds", "straddles", "misses", "fact"]
+    assert "'partly' is not one of" in found[0] and "gives 'inconclusive'" in found[1]
+    assert grade_breaks({"old_verdict": "holds", "old_lo": 1.0}) == []  # glued before _op
 
 
 def test_read_glued_parses_an_executed_notebook(tmp_path):
@@ -308,7 +344,7 @@ CHAPTER_CELL = """
 from llmdyn.claims.claim import Claim, Measure, at_least
 from llmdyn.claims.render import publish
 publish([Claim("coupled", "A", "§5.1", "Blocks couple", "diagonal tiles",
-               Measure.ratio({a}, [1.0, 1, 1], "share ratio", unit="×"), at_least(2))])
+               Measure.ratio({a}, [1.0] * len({a}), "share ratio", unit="×"), at_least(2))])
 """
 
 
@@ -340,9 +376,9 @@ def _mini_book(root, values):
 
 @pytest.mark.slow
 def test_each_staged_book_pastes_its_own_results(tmp_path):
-    first = _mini_book(tmp_path / "one", [4.0, 5, 6])
-    second = _mini_book(tmp_path / "two", [1.0, 1.5, 1.2])
-    assert "share ratio: 5.000× [4.000×, 6.000×] (n = 3)" in first
+    first = _mini_book(tmp_path / "one", [4.0, 5, 6, 5] * 4)
+    second = _mini_book(tmp_path / "two", [1.0, 1.5, 1.2, 1.3] * 4)
+    assert "share ratio: 5.000× [4.611×, 5.389×] (n = 16)" in first
     assert "<strong>holds</strong>" in first and "5.000×" not in second
     assert "<strong>does not hold</strong>" in second
 

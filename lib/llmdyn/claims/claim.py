@@ -1,15 +1,17 @@
 """A paper's claim as data: what is measured, the rule that judges it, and the computed verdict.
 
 A chapter lists its claims; each one names the paper's statement and number, a `Measure` (an
-estimate over prompts or seeds with its bootstrap interval) and a `Rule` (a comparison with a
-threshold). The verdict is computed from the interval and the rule, never typed:
+estimate over prompts or seeds with the interval that fits its kind and n, see
+`llmdyn.claims.measure`) and a `Rule` (a comparison with a threshold). The verdict is
+computed from the interval and the rule, never typed:
 
 - **holds**: the whole interval lies on the paper's side of the threshold;
 - **does not hold**: the whole interval lies on the other side;
 - **inconclusive**: the interval straddles the threshold, wherever the estimate lies
   (a `within` rule: holds inside the band, does not hold wholly outside it);
-- **no verdict**: an estimate with no interval (n = 1, or a statistic without one) is
-  described, not judged;
+- **no verdict**: an estimate with no interval (n = 1, a statistic without one, or an n at
+  which no interval method reaches 95 % coverage, ``data/coverage.csv``) is described, not
+  judged;
 - **not testable offline** / **not run**: nothing was measured, with the reason.
 
 A measure is of one of two kinds (`Kind`). An **estimate** is a number computed from sampled
@@ -22,7 +24,7 @@ outcome that the paper also states for one case (e.g. "the France prompt's top t
 Example:
     >>> import numpy as np
     >>> claim = Claim("coupled", "A", "§5.1", "Trained blocks couple", "diagonal tiles",
-    ...               Measure.ratio(np.array([4.0, 5, 6]), np.array([1.0, 1, 1]),
+    ...               Measure.ratio(np.tile([4.0, 5, 6, 5], 4), np.ones(16),
     ...                             "trained/untrained diagonal share", unit="×"),
     ...               at_least(2))
     >>> claim.verdict.grade
@@ -36,9 +38,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-import numpy as np
-
 from llmdyn import LlmdynError
+from llmdyn.claims.measure import Measure
 from llmdyn.stats import bootstrap
 from llmdyn.stats.bootstrap import Estimate
 
@@ -47,172 +48,7 @@ Grade = Literal["holds", "inconclusive", "does not hold", "no verdict", "not tes
 GRADES: tuple[str, ...] = ("holds", "inconclusive", "does not hold", "no verdict",
                            "not testable offline", "not run", "for comparison")
 JUDGED: tuple[str, ...] = ("holds", "inconclusive", "does not hold")  # the grades that are verdicts
-Kind = Literal["estimate", "fact"]
 PAPERS = ("A", "B")  # A: block coupling (coupling.txt); B: thought and fixation
-
-
-@dataclass(frozen=True)
-class Measure:
-    """A described quantity and its estimate, or the reason it was not measured.
-
-    Attributes:
-        quantity: what the number is, as a noun phrase for the rule's sentence
-            (e.g. "trained/untrained ratio of the diagonal share").
-        estimate: the value with its interval; None when not measured.
-        fmt: format spec of the value and the interval ends (e.g. ".3f"; "yes/no" for 1/0).
-        unit: text after each number (e.g. "×", " nats").
-        detail: context shown after the number (what the prompts were, per-model values).
-        missing: "not testable offline" or "not run" when ``estimate`` is None; "no verdict"
-            when the estimate is shown but the data cannot test the claim (``reason`` says why).
-        reason: why it was not measured (shown with the verdict).
-        case: for a fact, the one case the paper also states (e.g. "the France prompt, Figs
-            9-10"); empty for an estimate.
-    """
-
-    quantity: str
-    estimate: Estimate | None
-    fmt: str = ".3f"
-    unit: str = ""
-    detail: str = ""
-    missing: Literal["", "not testable offline", "not run", "no verdict"] = ""
-    reason: str = ""
-    case: str = ""
-
-    def __post_init__(self) -> None:
-        """A fact names the paper's case; an estimate has none."""
-        fact = self.estimate is not None and self.estimate.exact
-        if fact and not self.case.strip():
-            raise LlmdynError(f"the fact {self.quantity!r} needs case=: the one case the paper "
-                              "also states (e.g. 'the France prompt, Figs 9-10'); a number "
-                              "from sampled prompts, models or seeds is Measure.single instead")
-        if self.case and not fact:
-            raise LlmdynError(f"case= is for Measure.fact only; {self.quantity!r} is an estimate")
-
-    @property
-    def kind(self) -> Kind:
-        """"fact" (judged on its value) or "estimate" (judged on its interval)."""
-        return "fact" if self.estimate is not None and self.estimate.exact else "estimate"
-
-    @classmethod
-    def of(cls, statistic: bootstrap.Statistic, *samples, quantity: str, paired: bool = True,
-           seed: int = 0, **kw) -> Measure:
-        """Any vectorised statistic of one or more ``[item]`` samples, with its interval.
-
-        An empty sample (e.g. a one-token grid has no off-diagonal tiles) gives a "not run"
-        measure rather than an error: the chapter still shows the claim and why it is empty.
-        """
-        if any(np.size(s) == 0 for s in samples):
-            return cls._empty(quantity, **kw)
-        return cls(quantity, bootstrap.bootstrap(statistic, *samples, paired=paired, seed=seed),
-                   **kw)
-
-    @classmethod
-    def _empty(cls, quantity: str, **kw) -> Measure:
-        """A measure with nothing to resample (an empty sample): "not run"."""
-        return cls(quantity, None, missing="not run", reason="no values to measure",
-                   **{k: v for k, v in kw.items() if k in ("fmt", "unit", "detail")})
-
-    @classmethod
-    def of_rows(cls, statistic, *samples, quantity: str, paired: bool = True, seed: int = 0,
-                **kw) -> Measure:
-        """A statistic of whole ``[item, ...]`` arrays, resampling rows (e.g. prompts)."""
-        if any(np.size(s) == 0 for s in samples):
-            return cls._empty(quantity, **kw)
-        est = bootstrap.bootstrap_rows(statistic, *samples, paired=paired, seed=seed)
-        return cls(quantity, est, **kw)
-
-    @classmethod
-    def mean(cls, values, quantity: str, **kw) -> Measure:
-        """Mean over items (prompts, seeds), ``values: [item]``."""
-        return cls.of(bootstrap.mean, values, quantity=quantity, **kw)
-
-    @classmethod
-    def median(cls, values, quantity: str, **kw) -> Measure:
-        """Median over items, ``values: [item]``."""
-        return cls.of(bootstrap.median, values, quantity=quantity, **kw)
-
-    @classmethod
-    def ratio(cls, a, b, quantity: str, **kw) -> Measure:
-        """mean(a) / mean(b), e.g. trained over untrained on the same prompts (paired)."""
-        return cls.of(bootstrap.ratio_of_means, a, b, quantity=quantity, **kw)
-
-    @classmethod
-    def difference(cls, a, b, quantity: str, **kw) -> Measure:
-        """mean(a) − mean(b), paired by item unless ``paired=False``."""
-        return cls.of(bootstrap.difference_of_means, a, b, quantity=quantity, **kw)
-
-    @classmethod
-    def fraction(cls, passed, quantity: str, **kw) -> Measure:
-        """Fraction of items that pass, ``passed: [item]`` booleans."""
-        values = np.asarray(passed, dtype=np.float64)
-        return cls.of(bootstrap.fraction_true, values, quantity=quantity, **kw)
-
-    @classmethod
-    def slope(cls, x, y, quantity: str, **kw) -> Measure:
-        """OLS slope of y on x, resampling (x, y) pairs."""
-        return cls.of(bootstrap.slope, x, y, quantity=quantity, **kw)
-
-    @classmethod
-    def r2(cls, x, y, quantity: str, **kw) -> Measure:
-        """R² of the OLS line of y on x, resampling (x, y) pairs."""
-        return cls.of(bootstrap.r2, x, y, quantity=quantity, **kw)
-
-    @classmethod
-    def signed_r2(cls, x, y, quantity: str, **kw) -> Measure:
-        """R² of y on x times the sign of the slope (:func:`bootstrap.signed_r2`)."""
-        return cls.of(bootstrap.signed_r2, x, y, quantity=quantity, **kw)
-
-    @classmethod
-    def fact(cls, value: float | bool, quantity: str, *, case: str, **kw) -> Measure:
-        """A deterministic outcome that the paper also states for one case, judged as a fact.
-
-        Args:
-            value: the outcome (a bool for yes/no facts).
-            quantity: what it is, e.g. "top token is 'Paris'".
-            case: the paper's case, e.g. "the France prompt, as in Figs 9-10".
-            **kw: `Measure` fields (fmt, unit, detail).
-        """
-        return cls(quantity, bootstrap.exact(float(value)), case=case, **kw)
-
-    @classmethod
-    def single(cls, value: float, quantity: str, *, n: int = 1, **kw) -> Measure:
-        """An estimate with no interval (one prompt, or a statistic without one): no verdict.
-
-        Args:
-            value: the number.
-            quantity: what it is.
-            n: how many items it comes from (1 for one prompt).
-            **kw: `Measure` fields (fmt, unit, detail).
-        """
-        return cls(quantity, bootstrap.Estimate(float(value), float("nan"), float("nan"), n),
-                   **kw)
-
-    @classmethod
-    def exact(cls, value: float, quantity: str, **kw) -> Measure:
-        """Old name of :meth:`single` (an estimate with no interval, never judged).
-
-        Kept while chapters written before the fact/estimate rule still call it; a fact is
-        :meth:`fact` with the paper's case.
-        """
-        return cls.single(value, quantity, **kw)
-
-    @classmethod
-    def not_testable(cls, quantity: str, reason: str, *, detail: str = "") -> Measure:
-        """A claim that needs what is not available offline (checkpoints, datasets)."""
-        return cls(quantity, None, detail=detail, missing="not testable offline", reason=reason)
-
-    @classmethod
-    def not_run(cls, quantity: str, reason: str, *, detail: str = "") -> Measure:
-        """A claim this run's parameters left out (e.g. no compare model given)."""
-        return cls(quantity, None, detail=detail, missing="not run", reason=reason)
-
-    def number(self, x: float) -> str:
-        """One value in this measure's format and unit."""
-        if not math.isfinite(x):
-            return "n/a"
-        if self.fmt == "yes/no":
-            return "yes" if x >= 0.5 else "no"
-        return f"{x:{self.fmt}}{self.unit}"
 
 
 Op = Literal[">=", ">", "<=", "<", "within"]
@@ -276,7 +112,8 @@ class Rule:
         if self.clears(lo) or self.clears(hi):
             return False
         if self.op == "within":
-            return not (lo < self.threshold - self.tolerance and hi > self.threshold + self.tolerance)
+            band = (self.threshold - self.tolerance, self.threshold + self.tolerance)
+            return not (lo < band[0] and hi > band[1])
         return True
 
     def bound(self, measure: Measure) -> str:
@@ -374,10 +211,10 @@ class Claim:
     @property
     def verdict(self) -> Verdict:
         """Computed from the measure's interval and the rule."""
+        if self.rule is None and self.measure.missing in ("", "no verdict"):
+            return Verdict("for comparison")  # no rule: nothing to judge, with or without interval
         if self.measure.missing:
             return Verdict(self.measure.missing, self.measure.reason)
-        if self.rule is None:
-            return Verdict("for comparison")
         return Verdict(*self.rule.judge(self.measure.estimate))
 
     @property

@@ -2,8 +2,10 @@
 
 Where the results live. A chapter glues its claims table as HTML under one key (``scorecard``)
 and each claim's numbers under ``<id>_value``, ``<id>_lo``, ``<id>_hi``, ``<id>_verdict``,
-``<id>_rule``, ``<id>_result`` and ``<id>_kind`` ("estimate", "fact" or "none"). A scorecard part
-in ``book/scorecard_parts/`` holds only a heading and a cross-document paste of that key::
+``<id>_rule``, ``<id>_result``, ``<id>_kind`` ("estimate", "fact" or "none") and the rule as
+numbers, ``<id>_op`` ("" without a rule), ``<id>_threshold`` and ``<id>_tolerance``. A
+scorecard part in ``book/scorecard_parts/`` holds only a heading and a cross-document paste
+of that key::
 
     ```{glue} scorecard
     :doc: executed/05_depth_coupling.ipynb
@@ -25,7 +27,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from llmdyn import LlmdynError
-from llmdyn.claims.claim import JUDGED, Claim
+from llmdyn.claims.claim import GRADES, JUDGED, Claim, Rule
+from llmdyn.stats.bootstrap import Estimate
 
 COLUMNS = ("claim", "paper", "this run", "verdict", "rule")
 SCORECARD_KEY = "scorecard"
@@ -91,7 +94,10 @@ def glue_values(claim: Claim) -> dict[str, float | str]:
             f"{claim.id}_verdict": claim.verdict.text(),
             f"{claim.id}_rule": claim.rule_text,
             f"{claim.id}_result": claim.result_text(),
-            f"{claim.id}_kind": claim.measure.kind if est else "none"}
+            f"{claim.id}_kind": claim.measure.kind if est else "none",
+            f"{claim.id}_op": claim.rule.op if claim.rule else "",
+            f"{claim.id}_threshold": claim.rule.threshold if claim.rule else nan,
+            f"{claim.id}_tolerance": claim.rule.tolerance if claim.rule else nan}
 
 
 def read_glued(notebook: str | Path) -> dict[str, object]:
@@ -141,6 +147,40 @@ def rule_breaks(values: Mapping[str, object]) -> list[str]:
         interval = all(isinstance(x, (int, float)) and math.isfinite(x) for x in ends)
         if values.get(f"{cid}_kind", "estimate") != "fact" and not interval:
             breaks.append(cid)
+    return breaks
+
+
+def grade_breaks(values: Mapping[str, object]) -> list[str]:
+    """Rows whose grade is not the one their interval gives: "<id>: what is wrong" each.
+
+    The three-grade rule, checked on a chapter's glued values (`glue_values`, `read_glued`):
+    every grade is one of ``GRADES`` ("partly" is retired); an estimate's verdict must be the
+    one `Rule.judge` reads from its glued interval and rule (holds: wholly on the paper's side;
+    does not hold: wholly on the other; inconclusive: straddling), and a fact's the one its
+    value gives. Rows glued before ``_op`` existed are checked on their grade name only.
+    """
+    breaks = []
+    for key, verdict in values.items():
+        if not key.endswith("_verdict"):
+            continue
+        cid, grade = key.removesuffix("_verdict"), str(verdict).split(" (")[0]
+        if grade not in GRADES:
+            breaks.append(f"{cid}: grade {grade!r} is not one of {GRADES}")
+            continue
+        op = values.get(f"{cid}_op", "")
+        if grade not in JUDGED or not op:
+            continue
+        num = {k: values.get(f"{cid}_{k}", math.nan) for k in ("value", "lo", "hi", "threshold",
+                                                             "tolerance")}
+        fact = values.get(f"{cid}_kind") == "fact"
+        rule = Rule(str(op), float(num["threshold"]),
+                    float(num["tolerance"]) if op == "within" else 0.0)
+        est = Estimate(float(num["value"]), float(num["lo"]), float(num["hi"]), 2, exact=fact)
+        expected = rule.judge(est)[0]
+        if expected != grade:
+            breaks.append(f"{cid}: graded {grade!r}, its {'value' if fact else 'interval'} "
+                          f"[{num['lo']}, {num['hi']}] against {op} {num['threshold']} gives "
+                          f"{expected!r}")
     return breaks
 
 

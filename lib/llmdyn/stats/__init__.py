@@ -7,14 +7,18 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["anova", "bootstrap", "cluster", "power", "regression", "replicates"],
+    submodules=["anova", "bootstrap", "cluster", "coverage", "intervals", "power",
+                "regression", "replicates"],
     submod_attrs={
         "anova": ["ALPHA", "OneWayAnova", "one_way_anova", "cell_summary", "min_detectable_ratio"],
-        "bootstrap": ["N_RESAMPLES", "LEVEL", "MIN_ITEMS", "Statistic", "Estimate", "exact",
+        "bootstrap": ["N_RESAMPLES", "LEVEL", "MIN_ITEMS", "Statistic", "Estimate", "exact", "bca",
                       "bootstrap_rows", "mean", "median", "ratio_of_means", "difference_of_means",
                       "slope", "r2", "signed_r2", "difference_of_medians", "relative_iqr",
                       "fraction_true"],
         "cluster": ["cluster_bootstrap"],
+        "coverage": ["KINDS", "SIZES", "METHODS", "choose"],
+        "intervals": ["t_mean", "t_difference", "delta_t", "ols_t", "fisher_z", "clopper_pearson",
+                      "order_median"],
         "power": ["min_detectable_r2", "power_sentence"],
         "regression": ["LinearFit", "ols", "ols_or_none", "ExponentialFit", "exponential_fit",
                        "Correlation", "pearson", "spearman", "PairedDifference",

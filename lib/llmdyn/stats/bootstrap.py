@@ -1,30 +1,39 @@
-"""Estimates with seeded percentile-bootstrap intervals over prompts (or seeds).
+"""Estimates with seeded bootstrap intervals over prompts (or seeds), by ``scipy.stats.bootstrap``.
 
 A statistic here is vectorised: it takes one or two ``[resample, item]`` arrays and returns
-``[resample]``. The bootstrap draws items with replacement (the same draws for every sample when
-the samples are paired, e.g. trained and untrained on the same prompts), evaluates the statistic
-on each draw and reports the percentile interval (Efron & Tibshirani 1993, §13.3).
+``[resample]``. ``scipy.stats.bootstrap`` draws items with replacement (the same draws for every
+sample when the samples are paired, e.g. trained and untrained on the same prompts) and reports
+the bias-corrected and accelerated (BCa) interval (Efron & Tibshirani 1993, §14.3; DiCiccio &
+Efron 1996). Where BCa is undefined (every draw gives the same value, or some draws give no
+value, e.g. a peak position on a flat curve) the interval is the percentile interval of the
+finite draws, and none when fewer than half of the draws are finite.
+
+Which method judges which statistic at which n (BCa, a t interval, an exact interval, or none)
+is not decided here: `llmdyn.stats.coverage` reads it from the coverage table.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats as sps
 
 from llmdyn import LlmdynError
 
-N_RESAMPLES = 2000  # bootstrap draws: the percentile ends move by < 1 % between seeds at n ≥ 10
+N_RESAMPLES = 2000  # bootstrap draws: the interval ends move by < 1 % between seeds at n ≥ 10
 LEVEL = 0.95  # two-sided coverage of every interval in the book
 MIN_ITEMS = 2  # fewer items than this give an estimate without an interval
+BATCH = 250  # draws evaluated at once: bounds memory at [batch, ..., item]
 
 Statistic = Callable[..., np.ndarray]  # ([resample, item], ...) -> [resample]
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """A point estimate with its percentile-bootstrap interval.
+    """A point estimate with its interval.
 
     Attributes:
         value: the statistic on the full sample.
@@ -33,6 +42,8 @@ class Estimate:
         n: number of items (prompts, seeds, layer pairs) the statistic uses.
         level: two-sided coverage of [lo, hi].
         exact: True when the value is a single fact (one named prompt), not a sample estimate.
+        method: how [lo, hi] was computed ("bca", "percentile", "t", "ols_t", "fisher_z",
+            "exact", "order"; see `llmdyn.stats.coverage.METHODS`); "" without an interval.
     """
 
     value: float
@@ -41,6 +52,7 @@ class Estimate:
     n: int
     level: float = LEVEL
     exact: bool = False
+    method: str = ""
 
     @property
     def has_interval(self) -> bool:
@@ -65,9 +77,60 @@ def _samples(samples: Sequence, paired: bool) -> list[np.ndarray]:
     return arrays
 
 
+def _check(level: float, n_resamples: int) -> None:
+    if not 0 < level < 1:
+        raise LlmdynError(f"level must be in (0, 1), got {level}")
+    if n_resamples < 100:
+        raise LlmdynError(f"n_resamples must be at least 100, got {n_resamples}")
+
+
+def bca(statistic: Statistic, *samples: np.ndarray, paired: bool = True, seed: int = 0,
+        n_resamples: int = N_RESAMPLES, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:
+    """BCa interval ends of ``statistic`` for samples with leading batch axes.
+
+    Args:
+        statistic: vectorised, ``([..., item], ...) -> [...]``.
+        *samples: ``[..., item]`` arrays (one batch shape; a simulation passes many samples).
+        paired: the same draws of items in every sample.
+        seed: seed of the draws.
+        n_resamples: number of draws.
+        level: two-sided coverage.
+
+    Returns:
+        ``(lo, hi)``, each of the batch shape; where BCa is undefined, the percentile interval
+        of the finite draws (NaN when fewer than half are finite).
+    """
+    def stat(*a, axis=-1):
+        return statistic(*a)
+
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+        warnings.simplefilter("ignore")  # degenerate or undefined draws: handled below
+        res = sps.bootstrap(samples, stat, n_resamples=n_resamples, batch=BATCH,
+                            vectorized=True, paired=paired, axis=-1, confidence_level=level,
+                            method="BCa", rng=np.random.default_rng(seed))
+    lo = np.array(res.confidence_interval.low, dtype=np.float64)
+    hi = np.array(res.confidence_interval.high, dtype=np.float64)
+    bad = ~(np.isfinite(lo) & np.isfinite(hi))
+    if bad.any():
+        draws = np.moveaxis(np.asarray(res.bootstrap_distribution, dtype=np.float64), -1, 0)
+        p_lo, p_hi = _percentiles(draws, level)  # (batch...) each
+        lo, hi = np.where(bad, p_lo, lo), np.where(bad, p_hi, hi)
+    return lo, hi
+
+
+def _percentiles(draws: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile ends of ``[resample, ...]`` draws over their finite values (NaN if < half)."""
+    draws = np.where(np.isfinite(draws), draws, np.nan)
+    enough = np.isfinite(draws).sum(0) >= draws.shape[0] // 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: no interval
+        lo, hi = np.nanquantile(draws, [(1 - level) / 2, (1 + level) / 2], axis=0)
+    return np.where(enough, lo, np.nan), np.where(enough, hi, np.nan)
+
+
 def bootstrap(statistic: Statistic, *samples, paired: bool = True, seed: int = 0,
               n_resamples: int = N_RESAMPLES, level: float = LEVEL) -> Estimate:
-    """Estimate ``statistic(*samples)`` with a seeded percentile-bootstrap interval.
+    """Estimate ``statistic(*samples)`` with a seeded BCa interval (``scipy.stats.bootstrap``).
 
     Args:
         statistic: vectorised, ``([resample, item], ...) -> [resample]``.
@@ -79,27 +142,24 @@ def bootstrap(statistic: Statistic, *samples, paired: bool = True, seed: int = 0
         level: two-sided coverage, in (0, 1).
 
     Returns:
-        The estimate on the full samples and the (1 − level)/2, (1 + level)/2 percentiles of
-        the resampled statistic; no interval (NaN ends) with fewer than ``MIN_ITEMS`` items.
+        The estimate on the full samples and its BCa interval (the percentile interval where
+        BCa is undefined); no interval (NaN ends) with fewer than ``MIN_ITEMS`` items.
     """
-    if not 0 < level < 1:
-        raise LlmdynError(f"level must be in (0, 1), got {level}")
-    if n_resamples < 100:
-        raise LlmdynError(f"n_resamples must be at least 100, got {n_resamples}")
+    _check(level, n_resamples)
     arrays = _samples(samples, paired)
     value = float(statistic(*[a[None] for a in arrays])[0])
     n = min(a.size for a in arrays)
     if n < MIN_ITEMS:
         return Estimate(value, float("nan"), float("nan"), n, level)
-    rng = np.random.default_rng(seed)
-    if paired:
-        idx = rng.integers(0, n, size=(n_resamples, n))  # (resample, item)
-        draws = [a[idx] for a in arrays]
-    else:
-        draws = [a[rng.integers(0, a.size, size=(n_resamples, a.size))] for a in arrays]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        stats = np.asarray(statistic(*draws), dtype=np.float64)  # (resample,)
-    return _percentile_interval(value, stats, n, n_resamples, level)
+    lo, hi = bca(statistic, *arrays, paired=paired, seed=seed, n_resamples=n_resamples,
+                 level=level)
+    return _estimate(value, float(lo), float(hi), n, level)
+
+
+def _estimate(value: float, lo: float, hi: float, n: int, level: float) -> Estimate:
+    """An Estimate whose method says "bca" (NaN ends: no interval, no method)."""
+    ok = np.isfinite(lo) and np.isfinite(hi)
+    return Estimate(value, lo, hi, n, level, method="bca" if ok else "")
 
 
 def bootstrap_rows(statistic: Callable[..., float], *samples, paired: bool = True,
@@ -109,7 +169,8 @@ def bootstrap_rows(statistic: Callable[..., float], *samples, paired: bool = Tru
 
     Resamples rows (the first axis, e.g. prompts of a ``[prompt, layer+1]`` array) and calls
     ``statistic(*arrays)`` once per draw: for statistics such as the spread over prompts of a
-    per-layer curve, averaged over a phase.
+    per-layer curve, averaged over a phase. ``scipy.stats.bootstrap`` resamples the row
+    indices (BCa, with its jackknife over rows).
 
     Args:
         statistic: ``([item, ...], ...) -> float``.
@@ -119,8 +180,7 @@ def bootstrap_rows(statistic: Callable[..., float], *samples, paired: bool = Tru
         n_resamples: number of bootstrap draws.
         level: two-sided coverage, in (0, 1).
     """
-    if not 0 < level < 1:
-        raise LlmdynError(f"level must be in (0, 1), got {level}")
+    _check(level, n_resamples)
     arrays = [np.asarray(s, dtype=np.float64) for s in samples]
     if not arrays or any(a.ndim == 0 or len(a) == 0 for a in arrays):
         raise LlmdynError("every sample needs at least one row")
@@ -131,21 +191,28 @@ def bootstrap_rows(statistic: Callable[..., float], *samples, paired: bool = Tru
     n = min(len(a) for a in arrays)
     if n < MIN_ITEMS:
         return Estimate(value, float("nan"), float("nan"), n, level)
-    rng = np.random.default_rng(seed)
-    stats = np.empty(n_resamples)  # (resample,)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for r in range(n_resamples):
-            if paired:
-                idx = rng.integers(0, n, n)
-                stats[r] = statistic(*[a[idx] for a in arrays])
-            else:
-                stats[r] = statistic(*[a[rng.integers(0, len(a), len(a))] for a in arrays])
-    return _percentile_interval(value, stats, n, n_resamples, level)
+
+    def on_rows(*index: np.ndarray) -> np.ndarray:
+        """The statistic on each draw of row indices, ``[resample, item]`` -> ``[resample]``."""
+        index = [np.asarray(i).astype(np.int64) for i in index]
+        if paired:
+            index = index * len(arrays)
+        flat = [i.reshape(-1, i.shape[-1]) for i in index]  # (draw, item) each
+        out = np.array([statistic(*[a[i] for a, i in zip(arrays, draw, strict=True)])
+                        for draw in zip(*flat, strict=True)], dtype=np.float64)
+        return out.reshape(index[0].shape[:-1])
+
+    index = [np.arange(n, dtype=np.float64)] if paired else \
+        [np.arange(len(a), dtype=np.float64) for a in arrays]
+    lo, hi = bca(on_rows, *index, paired=paired, seed=seed, n_resamples=n_resamples, level=level)
+    return _estimate(value, float(lo), float(hi), n, level)
 
 
 def _percentile_interval(value: float, stats: np.ndarray, n: int, n_resamples: int,
                          level: float) -> Estimate:
     """The estimate with the percentile interval of the finite resampled statistics.
+
+    For the resamplers scipy has no equivalent of (clusters, replicates within cells).
 
     Args:
         value: the statistic on the full sample.
@@ -158,7 +225,7 @@ def _percentile_interval(value: float, stats: np.ndarray, n: int, n_resamples: i
     if stats.size < n_resamples // 2:
         return Estimate(value, float("nan"), float("nan"), n, level)
     lo, hi = np.quantile(stats, [(1 - level) / 2, (1 + level) / 2])
-    return Estimate(value, float(lo), float(hi), n, level)
+    return Estimate(value, float(lo), float(hi), n, level, method="percentile")
 
 
 # Vectorised statistics: each takes [resample, item] arrays and returns [resample].

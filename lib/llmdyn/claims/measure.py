@@ -1,0 +1,282 @@
+"""A described quantity and its estimate, with the interval that fits its kind and n.
+
+Each constructor for a kind of statistic (`Measure.mean`, `median`, `ratio`, `difference`,
+`fraction`, `slope`, `r2`, `signed_r2`) asks `llmdyn.stats.coverage.choose` which interval
+judges that kind over this many independent units, from the one committed table
+(``data/coverage.csv``, simulated by ``tools/coverage.py``):
+
+- a closed-form or exact interval where one is calibrated (t for a mean or a paired difference,
+  Welch for independent ones, the linearised t for a ratio of means, OLS t for a slope, Fisher z
+  for R², Clopper–Pearson for a fraction, order statistics for a median);
+- else the BCa bootstrap (``scipy.stats.bootstrap``), never with 5 units or fewer;
+- else none: the value is shown with no interval and **no verdict**, and the reason names the
+  coverage table.
+
+``method=`` asks for one method (e.g. ``Measure.slope(x, y, q, method="ols_t")``); it is used
+only where the table allows it at this n. `Measure.of` and `Measure.of_rows` bootstrap any other
+statistic ("other" kind: trusted only where BCa covered for every kind tested).
+`Measure.per_unit` shows the values of a few units side by side with no pooled verdict.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from llmdyn import LlmdynError
+from llmdyn.stats import bootstrap, coverage
+from llmdyn.stats.bootstrap import Estimate
+
+Kind = Literal["estimate", "fact"]
+STATISTIC_KINDS = {bootstrap.mean: "mean", bootstrap.median: "median",
+                   bootstrap.ratio_of_means: "ratio", bootstrap.difference_of_means: "difference",
+                   bootstrap.fraction_true: "fraction", bootstrap.slope: "slope",
+                   bootstrap.r2: "r2"}
+
+
+def interval_estimate(kind: str, statistic, *samples, paired: bool = True, seed: int = 0,
+                      method: str | None = None, signed: bool = False,
+                      rows: bool = False) -> tuple[Estimate, str]:
+    """The estimate of ``statistic`` with the interval `coverage.choose` allows, and why not.
+
+    Args:
+        kind: a kind of `coverage.KINDS`, or "other".
+        statistic: vectorised ``([resample, item], ...) -> [resample]``, or with ``rows`` a
+            statistic of whole ``[item, ...]`` arrays.
+        *samples: the inputs, items on the first axis.
+        paired: paired samples (the same items in each).
+        seed: seed of the bootstrap draws.
+        method: a requested method, used only where the table allows it.
+        signed: R² with the slope's sign.
+        rows: resample rows of ``[item, ...]`` arrays (`bootstrap.bootstrap_rows`).
+
+    Returns:
+        ``(estimate, reason)``: reason is "" when the estimate has an interval it may be
+        judged on; otherwise the estimate has no interval and the reason says why.
+    """
+    sizes = [len(np.asarray(s)) if rows else np.size(s) for s in samples]
+    if paired and len(set(sizes)) > 1:
+        raise LlmdynError(f"paired samples must have equal lengths, got {sizes}; pass "
+                          "paired=False for independent ones")
+    n = min(sizes)
+    if kind == "ratio" and not paired:  # the linearised t is for paired samples only
+        kind = "other"
+    chosen, reason = coverage.choose(kind, n, method)
+    if chosen == "bca":
+        boot = bootstrap.bootstrap_rows if rows else bootstrap.bootstrap
+        est = boot(statistic, *samples, paired=paired, seed=seed)
+        return est, "" if est.has_interval else "the bootstrap gives no interval here"
+    arrays = [np.asarray(s, dtype=np.float64) if rows else
+              np.asarray(s, dtype=np.float64).ravel() for s in samples]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = float(statistic(*arrays) if rows else statistic(*[a[None] for a in arrays])[0])
+    if chosen is None:
+        return Estimate(value, math.nan, math.nan, n), reason
+    lo, hi = coverage.interval(kind, chosen, *arrays, paired=paired, signed=signed)
+    est = Estimate(value, float(lo), float(hi), n, method=chosen)
+    return est, "" if est.has_interval else f"the {chosen} interval is undefined here"
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A described quantity and its estimate, or the reason it was not measured.
+
+    Attributes:
+        quantity: what the number is, as a noun phrase for the rule's sentence
+            (e.g. "trained/untrained ratio of the diagonal share").
+        estimate: the value with its interval; None when not measured.
+        fmt: format spec of the value and the interval ends (e.g. ".3f"; "yes/no" for 1/0).
+        unit: text after each number (e.g. "×", " nats").
+        detail: context shown after the number (what the prompts were, per-model values).
+        missing: "not testable offline" or "not run" when ``estimate`` is None; "no verdict"
+            when the estimate is shown but the data cannot test the claim (``reason`` says why).
+        reason: why it was not measured (shown with the verdict).
+        case: for a fact, the one case the paper also states (e.g. "the France prompt, Figs
+            9-10"); empty for an estimate.
+    """
+
+    quantity: str
+    estimate: Estimate | None
+    fmt: str = ".3f"
+    unit: str = ""
+    detail: str = ""
+    missing: Literal["", "not testable offline", "not run", "no verdict"] = ""
+    reason: str = ""
+    case: str = ""
+
+    def __post_init__(self) -> None:
+        """A fact names the paper's case; an estimate has none."""
+        fact = self.estimate is not None and self.estimate.exact
+        if fact and not self.case.strip():
+            raise LlmdynError(f"the fact {self.quantity!r} needs case=: the one case the paper "
+                              "also states (e.g. 'the France prompt, Figs 9-10'); a number "
+                              "from sampled prompts, models or seeds is Measure.single instead")
+        if self.case and not fact:
+            raise LlmdynError(f"case= is for Measure.fact only; {self.quantity!r} is an estimate")
+
+    @property
+    def kind(self) -> Kind:
+        """"fact" (judged on its value) or "estimate" (judged on its interval)."""
+        return "fact" if self.estimate is not None and self.estimate.exact else "estimate"
+
+    @classmethod
+    def of(cls, statistic: bootstrap.Statistic, *samples, quantity: str, paired: bool = True,
+           seed: int = 0, kind: str | None = None, method: str | None = None,
+           signed: bool = False, **kw) -> Measure:
+        """A vectorised statistic of ``[item]`` samples, with the interval its kind and n allow.
+
+        ``kind`` defaults to the statistic's own (`STATISTIC_KINDS`), else "other". An empty
+        sample (e.g. a one-token grid has no off-diagonal tiles) gives a "not run" measure
+        rather than an error: the chapter still shows the claim and why it is empty. Where no
+        interval reaches 95 % coverage at this n, the value is shown with **no verdict**.
+        """
+        if any(np.size(s) == 0 for s in samples):
+            return cls._empty(quantity, **kw)
+        kind = kind or STATISTIC_KINDS.get(statistic, "other")
+        est, reason = interval_estimate(kind, statistic, *samples, paired=paired, seed=seed,
+                                        method=method, signed=signed)
+        return cls._judged(quantity, est, reason, **kw)
+
+    @classmethod
+    def _judged(cls, quantity: str, est: Estimate, reason: str, **kw) -> Measure:
+        """A measure whose estimate is judged, or shown with no verdict and ``reason``."""
+        if reason and math.isfinite(est.value):  # an undefined value is "not run" (Rule.judge)
+            return cls(quantity, est, missing="no verdict", reason=reason, **kw)
+        return cls(quantity, est, **kw)
+
+    @classmethod
+    def _empty(cls, quantity: str, **kw) -> Measure:
+        """A measure with nothing to resample (an empty sample): "not run"."""
+        return cls(quantity, None, missing="not run", reason="no values to measure",
+                   **{k: v for k, v in kw.items() if k in ("fmt", "unit", "detail")})
+
+    @classmethod
+    def of_rows(cls, statistic, *samples, quantity: str, paired: bool = True, seed: int = 0,
+                kind: str = "other", **kw) -> Measure:
+        """A statistic of whole ``[item, ...]`` arrays, resampling rows (e.g. prompts), BCa."""
+        if any(np.size(s) == 0 for s in samples):
+            return cls._empty(quantity, **kw)
+        est, reason = interval_estimate(kind, statistic, *samples, paired=paired, seed=seed,
+                                        rows=True)
+        return cls._judged(quantity, est, reason, **kw)
+
+    @classmethod
+    def mean(cls, values, quantity: str, **kw) -> Measure:
+        """Mean over items (prompts, seeds), ``values: [item]``."""
+        return cls.of(bootstrap.mean, values, quantity=quantity, **kw)
+
+    @classmethod
+    def median(cls, values, quantity: str, **kw) -> Measure:
+        """Median over items, ``values: [item]``."""
+        return cls.of(bootstrap.median, values, quantity=quantity, **kw)
+
+    @classmethod
+    def ratio(cls, a, b, quantity: str, **kw) -> Measure:
+        """mean(a) / mean(b), e.g. trained over untrained on the same prompts (paired)."""
+        return cls.of(bootstrap.ratio_of_means, a, b, quantity=quantity, **kw)
+
+    @classmethod
+    def difference(cls, a, b, quantity: str, **kw) -> Measure:
+        """mean(a) − mean(b), paired by item unless ``paired=False`` (then Welch's t)."""
+        return cls.of(bootstrap.difference_of_means, a, b, quantity=quantity, **kw)
+
+    @classmethod
+    def fraction(cls, passed, quantity: str, **kw) -> Measure:
+        """Fraction of items that pass, ``passed: [item]`` booleans (Clopper–Pearson)."""
+        values = np.asarray(passed, dtype=np.float64)
+        return cls.of(bootstrap.fraction_true, values, quantity=quantity, **kw)
+
+    @classmethod
+    def slope(cls, x, y, quantity: str, **kw) -> Measure:
+        """OLS slope of y on x over (x, y) pairs (OLS t interval, or BCa with ``method="bca"``)."""
+        return cls.of(bootstrap.slope, x, y, quantity=quantity, **kw)
+
+    @classmethod
+    def r2(cls, x, y, quantity: str, **kw) -> Measure:
+        """R² of the OLS line of y on x over (x, y) pairs (Fisher z interval of r, squared)."""
+        return cls.of(bootstrap.r2, x, y, quantity=quantity, **kw)
+
+    @classmethod
+    def signed_r2(cls, x, y, quantity: str, **kw) -> Measure:
+        """R² of y on x times the sign of the slope (:func:`bootstrap.signed_r2`)."""
+        return cls.of(bootstrap.signed_r2, x, y, quantity=quantity, kind="r2", signed=True,
+                      **kw)
+
+    @classmethod
+    def per_unit(cls, values, quantity: str, *, labels=None, **kw) -> Measure:
+        """A few units' values side by side, with no pooled verdict (e.g. 2-5 training runs).
+
+        Args:
+            values: ``[unit]`` one number per independent unit.
+            quantity: what each number is.
+            labels: ``[unit]`` names of the units (default 1, 2, ...).
+            **kw: `Measure` fields (fmt, unit, detail).
+        """
+        values = np.asarray(values, dtype=np.float64).ravel()
+        labels = list(labels) if labels is not None else [str(i + 1) for i in range(values.size)]
+        if len(labels) != values.size or values.size == 0:
+            raise LlmdynError(f"per_unit needs one label per value, got {len(labels)} labels "
+                              f"for {values.size} values")
+        m = cls(quantity, None, **{k: v for k, v in kw.items() if k in ("fmt", "unit")})
+        shown = "; ".join(f"{lab}: {m.number(v)}" for lab, v in zip(labels, values, strict=True))
+        detail = "; ".join(x for x in (f"per unit: {shown}", kw.get("detail", "")) if x)
+        est = Estimate(float(np.median(values)), math.nan, math.nan, values.size)
+        return cls(quantity, est, fmt=m.fmt, unit=m.unit, detail=detail, missing="no verdict",
+                   reason=f"{values.size} units, shown one by one: no pooled verdict")
+
+    @classmethod
+    def fact(cls, value: float | bool, quantity: str, *, case: str, **kw) -> Measure:
+        """A deterministic outcome that the paper also states for one case, judged as a fact.
+
+        Args:
+            value: the outcome (a bool for yes/no facts).
+            quantity: what it is, e.g. "top token is 'Paris'".
+            case: the paper's case, e.g. "the France prompt, as in Figs 9-10".
+            **kw: `Measure` fields (fmt, unit, detail).
+        """
+        return cls(quantity, bootstrap.exact(float(value)), case=case, **kw)
+
+    @classmethod
+    def single(cls, value: float, quantity: str, *, n: int = 1, **kw) -> Measure:
+        """An estimate with no interval (one prompt, or a statistic without one): no verdict.
+
+        Args:
+            value: the number.
+            quantity: what it is.
+            n: how many items it comes from (1 for one prompt).
+            **kw: `Measure` fields (fmt, unit, detail).
+        """
+        return cls(quantity, bootstrap.Estimate(float(value), float("nan"), float("nan"), n),
+                   **kw)
+
+    @classmethod
+    def exact(cls, value: float, quantity: str, **kw) -> Measure:
+        """Old name of :meth:`single` (an estimate with no interval, never judged).
+
+        Kept while chapters written before the fact/estimate rule still call it; a fact is
+        :meth:`fact` with the paper's case.
+        """
+        return cls.single(value, quantity, **kw)
+
+    @classmethod
+    def not_testable(cls, quantity: str, reason: str, *, detail: str = "") -> Measure:
+        """A claim that needs what is not available offline (checkpoints, datasets)."""
+        return cls(quantity, None, detail=detail, missing="not testable offline", reason=reason)
+
+    @classmethod
+    def not_run(cls, quantity: str, reason: str, *, detail: str = "") -> Measure:
+        """A claim this run's parameters left out (e.g. no compare model given)."""
+        return cls(quantity, None, detail=detail, missing="not run", reason=reason)
+
+    def number(self, x: float) -> str:
+        """One value in this measure's format and unit."""
+        if not math.isfinite(x):
+            return "n/a"
+        if self.fmt == "yes/no":
+            return "yes" if x >= 0.5 else "no"
+        return f"{x:{self.fmt}}{self.unit}"
+
+
