@@ -10,7 +10,7 @@ from llmdyn.phases.split import PhaseBoundary, PhaseSplit
 L = 12
 
 
-def _paper_like(n_prompts: int = 6):
+def _paper_like(n_prompts: int = 120):  # 120: where a bootstrap of these spreads covers
     """Curves of a model that behaves as paper B describes, Fixation from layer 7 on."""
     rng = np.random.default_rng(1)
     depth = np.arange(L + 1)

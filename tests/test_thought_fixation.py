@@ -45,11 +45,11 @@ def test_table1_claims_agree_on_a_paper_like_model():
     L = 8  # Thought: layers 0-4, Fixation 5-8
     depth = np.arange(L + 1)
     fix = depth >= 5
-    noise = np.random.default_rng(0).normal(0, 0.01, (3, L + 1))
+    noise = np.random.default_rng(0).normal(0, 0.01, (4, L + 1))
     curves = {"CONFIDENT": np.where(fix, 1.0, 9.0) + noise,  # confident in Fixation
               "LINEAR": np.where(fix, 1.2, 2.0) + noise, "EQUISPACED": np.where(fix, 0.1, 0.3)}
     for prop, values in curves.items():
-        thought, fixation = phase_means_per_prompt(np.broadcast_to(values, (3, L + 1)), 5)
+        thought, fixation = phase_means_per_prompt(np.broadcast_to(values, (4, L + 1)), 5)
         assert PAPER_TABLE1[prop][0] == "Fixation"
         claim = Claim("t", "B", "Table 1", prop, "Fixation",
                       Measure.difference(fixation, thought, "Fixation − Thought"), below(0))

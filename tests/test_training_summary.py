@@ -92,10 +92,11 @@ def test_timing_lag_counts_checkpoint_intervals():
 
 def test_timing_claims_judge_each_run_and_count():
     rng = np.random.default_rng(0)
-    prompts = [0.5 + 0.01 * rng.normal(size=16) for _ in range(4)]  # last share per prompt
-    early = [np.full(16, 0.1), np.full(16, 0.45), np.full(16, 0.48), prompts[0]]
-    runs = {"lead": _run(early, [8, 7.9, 7.8, 4], n_prompts=16),  # coupling 2.4 intervals first
-            "same": _run([0.1, 0.3, 0.4, 0.5], [8, 6, 5, 4])}  # both half-way at index 1
+    n = 120  # the lag is a statistic of no listed kind: its bootstrap covers at n = 120
+    prompts = [0.5 + 0.01 * rng.normal(size=n) for _ in range(4)]  # last share per prompt
+    early = [np.full(n, 0.1), np.full(n, 0.45), np.full(n, 0.48), prompts[0]]
+    runs = {"lead": _run(early, [8, 7.9, 7.8, 4], n_prompts=n),  # coupling 2.4 intervals first
+            "same": _run([0.1, 0.3, 0.4, 0.5], [8, 6, 5, 4], n_prompts=n)}  # half-way at index 1
     claims = {c.id: c for c in timing_claims(runs, tolerance=1)}
     lead, same = claims["train_timing_lead"], claims["train_timing_same"]
     assert same.verdict.grade == "holds" and same.measure.estimate.value == pytest.approx(0)
@@ -117,10 +118,11 @@ def test_adjacent_over_distant_known_answer():
 
 
 def test_locality_claims_use_deep_runs_only():
-    runs = {"shallow": _run([0.1] * 4, [8, 7, 6, 4]),
+    runs = {"shallow": _run([0.1] * 4, [8, 7, 6, 4]),  # 4 prompts: the smallest judged n
             "deep": RunSeries(**{**_run([0.1] * 4, [8, 7, 6, 4]).__dict__, "profiles": (
-                _profile(0.1, layers=4), _profile(0.1, layers=4), _profile(0.1, layers=4),
-                _profile(0.1, layers=4, neighbour=0.2))})}
+                _profile(0.1, layers=4, n_prompts=4), _profile(0.1, layers=4, n_prompts=4),
+                _profile(0.1, layers=4, n_prompts=4),
+                _profile(0.1, layers=4, neighbour=0.2, n_prompts=4))})}
     end, grows = locality_claims(runs)
     assert end.measure.estimate.value == pytest.approx(2.0) and end.verdict.grade == "holds"
     assert grows.measure.estimate.value == pytest.approx(1.0) and "deep (>= 3" in \
