@@ -124,5 +124,9 @@ def test_measure_applies_the_table():
     assert boot.missing == "no verdict" and "the bca interval" in boot.reason
     assert Measure.signed_r2(x, -y, "r").estimate.hi < 0
     assert Measure.mean(x[:4], "runs").estimate.method == "t"  # 4 runs: t, never the bootstrap
+    ols = Measure.from_interval(1.0, 0.5, 1.5, 24, "slope", kind="slope", method="ols_t")
+    assert ols.estimate.has_interval and not ols.missing
+    boot = Measure.from_interval(1.0, 0.5, 1.5, 24, "slope", kind="slope", method="bca")
+    assert boot.missing == "no verdict" and not boot.estimate.has_interval
     few = Measure.per_unit([0.3, 0.5], "lag", labels=["s", "m"], fmt=".1f")
     assert few.missing == "no verdict" and "s: 0.3; m: 0.5" in few.detail

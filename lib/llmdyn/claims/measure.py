@@ -206,6 +206,28 @@ class Measure:
                       **kw)
 
     @classmethod
+    def from_interval(cls, value: float, lo: float, hi: float, n: int, quantity: str, *,
+                      kind: str, method: str, **kw) -> Measure:
+        """An interval computed elsewhere (e.g. statsmodels' OLS t), judged only where it covers.
+
+        Args:
+            value: the estimate.
+            lo: lower end of its 95 % interval.
+            hi: upper end.
+            n: number of independent units.
+            quantity: what the number is.
+            kind: its kind of statistic (`coverage.KINDS`).
+            method: how the interval was computed; it must be one of ``METHODS[kind]``, and the
+                measure gets no verdict where the coverage table does not allow it at this n.
+            **kw: `Measure` fields (fmt, unit, detail).
+        """
+        chosen, reason = coverage.choose(kind, n, method)
+        if chosen is None:
+            return cls._judged(quantity, Estimate(float(value), math.nan, math.nan, n), reason,
+                               **kw)
+        return cls(quantity, Estimate(float(value), float(lo), float(hi), n, method=method), **kw)
+
+    @classmethod
     def per_unit(cls, values, quantity: str, *, labels=None, **kw) -> Measure:
         """A few units' values side by side, with no pooled verdict (e.g. 2-5 training runs).
 
