@@ -1,7 +1,11 @@
 """Chapter 10's claims (paper A §3.4, Figs 6 and 10), built from a measured ViT grid.
 
-Every R² claim is gated by the grid's between/within-cell check (`analysis.CellCheck`): a fit
-among ViTs whose cells do not differ in accuracy more than seeds do is shown without a verdict.
+Every R² claim is computed over the ViTs of the fitted weight decays (`analysis.FitCheck`) and
+gated by the between/within-cell check of those cells (`analysis.CellCheck`): a fit among ViTs
+whose cells do not differ in accuracy more than seeds do is shown without a verdict. The slopes
+of coupling on the SD rate use every ViT, each with its OLS t interval: pooled over weight
+decays (one intercept per weight decay), and at each weight decay (Fig 10's "at every weight
+decay"; Fig 6b's is the row at the fixed weight decay).
 """
 
 from __future__ import annotations
@@ -9,20 +13,21 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from llmdyn.claims.claim import Claim, above, at_least
+from llmdyn.claims.claim import Claim, Measure, above, at_least, slug
 from llmdyn.vision import analysis as va
 
 PAPER_R2 = {0.0: 0.35, 0.05: 0.48, 0.1: 0.74, 0.3: 0.83}  # paper A Fig 6a, by SD rate
 MIN_R2 = 0.3  # the paper's lowest R² is 0.35: "accuracy tracks coupling" needs at least this
 
 
-def grid_claims(table: pd.DataFrame, check: va.CellCheck, end: str, *, fits: dict,
-                fixed_weight_decay: float, n_images: int, seed: int) -> list[Claim]:
+def grid_claims(table: pd.DataFrame, fitted: va.FitCheck, check: va.CellCheck, end: str,
+                *, fits: dict, fixed_weight_decay: float, n_images: int, seed: int) -> list[Claim]:
     """The chapter's claims with the trajectory ending at ``end`` ("final_norm"/"block_output").
 
     Args:
         table: one row per ViT (``llmdyn.vision.coupling.measure_grid(...).table``).
-        check: the grid's between/within-cell check of test accuracy.
+        fitted: which weight decays fit their training images; the R² rows use only those.
+        check: the between/within-cell check of test accuracy over the fitted cells.
         end: which coupling column of ``analysis.COUPLING_COLUMNS`` to use.
         fits: ``{SD rate: LinearFit | None}`` (``coupling.fits_by_sd``), shown as detail.
         fixed_weight_decay: the WD of Fig 6b.
@@ -30,8 +35,9 @@ def grid_claims(table: pd.DataFrame, check: va.CellCheck, end: str, *, fits: dic
         seed: seed of the bootstrap draws.
     """
     cols = [va.COUPLING_COLUMNS[end], "test_accuracy"]
-    return (_r2_claims(table, check, cols, fits if end == "final_norm" else {}, seed)
-            + _slope_claims(table, cols[0], fixed_weight_decay, n_images, seed))
+    return (_r2_claims(fitted.fitted(table), check, cols, fits if end == "final_norm" else {},
+                       seed)
+            + _slope_claims(table, cols[0], fixed_weight_decay, n_images))
 
 
 def _r2_claims(table, check, cols, fits, seed) -> list[Claim]:
@@ -54,18 +60,19 @@ def _r2_claims(table, check, cols, fits, seed) -> list[Claim]:
     return out
 
 
-def _slope_claims(table, col, fixed_weight_decay, n_images, seed) -> list[Claim]:
-    """Coupling rises with the SD rate: over every ViT, and at the fixed WD of Fig 6b."""
-    at_fixed = table[np.isclose(table.weight_decay, fixed_weight_decay)]
-    return [
-        Claim("vit_sd_all", "A", "§3.4, Fig 10", "Coupling rises with the SD rate",
-              "increase at every weight decay",
-              va.over_vits(va.coupling_slope, table, ["drop_path", col],
-                           "slope of coupling on SD rate (all ViTs)", seed=seed, fmt=".3f",
-                           detail=f"{len(table)} ViTs, {n_images} test images"), above(0)),
-        Claim("vit_sd_fixed", "A", "§3.4, Fig 6b",
-              f"Coupling rises with SD at WD {fixed_weight_decay:g}", "increase at WD 0.04",
-              va.over_vits(va.coupling_slope, at_fixed, ["drop_path", col],
-                           f"slope at WD {fixed_weight_decay:g}", seed=seed, fmt=".3f"),
-              above(0)),
-    ]
+def _slope_claims(table, col, fixed_weight_decay, n_images) -> list[Claim]:
+    """Coupling rises with the SD rate: pooled over weight decays, then at each weight decay."""
+    pooled = va.slope_measure(table, col, "slope of coupling on SD rate (all ViTs, one "
+                              "intercept per weight decay)", weight_decay_offsets=True)
+    pooled = Measure(pooled.quantity, pooled.estimate, fmt=pooled.fmt,
+                     detail=f"{len(table)} ViTs, {n_images} test images; {pooled.detail}")
+    out = [Claim("vit_sd_all", "A", "§3.4, Fig 10", "Coupling rises with the SD rate, pooled "
+                 "over weight decays", "increase at every weight decay", pooled, above(0))]
+    for wd, m in va.slopes_by_wd(table, col).items():
+        fixed = bool(np.isclose(wd, fixed_weight_decay))
+        out.append(Claim("vit_sd_fixed" if fixed else f"vit_sd_wd{slug(f'{wd:g}')}", "A",
+                         "§3.4, Fig 6b" if fixed else "§3.4, Fig 10",
+                         f"Coupling rises with SD at WD {wd:g}",
+                         "increase at WD 0.04" if fixed else "increase at every weight decay",
+                         m, above(0)))
+    return out
