@@ -11,6 +11,7 @@ from llmdyn.training.summary import (
     ends_table,
     locality_claims,
     locality_table,
+    reference_text,
     seed_table,
     suite_table,
     timing_claims,
@@ -171,3 +172,29 @@ def test_seed_table_puts_the_seeds_of_one_size_side_by_side():
     assert "| coupling peaks at step | 4 (0.500) | 4 (0.400) |" in table
     assert "within one network" in table
     assert seed_table({"m-seed0": a}) == "No size was trained with more than one seed."
+
+
+def test_reference_text_places_the_half_way_and_final_loss():
+    series = {"a": _run([0.1, 0.2, 0.3, 0.5], [8, 7, 6, 4])}  # half-way loss (8 + 4) / 2 = 6
+    text = reference_text(series, {"unigram": 6.5, "bigram": 5.0})
+    assert "unigram 6.50, bigram 5.00 nats" in text
+    assert "| a | 8.00 | 6.00 (between the two) | 4.00 | below the bigram reference |" in text
+    assert "No reference losses" in reference_text(series, None)
+
+
+def test_reference_lines_are_drawn_and_labelled():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from llmdyn.plots.training import reference_lines
+
+    fig, ax = plt.subplots()
+    reference_lines(ax, {"unigram": 6.7, "bigram": 5.2})
+    assert [line.get_ydata()[0] for line in ax.get_lines()] == [6.7, 5.2]
+    assert ax.get_legend_handles_labels()[1] == ["unigram reference (6.70)",
+                                                 "bigram reference (5.20)"]
+    reference_lines(ax, None)  # checkpoints given by path: nothing more drawn
+    assert len(ax.get_lines()) == 2
+    plt.close(fig)

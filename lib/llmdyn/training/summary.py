@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -12,6 +13,8 @@ from llmdyn import LlmdynError
 from llmdyn.claims.claim import Claim, Measure, above, at_least, below, slug, within
 from llmdyn.stats.regression import spearman
 from llmdyn.trace import LAST_POINTS, LastPoint
+from llmdyn.training import suite as suites
+from llmdyn.training.baselines import reference_losses
 from llmdyn.training.emergence import RunSeries, half_rise_step
 from llmdyn.training.persistence import (
     LateTrendRule,
@@ -43,6 +46,50 @@ def suite_table(series: dict[str, RunSeries], root: str | Path | None = None) ->
         lines.append(f"| {run} | {blocks} | {width} | {params} | {tokens} | {wall} | {speed} | "
                      f"{s.train_loss[-1]:.3f} | {s.heldout_loss[-1]:.3f} |")
     return "\n".join(lines)
+
+
+def suite_references(suite: str | Sequence[str], root: str | Path) -> dict[str, float] | None:
+    """Unigram and bigram reference losses of a named suite's held-out split, nats per token.
+
+    Both count models are fitted on the suite's training split with its own tokenizer
+    (`llmdyn.training.baselines.reference_losses`) and scored on the whole held-out split; the
+    runs' held-out loss is measured on a fixed set of sequences from the same split. None for
+    checkpoints given by path or hub id: their corpus and tokenizer are not the suite's.
+    """
+    if not isinstance(suite, str):
+        return None
+    spec = suites.get_suite(suite)
+    data = suites.prepare_data(spec, Path(root))
+    return reference_losses(data.train, data.heldout, spec.vocab_size)
+
+
+def _place(loss: float, refs: dict[str, float]) -> str:
+    if loss > refs["unigram"]:
+        return "above the unigram reference"
+    return "below the bigram reference" if loss < refs["bigram"] else "between the two"
+
+
+def reference_text(series: dict[str, RunSeries], refs: dict[str, float] | None) -> str:
+    """Where each run's loss sits between the references, at its half-way point and at the end.
+
+    The half-way loss (half of the drop from the first checkpoint to the last) is the loss at
+    which `emergence_timing` reads the loss's half-way step: when it lies near the unigram
+    reference, "coupling emerges with the loss" compares coupling with learning token
+    frequencies.
+    """
+    if not refs:
+        return "No reference losses: these checkpoints were not trained on the suite's corpus."
+    rows = [f"Reference losses on the held-out split (count models fitted on the training "
+            f"split, same tokenizer): unigram {refs['unigram']:.2f}, bigram "
+            f"{refs['bigram']:.2f} nats per token.", "",
+            "| run | loss at step 0 | half-way loss | final loss | final loss sits |",
+            "| --- | --- | --- | --- | --- |"]
+    for run, s in series.items():
+        first, last = s.heldout_loss[0], s.heldout_loss[-1]
+        half = (first + last) / 2
+        rows.append(f"| {run} | {first:.2f} | {half:.2f} ({_place(half, refs)}) | {last:.2f} | "
+                    f"{_place(last, refs)} |")
+    return "\n".join(rows)
 
 
 def _run_summary(root: str | Path | None, run: str) -> dict | None:
