@@ -142,3 +142,22 @@ def test_seed_spread_table():
 def test_missing_columns_are_named():
     with pytest.raises(LlmdynError, match=r"lacks columns \['cell'\]"):
         va.check_cells(pd.DataFrame({"drop_path": [0.0], "test_accuracy": [0.5]}))
+
+
+def test_judged_r2_rows_state_their_rules_power_and_withheld_rows_do_not():
+    """A grid whose cells differ is judged, and each judged R² row says how often its own rule
+    would pass if the paper's R² were true and with no effect (few draws here: a smoke check)."""
+    from llmdyn.vision.claims import grid_claims
+
+    table = _grid(0.02, {0.0: 0.0, 0.3: 0.4}).assign(train_loss=0.4)
+    kw = dict(fits={}, fixed_weight_decay=1.0, n_images=3, seed=0, power_draws=10)
+    claims = {c.id: c for c in grid_claims(table, va.fit_check(table), va.check_cells(table),
+                                           "final_norm", **kw)}
+    r2 = claims["vit_r2_sd1"]
+    assert r2.verdict.grade in ("holds", "inconclusive", "does not hold")
+    assert "power of this rule at n = 12 ViTs (10 simulated grids, seed 0)" in r2.measure.detail
+    assert "if R² were the paper's 0.83" in r2.measure.detail
+    assert {"vit_sd_all", "vit_sd_fixed", "vit_sd_wd0_1", "vit_sd_wd5"} <= set(claims)
+    same = _grid(0.0, {0.0: 0.0, 0.3: 0.0}).assign(train_loss=0.4)
+    held = grid_claims(same, va.fit_check(same), va.check_cells(same), "final_norm", **kw)[0]
+    assert held.verdict.grade == "no verdict" and "power" not in held.measure.detail
