@@ -8,7 +8,7 @@ import lazy_loader
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
     submodules=["baselines", "checkpoints", "corpus", "emergence", "generalization", "lm_task",
-                "loop", "population", "schedule", "suite", "summary"],
+                "loop", "persistence", "population", "schedule", "suite", "summary"],
     submod_attrs={
         "baselines": ["DEV_FRACTION", "CountModels", "fit_counts", "choose_weight",
                       "cross_entropies", "reference_losses"],
@@ -36,5 +36,8 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
                   "matmul_params", "run_config", "train_run", "train_suite", "heldout_prompts",
                   "add_parser", "run_cli"],
         "summary": ["suite_table", "EmergenceTiming", "emergence_timing", "endpoints"],
+        "persistence": ["MIN_RHO", "second_half", "late_slope", "late_measure", "t_mean",
+                        "exact_fraction", "LateTrendRule", "RunTrend", "run_trend",
+                        "persistence_claim", "trend_table", "peak_sentence"],
     },
 )
