@@ -118,3 +118,17 @@ def test_bootstrap_within_cells_is_paired_across_columns():
     slope = bootstrap_within_cells(lambda a, b: float(bootstrap.slope(a[None], b[None])[0]),
                                    x, 2 * x, cells=np.repeat([0, 1], 4))
     assert slope.lo == pytest.approx(2.0) and slope.hi == pytest.approx(2.0)
+
+
+def test_ratio_text_never_prints_a_negative_ratio_with_an_empty_interval():
+    """Cell means that scatter far less than seeds (F ≈ 0.02): θ̂ < 0 and no θ ≥ 0 fits, which
+    the text says instead of "−0.49 [0.00, 0.00]" (issue 29, item 5)."""
+    values = np.tile([0.0, 1.0], 12) + np.repeat(np.linspace(0, 0.01, 12), 2)
+    a = one_way_anova(values, np.repeat(np.arange(12), 2))
+    assert a.ratio < 0 and a.ratio_hi == 0
+    assert a.ratio_text().startswith("0 (F < 1") and "[0.00, 0.00]" not in a.summary()
+    mild = one_way_anova([0.0, 1.0, 0.2, 1.1, 0.4, 1.0], ["a", "a", "b", "b", "c", "c"])
+    assert 0 < mild.f < 1 and mild.ratio_hi > 0
+    assert mild.ratio_text().startswith(f"0 [0, {mild.ratio_hi:.2f}] (F < 1")
+    big = one_way_anova([0.0, 0.1, 5.0, 5.1], ["a", "a", "b", "b"])
+    assert big.ratio_text() == f"{big.ratio:.2f} [{big.ratio_lo:.2f}, {big.ratio_hi:.2f}]"

@@ -50,7 +50,7 @@ def test_show_displays_png_svg_and_a_caption_naming_the_paper_figure(monkeypatch
     assert set(bundle) == {"image/png", "image/svg+xml", "text/plain"}
     svg = bundle["image/svg+xml"]
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg
-    assert bundle["text/plain"].startswith("Paper A, Fig 3: Coupling matrices")
+    assert bundle["text/plain"].startswith("Regenerates Paper A, Fig 3: Coupling matrices")
     assert metadata == {output.METADATA_KEY: {"name": "coupling-grid"}}
 
 
@@ -92,6 +92,41 @@ def test_caption_text_joins_papers_and_panels():
     assert figures.figure("self-coupling").paper_text() == "Paper A, Fig 4 and Fig 17 and Fig 21"
     assert figures.figure("trajectories").paper_text() == "Paper B, Fig 1; Paper A, Fig 12"
     assert figures.figure("growth-rates").paper_text() == "Not a figure of the papers"
+
+
+def test_caption_says_what_kind_of_figure_it_is():
+    # Only a figure that regenerates the paper's says "Regenerates" (issue 29, item 7).
+    lead = {name: figures.figure(name).lead() for name in
+            ("coupling-grid", "scores-and-shape", "coupling-definitions", "packaged-models",
+             "growth-rates")}
+    assert lead == {"coupling-grid": "Regenerates Paper A, Fig 3",
+                    "scores-and-shape": "Stand-in for Paper A, Fig 31 and Fig 35",
+                    "coupling-definitions": "Diagnostic, beside Paper A, Fig 1a",
+                    "packaged-models": "Diagnostic, beside Paper A, Fig 1a",
+                    "growth-rates": "Diagnostic, not a figure of the papers"}
+
+
+def test_every_figure_has_a_kind_that_fits_its_paper_figures():
+    status = {f.key: f.status for f in figures.paper_figures()}
+    drawn = figures.book_figures().values()
+    for fig in drawn:
+        assert fig.kind in figures.KINDS, fig.name
+        assert fig.paper or fig.kind == "diagnostic", fig.name
+    # A paper figure marked regenerated is redrawn by a figure that says so, not only by a
+    # diagnostic or a stand-in.
+    for key in (k for k, s in status.items() if s == "regenerated"):
+        assert any(f.kind == "regenerates" and any(re.fullmatch(rf"{key}[a-e]?", r)
+                                                   for r in f.paper) for f in drawn), key
+
+
+def test_a_figure_table_row_without_a_valid_kind_is_refused(tmp_path):
+    for name in ("book_figures.csv", "paper_figures.csv"):
+        shutil.copy(figures.DATA / name, tmp_path / name)
+    table = tmp_path / "book_figures.csv"
+    table.write_text(table.read_text().replace("growth-rates,07_regularity,,diagnostic",
+                                               "growth-rates,07_regularity,,regenerates"))
+    with pytest.raises(LlmdynError, match="kind must be one of"):
+        figures.book_figures(tmp_path)
 
 
 def test_every_figure_of_both_papers_is_listed_once():

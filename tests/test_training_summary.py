@@ -5,11 +5,14 @@ from llmdyn import LlmdynError
 from llmdyn.training.emergence import CheckpointProfile, RunSeries, spread_steps
 from llmdyn.training.summary import (
     adjacent_over_distant,
+    direction_claim,
     emergence_timing,
     endpoints,
     ends_table,
     locality_claims,
     locality_table,
+    reference_text,
+    seed_table,
     suite_table,
     timing_claims,
     timing_lag,
@@ -98,13 +101,23 @@ def test_timing_claims_judge_each_run_and_count():
     runs = {"lead": _run(early, [8, 7.9, 7.8, 4], n_prompts=n),  # coupling 2.4 intervals first
             "same": _run([0.1, 0.3, 0.4, 0.5], [8, 6, 5, 4], n_prompts=n)}  # half-way at index 1
     claims = {c.id: c for c in timing_claims(runs, tolerance=1)}
-    lead, same = claims["train_timing_lead"], claims["train_timing_same"]
+    lead, same = claims["train_timing_lead_tol1"], claims["train_timing_same_tol1"]
     assert same.verdict.grade == "holds" and same.measure.estimate.value == pytest.approx(0)
     assert lead.verdict.grade == "does not hold" and lead.measure.estimate.hi < -1
     assert "coupling first (interval below 0)" in lead.measure.detail
-    assert claims["train_timing_runs"].measure.estimate.value == 0.5
-    assert "1 of 2 runs hold" in claims["train_timing_runs"].measure.detail
-    assert "1 of 2 runs: coupling first" in claims["train_timing_direction"].measure.detail
+    share = claims["train_timing_runs_tol1"].measure
+    assert share.estimate.value == 0.5 and "1 of 2 runs hold" in share.detail
+    # 1 of 2 by the exact binomial interval: Clopper–Pearson [0.0126, 0.9874]
+    assert (share.estimate.lo, share.estimate.hi) == pytest.approx((0.01258, 0.98742), abs=1e-4)
+    half = {c.id for c in timing_claims(runs, tolerance=0.5)}
+    assert "train_timing_lead_tol0_5" in half and "train_timing_runs_tol0_5" in half
+    direction = direction_claim(runs)
+    assert "1 of 2 runs: coupling first" in direction.measure.detail
+    lags = [claims[f"train_timing_{r}_tol1"].measure.estimate.value for r in ("lead", "same")]
+    t = 12.706204736174707  # t_{0.975, 1}
+    half_width = t * np.std(lags, ddof=1) / np.sqrt(2)
+    assert (direction.measure.estimate.lo, direction.measure.estimate.hi) == pytest.approx(
+        (np.mean(lags) - half_width, np.mean(lags) + half_width))
     with pytest.raises(LlmdynError, match="tolerance"):
         timing_claims(runs, tolerance=0)
 
@@ -125,8 +138,11 @@ def test_locality_claims_use_deep_runs_only():
                 _profile(0.1, layers=4, neighbour=0.2, n_prompts=4))})}
     end, grows = locality_claims(runs)
     assert end.measure.estimate.value == pytest.approx(2.0) and end.verdict.grade == "holds"
+    # The ratio is 1 at steps 0-2 and 2 at step 4: last − first = 1 (the rise is met), and the
+    # second half (steps 2, 4) rises by 1 per doubling, so it holds.
     assert grows.measure.estimate.value == pytest.approx(1.0) and "deep (>= 3" in \
         grows.measure.detail and "shallow" not in grows.measure.detail
+    assert "last − first 1.00" in grows.measure.detail and grows.verdict.grade == "holds"
     assert locality_claims({"shallow": runs["shallow"]})[0].verdict.grade == "not run"
 
 
@@ -148,3 +164,39 @@ def test_ends_and_locality_tables():
     table = locality_table(runs).splitlines()
     assert table[0] == "| run | blocks | step 0 | step 2 | step 4 |"
     assert table[2] == "| d | 3 | 1.00 | 2.00 | 3.00 |"
+
+
+def test_seed_table_puts_the_seeds_of_one_size_side_by_side():
+    a = _run([0.1, 0.2, 0.3, 0.5], [8, 7, 6, 4])
+    series = {"s-seed0": a, "s-seed1": _run([0.1, 0.3, 0.3, 0.4], [8, 7, 5, 4]), "m-seed0": a}
+    table = seed_table(series)
+    assert table.startswith("| size s | s-seed0 | s-seed1 |") and "m-seed0" not in table
+    assert "| coupling peaks at step | 4 (0.500) | 4 (0.400) |" in table
+    assert "within one network" in table
+    assert seed_table({"m-seed0": a}) == "No size was trained with more than one seed."
+
+
+def test_reference_text_places_the_half_way_and_final_loss():
+    series = {"a": _run([0.1, 0.2, 0.3, 0.5], [8, 7, 6, 4])}  # half-way loss (8 + 4) / 2 = 6
+    text = reference_text(series, {"unigram": 6.5, "bigram": 5.0})
+    assert "unigram 6.50, bigram 5.00 nats" in text
+    assert "| a | 8.00 | 6.00 (between the two) | 4.00 | below the bigram reference |" in text
+    assert "No reference losses" in reference_text(series, None)
+
+
+def test_reference_lines_are_drawn_and_labelled():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from llmdyn.plots.training import reference_lines
+
+    fig, ax = plt.subplots()
+    reference_lines(ax, {"unigram": 6.7, "bigram": 5.2})
+    assert [line.get_ydata()[0] for line in ax.get_lines()] == [6.7, 5.2]
+    assert ax.get_legend_handles_labels()[1] == ["unigram reference (6.70)",
+                                                 "bigram reference (5.20)"]
+    reference_lines(ax, None)  # checkpoints given by path: nothing more drawn
+    assert len(ax.get_lines()) == 2
+    plt.close(fig)

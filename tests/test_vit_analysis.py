@@ -39,6 +39,8 @@ def test_cells_that_differ_pass_and_identical_cells_do_not():
     assert not same.overall.differs()
     assert list(same.by_sd) == list(SLOPES)
     table = differ.table()
+    assert same.overall.f < 1  # θ̂ < 0 is shown as 0, never as a negative ratio
+    assert same.table().iloc[0]["cells/seeds variance ratio [95 %]"].startswith("0 [0, 0.22]")
     assert list(table.index) == ["all cells"] + [f"SD {sd:g} (its weight decays)" for sd in SLOPES]
     assert table.loc["all cells", "cells"] == 16 and table.loc["all cells", "df"] == "(15, 32)"
 
@@ -77,7 +79,44 @@ def test_r2_by_sd_and_its_trend_known_answer():
     assert r2[0.3] == pytest.approx(1.0) and r2[0.0] == pytest.approx(0.0)
     assert va.r2_trend(sd, c, acc) == pytest.approx(1 / 0.3)
     assert va.signed_r2(c[:3], -c[:3]) == pytest.approx(-1.0)
-    assert va.coupling_slope(sd, np.where(sd > 0, 2.0, 1.0)) == pytest.approx(1 / 0.3)
+
+
+def test_slope_t_interval_known_answer():
+    """y = 1 + 2·sd + e with e = ±0.1 alternating over 2 seeds at 4 rates: slope 2 exactly
+    (the noise is orthogonal to sd), residual variance 8·0.01/6, se = sqrt(that / Sxx)."""
+    sd = np.repeat([0.0, 0.05, 0.1, 0.3], 2)
+    e = np.tile([0.1, -0.1], 4)
+    table = pd.DataFrame({"drop_path": sd, "weight_decay": 1.0, "coupling": 1 + 2 * sd + e})
+    m = va.slope_measure(table, "coupling", "slope")
+    se = np.sqrt(8 * 0.01 / 6 / ((sd - sd.mean()) ** 2).sum())
+    half = 2.4469118511449692 * se  # t_{0.975, 6}
+    assert m.estimate.value == pytest.approx(2.0)
+    assert (m.estimate.lo, m.estimate.hi) == pytest.approx((2 - half, 2 + half))
+    assert "6 residual df" in m.detail and m.estimate.n == 8
+    # Pooled over two weight decays whose levels differ by 5: the offsets absorb the level.
+    other = table.assign(weight_decay=5.0, coupling=table.coupling + 5)
+    pooled = va.slope_measure(pd.concat([table, other]), "coupling", "pooled",
+                              weight_decay_offsets=True)
+    assert pooled.estimate.value == pytest.approx(2.0) and "13 residual df" in pooled.detail
+    by_wd = va.slopes_by_wd(pd.concat([table, other]))
+    assert list(by_wd) == [1.0, 5.0] and by_wd[5.0].estimate.value == pytest.approx(2.0)
+    assert "| 5 (not fitted) | 2.000 |" in va.slope_table(by_wd, [5.0])
+    one_rate = va.slope_measure(table[table.drop_path == 0.0], "coupling", "s")
+    assert one_rate.missing == "not run"
+
+
+def test_fit_check_leaves_out_a_weight_decay_that_does_not_fit():
+    """Medians 0.3, 0.4, 0.5 and 1.85 (grid median 0.45): 1.85 > 2 × 0.45, so WD 5 is out."""
+    table = pd.DataFrame({"weight_decay": np.repeat([0.1, 0.5, 1.0, 5.0], 2),
+                          "train_loss": [0.3, 0.3, 0.4, 0.4, 0.5, 0.5, 1.8, 1.9]})
+    fit = va.fit_check(table)
+    assert fit.grid_median == pytest.approx(0.45) and fit.not_fitted == [5.0]
+    assert list(fit.fitted(table).weight_decay.unique()) == [0.1, 0.5, 1.0]
+    assert "WD 5 (a weight decay is not fitted" in fit.sentence()
+    assert "2 × 0.45 = 0.90" in fit.sentence() and "WD 5: 1.85" in fit.sentence()
+    assert va.fit_check(table[table.weight_decay < 5]).not_fitted == []
+    with pytest.raises(LlmdynError, match="factor > 1"):
+        va.fit_check(table, factor=1.0)
 
 
 def test_trend_interval_over_vits_clears_zero_when_fits_tighten():
@@ -103,3 +142,22 @@ def test_seed_spread_table():
 def test_missing_columns_are_named():
     with pytest.raises(LlmdynError, match=r"lacks columns \['cell'\]"):
         va.check_cells(pd.DataFrame({"drop_path": [0.0], "test_accuracy": [0.5]}))
+
+
+def test_judged_r2_rows_state_their_rules_power_and_withheld_rows_do_not():
+    """A grid whose cells differ is judged, and each judged R² row says how often its own rule
+    would pass if the paper's R² were true and with no effect (few draws here: a smoke check)."""
+    from llmdyn.vision.claims import grid_claims
+
+    table = _grid(0.02, {0.0: 0.0, 0.3: 0.4}).assign(train_loss=0.4)
+    kw = dict(fits={}, fixed_weight_decay=1.0, n_images=3, seed=0, power_draws=10)
+    claims = {c.id: c for c in grid_claims(table, va.fit_check(table), va.check_cells(table),
+                                           "final_norm", **kw)}
+    r2 = claims["vit_r2_sd1"]
+    assert r2.verdict.grade in ("holds", "inconclusive", "does not hold")
+    assert "power of this rule at n = 12 ViTs (10 simulated grids, seed 0)" in r2.measure.detail
+    assert "if R² were the paper's 0.83" in r2.measure.detail
+    assert {"vit_sd_all", "vit_sd_fixed", "vit_sd_wd0_1", "vit_sd_wd5"} <= set(claims)
+    same = _grid(0.0, {0.0: 0.0, 0.3: 0.0}).assign(train_loss=0.4)
+    held = grid_claims(same, va.fit_check(same), va.check_cells(same), "final_norm", **kw)[0]
+    assert held.verdict.grade == "no verdict" and "power" not in held.measure.detail

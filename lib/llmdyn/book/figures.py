@@ -1,7 +1,8 @@
 """The book's figures on its pages: each shown figure written to files and captioned in place.
 
-What each figure regenerates is data (:mod:`llmdyn.data.figures`); this module turns the
-outputs that ``plots.show`` tagged in the executed chapters into files and MyST figures.
+What each figure is to the paper's figures (it regenerates one, stands in for one, or is a
+diagnostic beside one) is data (:mod:`llmdyn.data.figures`); this module turns the outputs
+that ``plots.show`` tagged in the executed chapters into files and MyST figures.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ def figure_myst(entry: BookFigure, stem: str, chapter: str, cell_id: str | None,
     base = f"figures/{chapter}/{stem}"
     cell = f"cell `{cell_id}`" if cell_id else "a cell"
     return (f":::{{figure}} {base}.png\n:name: fig-{stem}\n:alt: {entry.paper_text()}: "
-            f"{entry.caption}\n\n**{'Regenerates ' if entry.paper else ''}{entry.paper_text()}.** "
+            f"{entry.caption}\n\n**{entry.lead()}.** "
             f"{entry.caption} "
             f"Vector file: {{download}}`{stem}.svg <{base}.svg>`. Drawn by {cell} of "
             f"[`notebooks/{chapter}.ipynb`]({source_url}) (executed copy: "
@@ -39,7 +40,7 @@ def figure_html(entry: BookFigure, png_base64: str, cell_id: str | None, source_
     figure (``nb_mime_priority_overrides`` in ``_config.yml``).
     """
     cell = f" Drawn by cell <code>{html.escape(cell_id)}</code> of" if cell_id else " Drawn in"
-    paper = ("Regenerates " if entry.paper else "") + entry.paper_text()
+    paper = entry.lead()
     return (f'<figure><img src="data:image/png;base64,{png_base64}" '
             f'alt="{html.escape(paper)}"/><figcaption><strong>{html.escape(paper)}.</strong> '
             f'{html.escape(entry.caption)}{cell} <a href="{html.escape(source_url)}">'

@@ -9,8 +9,8 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
     submodules=["figures", "named", "packaged", "prompts", "squad"],
     submod_attrs={
-        "figures": ["DATA", "STATUSES", "PAPERS", "METADATA_KEY", "BookFigure", "PaperFigure",
-                    "book_figures", "paper_figures", "figure", "drawn_by"],
+        "figures": ["DATA", "STATUSES", "PAPERS", "KINDS", "METADATA_KEY", "BookFigure",
+                    "PaperFigure", "book_figures", "paper_figures", "figure", "drawn_by"],
         "named": ["Prompt", "NAMED_PROMPTS", "shorten_prompt"],
         "packaged": ["OFFLINE_FILES", "package_dir", "read_rows", "check_n"],
         "prompts": ["Source", "ALL_TASKS", "TASK_FORMATS", "COT_SUFFIX", "HUB_DATASETS",

@@ -3,7 +3,10 @@
 Two committed tables hold the facts; nothing about a figure is typed into a notebook or a page:
 
 - ``data/book_figures.csv``: one row per figure a chapter draws (``name``, ``chapter``,
-  ``paper`` as ``"A 3; A 20"``, ``caption`` in our own words).
+  ``paper`` as ``"A 3; A 20"``, ``kind``, ``caption`` in our own words). ``kind`` is one of
+  ``KINDS``: a figure *regenerates* the paper's figure (the same measurement drawn the same way),
+  is a *stand-in* for it (drawn on other models or data because the paper's do not load
+  offline), or is a *diagnostic* of ours beside it (or of no paper figure at all).
 - ``data/paper_figures.csv``: one row per figure of paper A and paper B (``paper``, ``figure``,
   ``subject``, ``status``, ``reason``). ``status`` is one of ``STATUSES``; every status but
   ``regenerated`` gives its reason, and the gallery prints it.
@@ -38,6 +41,7 @@ STATUSES = {
     "not reproduced": "not reproduced",
 }
 PAPERS = {"A": "Paper A", "B": "Paper B"}
+KINDS = ("regenerates", "stand-in", "diagnostic")  # what a book figure is to its paper figures
 METADATA_KEY = "llmdyn_figure"  # a shown figure's output metadata: {"name": ...}
 
 
@@ -47,8 +51,9 @@ class BookFigure:
 
     name: str  # unique across the book, e.g. "coupling-grid"; the page label is fig-<name>
     chapter: str  # notebook name, e.g. "05_depth_coupling"
-    paper: tuple[str, ...]  # paper figures it regenerates, e.g. ("A 3", "A 20"); () for none
+    paper: tuple[str, ...]  # paper figures it names, e.g. ("A 3", "A 20"); () for none
     caption: str  # what the figure shows, in our words
+    kind: str = "regenerates"  # one of KINDS; a figure that names no paper figure is a diagnostic
 
     @property
     def label(self) -> str:
@@ -64,6 +69,19 @@ class BookFigure:
             key, number = ref.split()
             by_paper.setdefault(key, []).append(f"Fig {number}")
         return "; ".join(f"{PAPERS[key]}, {' and '.join(figs)}" for key, figs in by_paper.items())
+
+    def lead(self) -> str:
+        """The caption's first words, by kind.
+
+        "Regenerates Paper A, Fig 3", "Stand-in for Paper A, Fig 8", "Diagnostic, beside
+        Paper A, Fig 1a" or "Diagnostic, not a figure of the papers".
+        """
+        if self.kind == "regenerates":
+            return f"Regenerates {self.paper_text()}"
+        if self.kind == "stand-in":
+            return f"Stand-in for {self.paper_text()}"
+        return f"Diagnostic, beside {self.paper_text()}" if self.paper else \
+            "Diagnostic, not a figure of the papers"
 
 
 @dataclass(frozen=True)
@@ -100,7 +118,12 @@ def book_figures(data: Path = DATA) -> dict[str, BookFigure]:
         if bad or row["name"] in out:
             raise LlmdynError(f"book_figures.csv row {row['name']!r}: names must be unique and "
                               f"paper figures look like 'A 3' or 'A 1c'; got {bad or 'a repeat'}")
-        out[row["name"]] = BookFigure(row["name"], row["chapter"], refs, row["caption"])
+        kind = row.get("kind", "")
+        if kind not in KINDS or (not refs and kind != "diagnostic"):
+            raise LlmdynError(f"book_figures.csv row {row['name']!r}: kind must be one of "
+                              f"{list(KINDS)} ('diagnostic' when it names no paper figure), "
+                              f"got {kind!r}")
+        out[row["name"]] = BookFigure(row["name"], row["chapter"], refs, row["caption"], kind)
     return out
 
 
@@ -128,6 +151,9 @@ def figure(name: str, data: Path = DATA) -> BookFigure:
 
 
 def drawn_by(paper_figure: PaperFigure, data: Path = DATA) -> list[BookFigure]:
-    """The book figures that regenerate one paper figure (panels count: "A 1c" draws A 1)."""
-    return [f for f in book_figures(data).values()
-            if any(re.fullmatch(rf"{paper_figure.key}[a-e]?", ref) for ref in f.paper)]
+    """The book figures that regenerate one paper figure or stand in for it.
+
+    Panels count ("A 1c" draws A 1); a diagnostic drawn beside it does not draw it.
+    """
+    return [f for f in book_figures(data).values() if f.kind != "diagnostic"
+            and any(re.fullmatch(rf"{paper_figure.key}[a-e]?", ref) for ref in f.paper)]

@@ -31,9 +31,9 @@ def render(fig: Figure) -> dict[str, str]:
 
 
 def caption_text(name: str) -> str:
-    """The plain caption: ``"Paper A, Fig 3: <what it shows>"``."""
+    """The plain caption: ``"Regenerates Paper A, Fig 3: <what it shows>"`` (its kind first)."""
     entry = figures.figure(name)
-    return f"{entry.paper_text()}: {entry.caption}"
+    return f"{entry.lead()}: {entry.caption}"
 
 
 def show(name: str, fig: Figure | None = None) -> None:

@@ -70,6 +70,21 @@ def loss_curves(series: Mapping[str, tuple[Sequence[float], Sequence[float]]], a
     return ax
 
 
+def reference_lines(ax: Axes, references: Mapping[str, float] | None) -> Axes:
+    """Horizontal lines at count models' losses (``{"unigram": nats, "bigram": nats}``).
+
+    A model above the unigram line has not yet learned its tokens' frequencies; one below the
+    bigram line uses more than the previous token (`llmdyn.training.baselines`). Nothing is
+    drawn for ``None`` (checkpoints whose corpus and tokenizer are not the suite's).
+    """
+    for (name, loss), style in zip((references or {}).items(), ("--", ":"), strict=False):
+        ax.axhline(loss, color="grey", linestyle=style, linewidth=1,
+                   label=f"{name} reference ({loss:.2f})")
+    if references:
+        ax.legend(fontsize=8)
+    return ax
+
+
 def against_depth(curves: Mapping[int, np.ndarray], depths: Sequence[int], ax: Axes, *,
                   ylabel: str, title: str, log_y: bool = False, cmap: str = "viridis") -> Axes:
     """One median-over-prompts curve per checkpoint against depth, coloured by training step.

@@ -67,11 +67,27 @@ class OneWayAnova:
         """Whether the cells differ by more than replicates do: p < ``alpha``."""
         return bool(self.p < alpha)
 
+    def ratio_text(self) -> str:
+        """θ̂ with its interval, saying so where F < 1 puts θ̂ below 0.
+
+        θ ≥ 0 by definition. A negative θ̂ = (F − 1) / n₀ means the cell means scatter less
+        than seeds alone would make them; it is shown as 0. When F is so small that even θ = 0
+        leaves it in the lower tail, the inverted interval is empty (both ends 0), and the text
+        says that instead of printing "[0.00, 0.00]".
+        """
+        if self.ratio >= 0:
+            return f"{self.ratio:.2f} [{self.ratio_lo:.2f}, {self.ratio_hi:.2f}]"
+        if self.ratio_hi > 0:
+            return (f"0 [0, {self.ratio_hi:.2f}] (F < 1: estimate (F − 1)/n₀ = "
+                    f"{self.ratio:.2f}, shown as 0)")
+        level = round(100 * self.level)
+        return (f"0 (F < 1: the cell means scatter less than seeds alone make likely, so no "
+                f"θ ≥ 0 fits at {level} %; estimate (F − 1)/n₀ = {self.ratio:.2f})")
+
     def summary(self) -> str:
         """One line: F, its degrees of freedom, p and the variance ratio with its interval."""
         return (f"F({self.df_between}, {self.df_within}) = {self.f:.2f}, p = {self.p:.2g}; "
-                f"cells/seeds variance ratio {self.ratio:.2f} [{self.ratio_lo:.2f}, "
-                f"{self.ratio_hi:.2f}]")
+                f"cells/seeds variance ratio {self.ratio_text()}")
 
 
 def _cells(values, cells) -> list[np.ndarray]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -12,7 +13,16 @@ from llmdyn import LlmdynError
 from llmdyn.claims.claim import Claim, Measure, above, at_least, below, slug, within
 from llmdyn.stats.regression import spearman
 from llmdyn.trace import LAST_POINTS, LastPoint
+from llmdyn.training import suite as suites
+from llmdyn.training.baselines import reference_losses
 from llmdyn.training.emergence import RunSeries, half_rise_step
+from llmdyn.training.persistence import (
+    LateTrendRule,
+    exact_fraction,
+    late_measure,
+    run_trend,
+    t_mean,
+)
 
 
 def suite_table(series: dict[str, RunSeries], root: str | Path | None = None) -> str:
@@ -36,6 +46,50 @@ def suite_table(series: dict[str, RunSeries], root: str | Path | None = None) ->
         lines.append(f"| {run} | {blocks} | {width} | {params} | {tokens} | {wall} | {speed} | "
                      f"{s.train_loss[-1]:.3f} | {s.heldout_loss[-1]:.3f} |")
     return "\n".join(lines)
+
+
+def suite_references(suite: str | Sequence[str], root: str | Path) -> dict[str, float] | None:
+    """Unigram and bigram reference losses of a named suite's held-out split, nats per token.
+
+    Both count models are fitted on the suite's training split with its own tokenizer
+    (`llmdyn.training.baselines.reference_losses`) and scored on the whole held-out split; the
+    runs' held-out loss is measured on a fixed set of sequences from the same split. None for
+    checkpoints given by path or hub id: their corpus and tokenizer are not the suite's.
+    """
+    if not isinstance(suite, str):
+        return None
+    spec = suites.get_suite(suite)
+    data = suites.prepare_data(spec, Path(root))
+    return reference_losses(data.train, data.heldout, spec.vocab_size)
+
+
+def _place(loss: float, refs: dict[str, float]) -> str:
+    if loss > refs["unigram"]:
+        return "above the unigram reference"
+    return "below the bigram reference" if loss < refs["bigram"] else "between the two"
+
+
+def reference_text(series: dict[str, RunSeries], refs: dict[str, float] | None) -> str:
+    """Where each run's loss sits between the references, at its half-way point and at the end.
+
+    The half-way loss (half of the drop from the first checkpoint to the last) is the loss at
+    which `emergence_timing` reads the loss's half-way step: when it lies near the unigram
+    reference, "coupling emerges with the loss" compares coupling with learning token
+    frequencies.
+    """
+    if not refs:
+        return "No reference losses: these checkpoints were not trained on the suite's corpus."
+    rows = [f"Reference losses on the held-out split (count models fitted on the training "
+            f"split, same tokenizer): unigram {refs['unigram']:.2f}, bigram "
+            f"{refs['bigram']:.2f} nats per token.", "",
+            "| run | loss at step 0 | half-way loss | final loss | final loss sits |",
+            "| --- | --- | --- | --- | --- |"]
+    for run, s in series.items():
+        first, last = s.heldout_loss[0], s.heldout_loss[-1]
+        half = (first + last) / 2
+        rows.append(f"| {run} | {first:.2f} | {half:.2f} ({_place(half, refs)}) | {last:.2f} | "
+                    f"{_place(last, refs)} |")
+    return "\n".join(rows)
 
 
 def _run_summary(root: str | Path | None, run: str) -> dict | None:
@@ -148,44 +202,90 @@ def _direction(est) -> str:
     return "order not resolved (interval covers 0)"
 
 
+def _lag(s: RunSeries) -> Measure:
+    """One run's lag with its interval over passages (within one network)."""
+    return Measure.of_rows(lambda x, loss=s.heldout_loss: timing_lag(x, loss), s.stack("share").T,
+                           quantity="coupling − loss half-way point (checkpoint intervals)",
+                           fmt=".2f")
+
+
 def timing_claims(series: dict[str, RunSeries], tolerance: float = 1.0) -> list[Claim]:
     """Per run: do coupling and loss reach half-way within ``tolerance`` checkpoint intervals?
 
-    One claim per run (the lag's interval is a bootstrap over prompts; the loss curve is on a
-    fixed evaluation set), then the count of runs that agree and the mean lag over runs with
-    its interval over runs (its sign is the direction). Rule per run: holds when the interval
-    of the lag lies within ±``tolerance``.
+    One claim per run (the lag's interval is a bootstrap over passages, an interval within one
+    network; the loss curve is on a fixed evaluation set), then the share of runs that agree,
+    with its exact binomial interval over runs. Rule per run: holds when the interval of the
+    lag lies within ±``tolerance``. Every id carries the tolerance (``..._tol0_5``,
+    ``..._tol1``), so each tolerance is its own row of the scorecard.
     """
     if not tolerance > 0:
         raise LlmdynError(f"tolerance must be > 0 checkpoint intervals, got {tolerance}")
-    claims, lags = [], []
+    claims, tag = [], f"tol{slug(f'{tolerance:g}')}"
     for run, s in series.items():
-        share = s.stack("share").T  # (prompt, ckpt)
+        m = _lag(s)
         half = emergence_timing({run: s})
-        m = Measure.of_rows(lambda x, loss=s.heldout_loss: timing_lag(x, loss), share,
-                            quantity="coupling − loss half-way point (checkpoint intervals)",
-                            fmt=".2f")
-        detail = (f"half-way at step {half.coupling_step[0]:.1f} (coupling) and "
-                  f"{half.loss_step[0]:.1f} (loss); {_direction(m.estimate)}")
-        claims.append(Claim(f"train_timing_{slug(run)}", "A", "§5.3", f"{run}: coupling and "
-                            f"the loss reach half-way within {tolerance:g} checkpoint "
+        detail = (f"within one network; half-way at step {half.coupling_step[0]:.1f} (coupling) "
+                  f"and {half.loss_step[0]:.1f} (loss); {_direction(m.estimate)}")
+        claims.append(Claim(f"train_timing_{slug(run)}_{tag}", "A", "§5.3", f"{run}: coupling "
+                            f"and the loss reach half-way within {tolerance:g} checkpoint "
                             "interval(s)", "“at similar training iterations”",
                             replace(m, detail=detail), within(0, tolerance)))
-        lags.append(m.estimate.value)
     agree = [c.verdict.grade == "holds" for c in claims]
-    first = sum(c.measure.estimate.hi < 0 for c in claims)
-    claims += [
-        Claim("train_timing_runs", "A", "§5.3", "Coupling emerges at similar training iterations "
-              "as performance, run by run", "similar iterations (Pythia 6.9B and 12B)",
-              Measure.fraction(agree, f"share of runs within ±{tolerance:g} interval(s)",
-                               fmt=".2f", detail=f"{sum(agree)} of {len(agree)} runs hold"),
-              at_least(0.5)),
-        Claim("train_timing_direction", "A", "§5.3 (ours)", "Coupling reaches half-way before "
-              "the loss does", "not stated (“similar iterations”)",
-              Measure.mean(lags, "lag, mean over runs (checkpoint intervals)", fmt=".2f",
-                           detail=f"{first} of {len(lags)} runs: coupling first by its "
-                           "interval over prompts"), below(0))]
+    claims.append(Claim(
+        f"train_timing_runs_{tag}", "A", "§5.3", "Coupling emerges at similar training "
+        f"iterations as performance, run by run (within ±{tolerance:g} interval)",
+        "similar iterations (Pythia 6.9B and 12B)",
+        exact_fraction(agree, f"share of runs within ±{tolerance:g} interval(s) (exact "
+                       "binomial interval over runs)", fmt=".2f",
+                       detail=f"{sum(agree)} of {len(agree)} runs hold"), at_least(0.5)))
     return claims
+
+
+def direction_claim(series: dict[str, RunSeries]) -> Claim:
+    """Coupling reaches half-way before the loss: the mean lag over runs, t interval, is < 0."""
+    lags = {run: _lag(s) for run, s in series.items()}
+    first = sum(m.estimate.hi < 0 for m in lags.values())
+    return Claim("train_timing_direction", "A", "§5.3 (ours)", "Coupling reaches half-way "
+                 "before the loss does", "not stated (“similar iterations”)",
+                 t_mean([m.estimate.value for m in lags.values()], "lag, mean over runs "
+                        "(checkpoint intervals; t interval over runs)", fmt=".2f",
+                        detail=f"{first} of {len(lags)} runs: coupling first by its interval "
+                        "within one network"), below(0))
+
+
+def seed_table(series: dict[str, RunSeries]) -> str:
+    """Markdown: the runs of one size that differ only in seed, side by side.
+
+    The spread between two seeds is the seed-to-seed spread that each run's own intervals
+    (within one network, over passages) cannot show. Sizes trained with one seed are skipped.
+    """
+    sizes: dict[str, list[str]] = {}
+    for run in series:
+        sizes.setdefault(run.rsplit("-seed", 1)[0], []).append(run)
+    pairs = {size: runs for size, runs in sizes.items() if len(runs) >= 2}
+    if not pairs:
+        return "No size was trained with more than one seed."
+    out = []
+    for size, runs in pairs.items():
+        rows = [f"| size {size} | " + " | ".join(runs) + " |", "|" + " --- |" * (len(runs) + 1)]
+        cells = {r: _seed_cells(series[r]) for r in runs}
+        for label in next(iter(cells.values())):
+            rows.append(f"| {label} | " + " | ".join(cells[r][label] for r in runs) + " |")
+        out.append("\n".join(rows))
+    return "\n\n".join(out)
+
+
+def _seed_cells(s: RunSeries) -> dict[str, str]:
+    t, lag = run_trend(s), _lag(s).estimate
+    late = t.late.estimate
+    return {"held-out loss, last checkpoint": f"{s.heldout_loss[-1]:.3f}",
+            "median diagonal share, last checkpoint": f"{t.last:.3f}",
+            "coupling peaks at step": f"{t.peak_step} ({t.peak:.3f})",
+            "Spearman ρ(step, coupling)": f"{t.rho:.2f}",
+            "second-half slope per doubling [within one network]":
+                f"{late.value:.4f} [{late.lo:.4f}, {late.hi:.4f}]",
+            "lag, checkpoint intervals [within one network]":
+                f"{lag.value:.2f} [{lag.lo:.2f}, {lag.hi:.2f}]"}
 
 
 def adjacent_over_distant(share_map: np.ndarray) -> np.ndarray:
@@ -206,9 +306,10 @@ def adjacent_over_distant(share_map: np.ndarray) -> np.ndarray:
 def locality_claims(series: dict[str, RunSeries]) -> list[Claim]:
     """Coupling concentrates on adjacent blocks (paper A Figs 1c–e), over runs of >= 3 blocks.
 
-    Per prompt, `adjacent_over_distant` is averaged over those runs at the first and the last
-    checkpoint. Two rules: at the end it is > 1 (neighbours couple more), and it grows from
-    the first checkpoint to the last (the concentration happens during training).
+    Per prompt, `adjacent_over_distant` is averaged over those runs at every checkpoint. Two
+    rules: at the end it is > 1 (neighbours couple more), and it concentrates during training
+    by the second-half rule (`llmdyn.training.persistence`): the last − first difference lies
+    above 0 and the ratio's second-half slope does not lie wholly below 0.
     """
     deep = {r: s for r, s in series.items() if s.n_layers >= 3}
     name = "adjacent/distant ratio of the diagonal share"
@@ -220,17 +321,32 @@ def locality_claims(series: dict[str, RunSeries]) -> list[Claim]:
                           ("train_local_grows", "Coupling concentrates on adjacent blocks "
                            "during training", above(0)))]
     endpoints(deep, ("share",))
-    first = np.mean([adjacent_over_distant(s.profiles[0].share_map) for s in deep.values()], 0)
-    last = np.mean([adjacent_over_distant(s.profiles[-1].share_map) for s in deep.values()], 0)
+    steps = next(iter(deep.values())).steps
+    if any(len(s.steps) != len(steps) or (s.steps != steps).any() for s in deep.values()):
+        raise LlmdynError(f"the runs of >= 3 blocks were saved at different steps: "
+                          f"{ {r: s.steps.tolist() for r, s in deep.items()} }")
+    ratio = np.mean([[adjacent_over_distant(p.share_map) for p in s.profiles]
+                     for s in deep.values()], 0).T  # (prompt, ckpt), mean over runs
+    first, last = ratio[:, 0], ratio[:, -1]
     runs = f"runs {', '.join(deep)} (>= 3 blocks); first checkpoint {first.mean():.2f}"
+    grows = Measure.difference(last, first, f"{name}, last − first checkpoint", fmt=".2f")
+    g = grows.estimate
+    rise = "met" if g.lo > 0 else "failed" if g.hi <= 0 else "unclear"
+    curve = ratio.mean(0)
+    top = int(np.argmax(curve))
+    late = late_measure(steps, ratio, f"second-half slope of the {name} per doubling of the "
+                        "step", reduce=np.mean, fmt=".3f",
+                        detail=f"{runs}; last − first {g.value:.2f} [{g.lo:.2f}, {g.hi:.2f}]; "
+                        f"peaks at step {steps[top]} ({curve[top]:.2f}), last {curve[-1]:.2f}")
     return [
         Claim("train_local_end", "A", "Figs 1c–e", "At the end of training adjacent blocks couple "
               "more than distant ones", "edges mostly between neighbouring blocks",
               Measure.mean(last, f"{name}, last checkpoint", fmt=".2f", detail=runs), above(1)),
         Claim("train_local_grows", "A", "Figs 1c–e", "Coupling concentrates on adjacent blocks "
-              "during training", "neighbour edges appear as training goes on",
-              Measure.difference(last, first, f"{name}, last − first checkpoint", fmt=".2f",
-                                 detail=runs), above(0))]
+              "during training", "neighbour edges appear as training goes on", late,
+              LateTrendRule(rise=rise, rise_rule="the last − first difference of the ratio "
+                            "lies above 0 (95 % interval over passages)",
+                            rise_text=f"last − first {g.value:.2f} [{g.lo:.2f}, {g.hi:.2f}]"))]
 
 
 def ends_table(series: dict[str, RunSeries]) -> str:

@@ -9,8 +9,10 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
     submodules=["analysis", "claims", "coupling", "images", "suite", "vit"],
     submod_attrs={
-        "analysis": ["COUPLING_COLUMNS", "CellCheck", "check_cells", "seed_spread", "signed_r2",
-                     "r2_by_sd", "r2_trend", "coupling_slope", "over_vits", "withheld"],
+        "analysis": ["COUPLING_COLUMNS", "NOT_FITTED_FACTOR", "FitCheck", "fit_check",
+                     "CellCheck", "check_cells", "seed_spread", "signed_r2", "r2_by_sd",
+                     "r2_trend", "slope_measure", "slopes_by_wd", "slope_table", "over_vits",
+                     "withheld"],
         "claims": ["PAPER_R2", "MIN_R2", "grid_claims"],
         "coupling": ["CLS", "counted_blocks", "both_endpoints", "cls_jacobians", "image_coupling",
                      "GridCoupling", "heldout_images", "measure_grid", "trained_and_untrained",
