@@ -107,17 +107,15 @@ def test_timing_claims_judge_each_run_and_count():
     assert "coupling first (interval below 0)" in lead.measure.detail
     share = claims["train_timing_runs_tol1"].measure
     assert share.estimate.value == 0.5 and "1 of 2 runs hold" in share.detail
-    # 1 of 2 by the exact binomial interval: Clopper–Pearson [0.0126, 0.9874]
-    assert (share.estimate.lo, share.estimate.hi) == pytest.approx((0.01258, 0.98742), abs=1e-4)
+    # 2 runs are below the smallest n whose coverage was tested (4): shown, not judged
+    assert not share.estimate.has_interval and share.missing == "no verdict"
     half = {c.id for c in timing_claims(runs, tolerance=0.5)}
     assert "train_timing_lead_tol0_5" in half and "train_timing_runs_tol0_5" in half
     direction = direction_claim(runs)
     assert "1 of 2 runs: coupling first" in direction.measure.detail
     lags = [claims[f"train_timing_{r}_tol1"].measure.estimate.value for r in ("lead", "same")]
-    t = 12.706204736174707  # t_{0.975, 1}
-    half_width = t * np.std(lags, ddof=1) / np.sqrt(2)
-    assert (direction.measure.estimate.lo, direction.measure.estimate.hi) == pytest.approx(
-        (np.mean(lags) - half_width, np.mean(lags) + half_width))
+    assert direction.measure.estimate.value == pytest.approx(np.mean(lags))
+    assert direction.verdict.grade == "no verdict"  # a mean over 2 runs: not judged
     with pytest.raises(LlmdynError, match="tolerance"):
         timing_claims(runs, tolerance=0)
 

@@ -36,8 +36,8 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
                   "matmul_params", "run_config", "train_run", "train_suite", "heldout_prompts",
                   "add_parser", "run_cli"],
         "summary": ["suite_table", "EmergenceTiming", "emergence_timing", "endpoints"],
-        "persistence": ["MIN_RHO", "second_half", "late_slope", "late_measure", "t_mean",
-                        "exact_fraction", "LateTrendRule", "RunTrend", "run_trend",
+        "persistence": ["MIN_RHO", "second_half", "late_slope", "late_measure",
+                        "LateTrendRule", "RunTrend", "run_trend",
                         "persistence_claim", "trend_table", "peak_sentence"],
     },
 )

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 from llmdyn import LlmdynError
 from llmdyn.claims.claim import Claim, Grade, Measure, Op, Rule
@@ -74,33 +73,14 @@ def late_measure(steps: Sequence[int], values: np.ndarray, quantity: str, *,
     """
     steps = np.asarray(steps)
     second_half(steps)  # checks before the bootstrap
+    if reduce is np.mean:
+        # The OLS slope is linear in the curve, so the slope of the mean curve is the mean of
+        # the passages' slopes: a mean over passages, with the interval the coverage table
+        # gives a mean (the median curve has no such identity and is resampled as a whole).
+        slopes = [late_slope(steps, row) for row in np.asarray(values, float)]
+        return Measure.mean(slopes, quantity, seed=seed, **kw)
     return Measure.of_rows(lambda x: late_slope(steps, reduce(x, 0)), np.asarray(values),
                            quantity=quantity, seed=seed, **kw)
-
-
-def t_mean(values: Sequence[float], quantity: str, **kw) -> Measure:
-    """Mean over a few independent units (runs) with its Student-t interval, n − 1 df.
-
-    mean ± t_{(1 + level)/2, n − 1} · s / √n; exact coverage for normal values, and what the
-    book uses at n ≤ 5 units in place of a percentile bootstrap.
-    """
-    x = np.asarray(values, float)
-    if x.size < 2 or not np.isfinite(x).all():
-        return Measure.single(float(np.mean(x)) if x.size else math.nan, quantity, n=x.size, **kw)
-    mean, sem = float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size))
-    lo, hi = ((mean, mean) if sem == 0 else
-              scipy_stats.t.interval(LEVEL, x.size - 1, loc=mean, scale=sem))
-    return Measure(quantity, Estimate(mean, float(lo), float(hi), int(x.size)), **kw)
-
-
-def exact_fraction(passed: Sequence[bool], quantity: str, **kw) -> Measure:
-    """Share of units that pass, with the exact (Clopper–Pearson) binomial interval."""
-    passed = np.asarray(passed, bool)
-    if not passed.size:
-        return Measure.not_run(quantity, "no units to count")
-    ci = scipy_stats.binomtest(int(passed.sum()), passed.size).proportion_ci(LEVEL, "exact")
-    return Measure(quantity, Estimate(float(passed.mean()), float(ci.low), float(ci.high),
-                                      int(passed.size)), **kw)
 
 
 @dataclass(frozen=True)
@@ -182,7 +162,7 @@ def persistence_claim(series: dict[str, RunSeries], seed: int = 0) -> Claim:
     rho = float(np.mean([t.rho for t in trends.values()]))
     detail = "; ".join(f"{run}: ρ {t.rho:.2f}, peak at step {t.peak_step}, slope "
                        f"{t.late.estimate.value:.4f}" for run, t in trends.items())
-    measure = t_mean([t.late.estimate.value for t in trends.values()],
+    measure = Measure.mean([t.late.estimate.value for t in trends.values()],
                      "second-half slope of the median diagonal share per doubling of the "
                      "step, mean over runs (t interval over runs)", fmt=".4f", detail=detail)
     rule = LateTrendRule(rise="met" if rho >= MIN_RHO else "unclear",

@@ -18,10 +18,8 @@ from llmdyn.training.baselines import reference_losses
 from llmdyn.training.emergence import RunSeries, half_rise_step
 from llmdyn.training.persistence import (
     LateTrendRule,
-    exact_fraction,
     late_measure,
     run_trend,
-    t_mean,
 )
 
 
@@ -235,7 +233,7 @@ def timing_claims(series: dict[str, RunSeries], tolerance: float = 1.0) -> list[
         f"train_timing_runs_{tag}", "A", "§5.3", "Coupling emerges at similar training "
         f"iterations as performance, run by run (within ±{tolerance:g} interval)",
         "similar iterations (Pythia 6.9B and 12B)",
-        exact_fraction(agree, f"share of runs within ±{tolerance:g} interval(s) (exact "
+        Measure.fraction(agree, f"share of runs within ±{tolerance:g} interval(s) (exact "
                        "binomial interval over runs)", fmt=".2f",
                        detail=f"{sum(agree)} of {len(agree)} runs hold"), at_least(0.5)))
     return claims
@@ -247,7 +245,7 @@ def direction_claim(series: dict[str, RunSeries]) -> Claim:
     first = sum(m.estimate.hi < 0 for m in lags.values())
     return Claim("train_timing_direction", "A", "§5.3 (ours)", "Coupling reaches half-way "
                  "before the loss does", "not stated (“similar iterations”)",
-                 t_mean([m.estimate.value for m in lags.values()], "lag, mean over runs "
+                 Measure.mean([m.estimate.value for m in lags.values()], "lag, mean over runs "
                         "(checkpoint intervals; t interval over runs)", fmt=".2f",
                         detail=f"{first} of {len(lags)} runs: coupling first by its interval "
                         "within one network"), below(0))
