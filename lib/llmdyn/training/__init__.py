@@ -7,9 +7,11 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["checkpoints", "corpus", "emergence", "generalization", "lm_task", "loop",
-                "population", "schedule", "suite", "summary"],
+    submodules=["baselines", "checkpoints", "corpus", "emergence", "generalization", "lm_task",
+                "loop", "population", "schedule", "suite", "summary"],
     submod_attrs={
+        "baselines": ["DEV_FRACTION", "CountModels", "fit_counts", "choose_weight",
+                      "cross_entropies", "reference_losses"],
         "checkpoints": ["PYTHIA_TOKENS_PER_STEP", "Checkpoint", "suite_checkpoints", "by_run"],
         "corpus": ["EOS", "NpmSource", "NPM_SOURCES", "NPM_NAMES", "Document", "Split",
                    "npm_dir", "fetch_npm", "load_documents", "split_documents", "corpus_digest",
