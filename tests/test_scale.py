@@ -15,6 +15,15 @@ def test_position_counts_split_the_models_at_the_two_references():
     assert got == {"below bigram": 1, "between": 2, "above unigram": 2}
 
 
+def test_level_sentence_names_where_most_models_sit():
+    counts = {"heldout_loss": {"below bigram": 1, "between": 20, "above unigram": 6},
+              "ood_loss": {"below bigram": 0, "between": 2, "above unigram": 25}}
+    text = scale.level_sentence(counts, {"heldout_loss": "held-out loss", "ood_loss": "OOD"})
+    assert text == ("by the held-out loss, 20 of 27 models have learned the token frequencies "
+                    "but less than what the previous token tells; by the OOD, 25 of 27 models "
+                    "have not yet learned even the token frequencies")
+
+
 def _frame(per_doubling=-0.2):
     """Held-out loss = 5 + per_doubling·log2(tokens) − 0.1·log2(params / 1000), exactly."""
     rows = []

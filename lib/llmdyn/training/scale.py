@@ -52,6 +52,22 @@ def position_counts(losses, reference: Mapping[str, float]) -> dict[str, int]:
             "above unigram": above}
 
 
+LEVELS = {"above unigram": "have not yet learned even the token frequencies",
+          "between": "have learned the token frequencies but less than what the previous token "
+                     "tells",
+          "below bigram": "use more than the previous token"}
+
+
+def level_sentence(counts: Mapping[str, Mapping[str, int]], labels: Mapping[str, str]) -> str:
+    """Where most models sit, per loss: e.g. "by the held-out loss, 20 of 27 have learned ..."."""
+    parts = []
+    for column, c in counts.items():
+        most = max(c, key=c.get)
+        parts.append(f"by the {labels[column]}, {c[most]} of {sum(c.values())} models "
+                     f"{LEVELS[most]}")
+    return "; ".join(parts)
+
+
 def position_markdown(frame: pd.DataFrame, references: Mapping[str, Mapping[str, float]],
                       labels: Mapping[str, str]) -> str:
     """One row per loss: the two references, the models' range, and where the models sit."""
@@ -204,6 +220,7 @@ def coefficient_rows(frame: pd.DataFrame, measures: Mapping[str, str],
     return "\n".join(lines)
 
 
-__all__ = ["REFERENCE_SETS", "MARGIN", "population_references", "position_counts",
+__all__ = ["REFERENCE_SETS", "MARGIN", "LEVELS", "level_sentence", "population_references",
+           "position_counts",
            "position_markdown", "VerdictPower", "verdict_power", "BigramCost", "bigram_cost",
            "coefficient_rows"]
