@@ -10,7 +10,7 @@ import pytest
 
 from llmdyn import LlmdynError, stats
 from llmdyn.coupling.depth import DepthCoupling
-from llmdyn.training import corpus, population, suite
+from llmdyn.training import baselines, corpus, population, scale, suite
 from llmdyn.training.checkpoints import Checkpoint, suite_checkpoints
 from tests.helpers import write_corpus
 
@@ -175,6 +175,16 @@ def test_data_budget_repeats_a_prefix_of_the_training_windows(trained, corpus_di
                for s in range(2 * len(half.train_seqs) // spec.batch_size))  # epochs repeat it
     with pytest.raises(LlmdynError, match="data_fraction 0.001 keeps"):
         suite.LanguageModelTask(data, spec, seed=0, data_fraction=0.001)
+
+
+def test_population_references_score_the_suites_own_streams(trained, corpus_dir):
+    root, spec, _ = trained
+    refs = scale.population_references(spec, root, corpus_dir)
+    data = suite.prepare_data(spec, root, corpus_dir)
+    assert set(refs) == {"heldout_loss", "ood_loss"}
+    assert refs["ood_loss"] == baselines.reference_losses(data.train, data.ood, spec.vocab_size)
+    for ref in refs.values():  # a fitted unigram beats the uniform ln V on text of its language
+        assert 0 < ref["bigram"] and 0 < ref["unigram"] < np.log(spec.vocab_size)
 
 
 def test_finals_refuse_an_untrained_model():

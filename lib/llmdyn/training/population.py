@@ -29,6 +29,10 @@ from llmdyn.training.checkpoints import Checkpoint, by_run
 MEASURES = {"ood_loss": "OOD loss (Moby-Dick)", "heldout_loss": "held-out loss",
             "gap": "gap (held-out − train)"}
 SIZE_AND_SHAPE = ("log params", "depth", "width", "log tokens")  # Fig 35's rivals, and tokens
+# The rest of the design: data budget (log of the fraction of the training split) and the two
+# regularisers. Log epochs = log tokens − log data − log(train tokens): collinear with the two,
+# so it never enters a regression beside them.
+BUDGET_AND_REGULARISATION = ("log data", "weight decay", "dropout")
 
 
 def coupling_scores(couplings: Sequence[DepthCoupling]) -> dict[str, float]:
@@ -101,6 +105,8 @@ def population_frame(checkpoints: Sequence[Checkpoint], runs: Mapping[str, objec
             **{f"coupling_share_k{kk}": s["share"] for kk, s in by_k.items()}})
     frame = pd.DataFrame(rows)
     frame["log params"], frame["log tokens"] = np.log(frame.params), np.log(frame.tokens)
+    frame["log data"], frame["log epochs"] = np.log(frame.data_fraction), np.log(frame.epochs)
+    frame["weight decay"] = frame.weight_decay
     return frame
 
 

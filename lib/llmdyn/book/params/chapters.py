@@ -304,10 +304,13 @@ class GeneralizationParams(ChapterParams):
     sweep_root: str = "results/measure"  # where their result files are
     sweep_n_per_task: int = 200  # prompts per task the sweep files were measured with (paper)
     out_dir: str = "results/generalization"  # the per-checkpoint table is written here
+    power_draws: int = 500  # simulated populations per scenario for each verdict rule's power
 
     def __post_init__(self) -> None:
         """Check types, then values."""
         super().__post_init__()
+        if self.power_draws < 10:
+            raise LlmdynError(f"power_draws must be >= 10, got {self.power_draws}")
         if self.k < 2 or self.n_prompts < 2 or self.prompt_chars < 20:
             raise LlmdynError(f"need k >= 2, n_prompts >= 2 and prompt_chars >= 20, got "
                               f"{self.k}, {self.n_prompts}, {self.prompt_chars}")
