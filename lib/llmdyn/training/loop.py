@@ -36,7 +36,7 @@ from safetensors.torch import load_file, save_file  # no pickle anywhere
 from tqdm.auto import tqdm
 
 from llmdyn import LlmdynError
-from llmdyn.core.store import apply_umask, atomic_write, writer_alive
+from llmdyn.core.store import apply_umask, apply_umask_tree, atomic_write, writer_alive
 from llmdyn.models.files import sha256_of
 from llmdyn.training.schedule import Schedule, check_steps
 
@@ -159,6 +159,7 @@ def _save_checkpoint(run_dir: Path, step: int, model, task: TrainTask, opt, *,
                **task.evaluate(model), "weights_sha256": sha256_of(tmp / WEIGHTS)}
     _write_json(tmp / METRICS, metrics)
     save_file(_optimizer_state(opt), tmp / OPTIMIZER)
+    apply_umask_tree(tmp)  # safetensors writes 0600: the weights follow the umask too
     _replace_dir(tmp, final)  # a checkpoint is either whole or absent
     for older in run_dir.glob(f"step*/{OPTIMIZER}"):  # resume state: newest checkpoint only
         if older.parent != final:
