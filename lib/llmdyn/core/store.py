@@ -52,7 +52,7 @@ _PRESENTATION = ("cli.py", "__main__.py", "claims/claim.py", "claims/render.py",
                  "stats/bootstrap.py", "phases/curves.py", "data/figures.py",
                  "training/summary.py", "training/generalization.py", "training/suite.py",
                  "training/loop.py", "training/schedule.py", "training/corpus.py",
-                 "training/checkpoints.py",
+                 "training/checkpoints.py", "training/run_files.py",
                  "sweep/join.py", "sweep/measure.py")
 _CODE_HASH: str | None = None
 
