@@ -31,6 +31,7 @@ from llmdyn.core.store import (
     versions,
 )
 from llmdyn.data.prompts import ALL_TASKS, sample_leaderboard
+from llmdyn.sweep.consistency import check_consistent
 
 FORMAT = "llmdyn.coupling.depth-measurement/1"  # bump when the file's schema changes
 
@@ -230,7 +231,9 @@ def read_result(path: str | os.PathLike) -> CouplingResult:
     """Read one result file written by :func:`write_result`.
 
     Raises:
-        LlmdynError: missing file, not JSON, or another format.
+        LlmdynError: missing file, not JSON, another format, or a file that disagrees with
+            itself (:func:`llmdyn.sweep.consistency.check_consistent`: an aggregate that is
+            not the mean of its prompts, a prompt count other than its parameters', "NaN").
     """
     path = Path(path)
     try:
@@ -247,6 +250,7 @@ def read_result(path: str | os.PathLike) -> CouplingResult:
                           "its measurement with this version of llmdyn")
     try:
         agg = raw["aggregate"]
+        check_consistent(path, raw, raw["params"], raw["prompts"])  # against its own prompts
         return CouplingResult(
             path=path, model=raw["model"], params=raw["params"],
             coupling_mis=float(agg["coupling_mis"]), coupling_share=float(agg["coupling_share"]),
@@ -256,6 +260,8 @@ def read_result(path: str | os.PathLike) -> CouplingResult:
             prompt_share=np.array([p["coupling_share"] for p in raw["prompts"]],
                                   dtype=np.float64),
             versions=raw.get("versions", {}))
+    except LlmdynError:  # a ValueError too: keep the consistency check's own message
+        raise
     except KeyError as err:
         raise LlmdynError(f"result file {path} lacks {err.args[0]!r} (incomplete or edited by "
                           "hand); rerun its measurement: `llmdyn measure coupling --model "
