@@ -115,12 +115,10 @@ def train(model: torch.nn.Module, task: TrainTask, run_dir: Path, *, schedule: S
     run_dir = _prepare(Path(run_dir), config)
     bad = _unverified(run_dir, steps)  # finished only when every promised checkpoint verifies
     record = {"config": config, **(facts or {})}
-    if (run_dir / "run.json").exists() and not bad:
-        done = _finished(run_dir)
-        if done is not None:
-            return done
-        wall = float(read_metrics(run_dir / f"step{steps[-1]}")["wall_s"])  # every one verifies
-        return _finish(run_dir, steps, wall, task.tokens_per_step * schedule.steps, record)
+    if (run_dir / "run.json").exists() and not bad:  # every checkpoint verifies
+        return _finished(run_dir) or _finish(
+            run_dir, steps, float(read_metrics(run_dir / f"step{steps[-1]}")["wall_s"]),
+            task.tokens_per_step * schedule.steps, record)
     opt = torch.optim.AdamW(model.parameters(), lr=schedule.lr, betas=schedule.betas,
                             weight_decay=schedule.weight_decay)
     start, wall = _resume(run_dir, model, task, opt, steps, bad)
