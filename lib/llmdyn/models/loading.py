@@ -19,7 +19,6 @@ from llmdyn.core.checks import torch_device
 from llmdyn.core.store import ResultStore
 from llmdyn.models.architectures import ARCHITECTURES, TINY_CONFIGS, Architecture
 from llmdyn.models.files import NEEDS, check_model_dir, dir_digest, local_key, looks_like_path
-from llmdyn.models.hub import check_hub
 from llmdyn.models.packaged import PACKAGED, local_gguf, packaged_safetensors
 from llmdyn.models.pretrained import load_pretrained
 from llmdyn.models.tokenizers import byte_tokenizer
@@ -232,7 +231,6 @@ def _read(spec: str, untrained: bool, seed: int) -> tuple[Any, Any, Any, dict[st
             raise LlmdynError(f"model {spec!r}: directory {Path(spec).resolve()} does not "
                               f"exist; {NEEDS}.")
         repo, _, wanted = spec.partition("@")  # owner/name@revision, e.g. Pythia's step1000
-        check_hub(spec, repo, wanted or None)  # offline: one sentence now, not 30 s of retries
         hf, tokenizer, config = load_pretrained(repo, spec, revision=wanted or None,
                                                 weights=not untrained)
         revision = getattr(config, "_commit_hash", None)

@@ -17,6 +17,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 from llmdyn import LlmdynError
 from llmdyn.models.architectures import ARCHITECTURES
 from llmdyn.models.files import NEEDS
+from llmdyn.models.hub import check_hub
 from llmdyn.models.quiet import quiet_transformers
 
 __all__ = ["check_depth", "load_pretrained"]
@@ -27,8 +28,12 @@ def load_pretrained(path_or_id: str, spec: str, revision: str | None = None, *,
     """(model or None without ``weights``, tokenizer, config) of a checkpoint."""
     # Never trust_remote_code; safetensors only (no pickle checkpoints); eager attention
     # because forward-mode AD and vmapped backward do not work well through CPU SDPA.
+    local = Path(path_or_id).is_dir()
+    if not local:  # a hub id offline: one sentence now, not 30 s of retries
+        check_hub(spec, path_or_id, revision)
+    report: list[logging.LogRecord] = []
     try:
-        if Path(path_or_id).is_dir():  # before any weight is read: a lying config is refused
+        if local:  # before any weight is read: a lying config is refused
             check_depth(Path(path_or_id), spec)
         with quiet_transformers(), _held_load_report() as report:  # no "Loading weights" bar
             hf = AutoModelForCausalLM.from_pretrained(
@@ -46,7 +51,7 @@ def load_pretrained(path_or_id: str, spec: str, revision: str | None = None, *,
     except LlmdynError:
         raise
     except (OSError, ValueError, RuntimeError) as err:
-        if not Path(path_or_id).is_dir():
+        if not local:
             raise  # a hub id: transformers' own message
         raise _local_load_error(spec, Path(path_or_id), err, report) from None
     for record in report:  # loaded after all: show transformers' report (missing keys, …)
