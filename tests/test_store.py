@@ -1,12 +1,14 @@
+import errno
 import json
 import os
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from llmdyn import LlmdynError
-from llmdyn.core.store import ResultStore, params_hash, safe_name
+from llmdyn.core.store import ResultStore, params_hash, safe_name, temp_prefix, writer_state
 
 PARAMS = {"layers": (0, 1, 2), "k": 8, "scale": np.float32(0.5), "mode": "exact"}
 
@@ -294,10 +296,58 @@ def test_stale_temp_files_of_a_killed_writer_are_swept_on_open(store, tmp_path):
     fresh = folder / ".p2.npz.def.tmp"  # a concurrent writer's file: keep it
     stale.write_bytes(b"x" * 4096)
     fresh.write_bytes(b"x")
-    old = os.stat(stale).st_mtime - 3600
+    old = os.stat(stale).st_mtime - 7 * 3600  # of unknown naming: judged by age (6 hours)
     os.utime(stale, (old, old))
     ResultStore("google/gemma-3-270m", root=tmp_path)
     assert not stale.exists() and fresh.exists()
+
+
+def test_live_writers_file_is_kept_whatever_its_age(store, tmp_path):
+    """Clock skew of 15 minutes or more made the sweep delete a live writer's file (#31, 8)."""
+    store.save("jac", PARAMS, "p0", {"value": np.zeros(3)})
+    folder = store.path("jac", PARAMS, "p0").parent
+    live = folder / f"{temp_prefix('p1.npz')}abc123.tmp"  # this process: alive
+    elsewhere = folder / ".p2.npz.@otherhost.1-abc123.tmp"  # another machine's writer
+    gone = folder / ".p3.npz.@otherhost.1-def456.tmp"  # another machine's, a day old
+    for path in (live, elsewhere, gone):
+        path.write_bytes(b"x")
+    for path, age in ((live, 3600), (elsewhere, 20 * 60), (gone, 24 * 3600)):
+        then = time.time() - age  # the disk's clock 1 hour (20 minutes, a day) behind
+        os.utime(path, (then, then))
+    assert writer_state(live.name) == "alive" and writer_state(gone.name) == "unknown"
+    ResultStore("google/gemma-3-270m", root=tmp_path)
+    assert live.exists() and elsewhere.exists() and not gone.exists()
+    assert store.load("jac", PARAMS, "p0") is not None  # the finished result is untouched
+
+
+@pytest.mark.parametrize("kind", ["dangling", "loop"])
+def test_broken_results_symlink_is_one_sentence(tmp_path, monkeypatch, kind):
+    link = tmp_path / "results"
+    link.symlink_to(tmp_path / ("nowhere" if kind == "dangling" else "results"))
+    monkeypatch.setenv("LLMDYN_RESULTS", str(link))
+    want = "points to .*nowhere.*does not exist" if kind == "dangling" else "loops"
+    with pytest.raises(LlmdynError, match=f"LLMDYN_RESULTS=.*symbolic link {want}.*point "
+                                          "LLMDYN_RESULTS at a directory"):
+        ResultStore("m")
+
+
+@pytest.mark.parametrize("code, why", [(errno.ENOSPC, "no space left on the device"),
+                                       (errno.EROFS, "the file system is read-only")])
+def test_full_disk_or_read_only_store_is_one_sentence(store, monkeypatch, code, why):
+    store.save("jac", PARAMS, "p0", {"value": np.arange(3.0)})
+    before = store.path("jac", PARAMS, "p0").read_bytes()
+
+    def refused(fd):
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(os, "fsync", refused)
+    with pytest.raises(LlmdynError, match=f"results cache .*: cannot write .*: {why}; free "
+                                          "space or write elsewhere.*LLMDYN_RESULTS"):
+        store.save("jac", PARAMS, "p1", {"value": np.zeros(3)})
+    monkeypatch.undo()
+    folder = store.path("jac", PARAMS, "p0").parent
+    assert not list(folder.glob(".*.tmp"))  # nothing left that fills the disk
+    assert store.path("jac", PARAMS, "p0").read_bytes() == before  # finished result kept
 
 
 def test_temp_file_of_a_killed_writer_is_swept_at_once(store, tmp_path):

@@ -5,7 +5,7 @@ import pytest
 
 from llmdyn import LlmdynError
 from llmdyn.sweep.join import check_regression, leaderboard, leaderboard_score, sweep_table
-from llmdyn.sweep.measure import FORMAT, MeasureParams, result_path
+from llmdyn.sweep.measure import FORMAT, MeasureParams, read_results, result_path
 
 PARAMS = MeasureParams(k=4, n_per_task=1, tasks=("gsm8k",), max_chars=40)
 MODELS = ["EleutherAI/pythia-70m-deduped", "EleutherAI/pythia-160m-deduped",
@@ -65,3 +65,50 @@ def test_regression_refuses_meaningless_fits():
         check_regression([0.5, 0.5, 0.5], [1, 2, 3], x_name="coupling")
     with pytest.raises(LlmdynError, match="score is constant"):
         check_regression([1, 2, 3], [0.4, 0.4, 0.4], y_name="score")
+
+
+def _edited(root, change):
+    """A consistent result file of 2 tasks × 2 prompts, then ``change(raw)`` applied to it."""
+    params = MeasureParams(k=4, n_per_task=2, tasks=("gsm8k", "arc_challenge"), max_chars=40)
+    mis = {"gsm8k/1": 0.8, "gsm8k/2": 0.86, "arc_challenge/1": 0.82, "arc_challenge/2": 0.84}
+    prompts = [{"id": i, "task": i.split("/")[0], "coupling_mis": m, "coupling_share": 1 - m}
+               for i, m in mis.items()]
+    per_task = {t: {"coupling_mis": float(np.mean([m for i, m in mis.items() if i.startswith(t)])),
+                    "coupling_share": float(np.mean([1 - m for i, m in mis.items()
+                                                     if i.startswith(t)]))}
+                for t in params.tasks}
+    raw = {"format": FORMAT, "model": {"name": MODELS[0], "key": "m"}, "params": params.as_dict(),
+           "versions": {}, "prompts": prompts,
+           "aggregate": {"coupling_mis": 0.83, "coupling_share": 0.17, "coupling_authors": 0.9,
+                         "per_task": per_task}}
+    change(raw)
+    path = root / "r.json"
+    path.write_text(json.dumps(raw))
+    return path, params
+
+
+def _set_aggregate(value):
+    return lambda raw: raw["aggregate"].__setitem__("coupling_mis", value)
+
+
+@pytest.mark.parametrize("change, match", [
+    (_set_aggregate(0.1), r"aggregate coupling_mis is 0.1, but the mean of its 4 per-prompt "
+                          r"values is 0.83"),
+    (lambda raw: raw["aggregate"]["per_task"]["gsm8k"].__setitem__("coupling_share", 0.5),
+     r"aggregate coupling_share for gsm8k is 0.5, but the mean of its 2"),
+    (lambda raw: raw.__setitem__("prompts", raw["prompts"][:3]),
+     r"holds 3 prompts .* but its parameters ask for 2 from each of .* \(4\)"),
+    (lambda raw: raw["prompts"][1].__setitem__("coupling_mis", "NaN"),
+     r"1 of 4 values of coupling_mis of every prompt are NaN or infinite"),
+    (_set_aggregate("NaN"), r"values of the aggregate coupling_mis of every prompt are NaN"),
+    (lambda raw: raw["prompts"][1].__setitem__("id", "gsm8k/1"), r"lists a prompt twice"),
+])
+def test_read_results_checks_each_file_against_its_own_prompts(tmp_path, change, match):
+    # The probe: an aggregate of 0.1 over per-prompt values averaging 0.83, a file with 3 of its
+    # prompts and "NaN" were all accepted by chapter 09's join.
+    path, params = _edited(tmp_path, lambda raw: None)
+    assert read_results([path], params)[0].coupling_mis == 0.83  # the honest file reads
+    path, params = _edited(tmp_path, change)
+    with pytest.raises(LlmdynError, match=match + r".*rerun its measurement: `llmdyn measure "
+                                                  r"coupling --model EleutherAI/pythia-70m"):
+        read_results([path], params)

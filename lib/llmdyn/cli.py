@@ -14,6 +14,8 @@ from typing import Any
 
 from llmdyn import LlmdynError
 from llmdyn.book import build, lab, workflow
+from llmdyn.core.failures import os_error_message
+from llmdyn.core.streams import safe_streams
 from llmdyn.sweep import measure
 from llmdyn.training import suite
 from llmdyn.vision import suite as vit_suite
@@ -103,8 +105,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     A refused input (`LlmdynError`) of any subcommand prints one line,
     ``llmdyn <command>: error: <message>``, on stderr and returns 2, as argparse does for a
-    bad option; other exceptions are bugs and keep their traceback.
+    bad option. A refusal of the operating system (a full disk, a read-only store, a symlink
+    loop) prints one line saying what to change and returns 1; other exceptions are bugs and
+    keep their traceback. stdout and stderr write any character under any locale.
     """
+    safe_streams()  # a print after a finished result must never fail the job (issue 31, 2)
     args = build_parser().parse_args(argv)
     commands = {
         "lab": lambda: lab.run_cli(args),
@@ -123,3 +128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LlmdynError as err:  # a refused input: one message, no traceback
         print(f"llmdyn {name}: error: {err}", file=sys.stderr)
         return 2
+    except OSError as err:
+        message = os_error_message(err)
+        if message is None:
+            raise
+        print(f"llmdyn {name}: error: {message}", file=sys.stderr)
+        return 1

@@ -7,7 +7,7 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["checks", "masked", "store"],
+    submodules=["atomic", "checks", "failures", "masked", "store", "streams"],
     submod_attrs={
         "checks": ["prompt_texts", "is_int", "layer_indices", "k_value", "choice", "positive_int",
                    "torch_device"],

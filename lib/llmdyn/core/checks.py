@@ -144,4 +144,12 @@ def torch_device(device: Any, arg: str = "device") -> str:
                           "device(s) exist; use 'cuda' or 'cuda:0'.")
     if parsed.type == "mps" and not torch.backends.mps.is_available():
         raise LlmdynError(f"{arg}={device!r}, but this machine has no Apple MPS device; use 'cpu'.")
+    if parsed.type == "meta":  # tensors without data: every measurement would be meaningless
+        raise LlmdynError(f"{arg}={device!r} holds shapes but no numbers, so nothing can be "
+                          "measured or trained on it; use 'cpu' or 'cuda'.")
+    backend = getattr(torch, parsed.type, None)  # torch.xpu, torch.mtia, ...: asked, not assumed
+    if parsed.type not in ("cpu", "cuda", "mps") and not (
+            callable(getattr(backend, "is_available", None)) and backend.is_available()):
+        raise LlmdynError(f"{arg}={device!r}, but this torch ({torch.__version__}) has no "
+                          f"usable {parsed.type!r} device here; use 'cpu', or 'cuda' on a GPU.")
     return str(device)

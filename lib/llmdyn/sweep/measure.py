@@ -31,6 +31,7 @@ from llmdyn.core.store import (
     versions,
 )
 from llmdyn.data.prompts import ALL_TASKS, sample_leaderboard
+from llmdyn.sweep.consistency import check_consistent
 
 FORMAT = "llmdyn.coupling.depth-measurement/1"  # bump when the file's schema changes
 
@@ -146,6 +147,7 @@ def measure_coupling(model: str, params: MeasureParams = MeasureParams(), *,
     loaded = load_model(model, device=device)
     store = ResultStore(loaded.model_id, provenance=loaded.identity) if cache else None
     texts = [p.text if params.max_chars is None else p.text[-params.max_chars:] for p in prompts]
+    _check_lengths(loaded, prompts, texts, params.max_chars)
     couplings = depth_coupling(loaded, texts, k=params.k, store=store)
     summary = summarize_depth(couplings)
     per_task = {}
@@ -173,6 +175,28 @@ def measure_coupling(model: str, params: MeasureParams = MeasureParams(), *,
         "versions": versions(),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
+
+
+def _check_lengths(loaded: Any, prompts: Sequence[Any], texts: Sequence[str],
+                   max_chars: int | None) -> None:
+    """Refuse prompts beyond the model's context, naming ``--max-chars`` (this job's option).
+
+    Chapters cut prompts with their own parameters; this job has only ``max_chars``, the same
+    cut for every model, so the message gives the value at which every prompt fits.
+    """
+    over = []
+    for prompt, text in zip(prompts, texts, strict=True):
+        n_tok = len(loaded.tokenizer(text).input_ids)
+        if n_tok > loaded.n_ctx:
+            over.append((prompt.id, n_tok, int(len(text) * loaded.n_ctx / n_tok * 0.9)))
+    if over:
+        first, n_tok, _ = over[0]
+        fits = max(10, min(f for _, _, f in over))
+        raise LlmdynError(
+            f"{len(over)} of {len(texts)} prompts are longer than {loaded.name}'s context of "
+            f"{loaded.n_ctx} tokens (e.g. {first}: {n_tok} tokens with max_chars="
+            f"{max_chars}); pass --max-chars {fits} (MeasureParams(max_chars={fits})) to keep "
+            "each prompt's last characters, the same cut for every model")
 
 
 def check_out(out: str | os.PathLike, arg: str = "out") -> Path:
@@ -207,7 +231,9 @@ def read_result(path: str | os.PathLike) -> CouplingResult:
     """Read one result file written by :func:`write_result`.
 
     Raises:
-        LlmdynError: missing file, not JSON, or another format.
+        LlmdynError: missing file, not JSON, another format, or a file that disagrees with
+            itself (:func:`llmdyn.sweep.consistency.check_consistent`: an aggregate that is
+            not the mean of its prompts, a prompt count other than its parameters', "NaN").
     """
     path = Path(path)
     try:
@@ -224,6 +250,7 @@ def read_result(path: str | os.PathLike) -> CouplingResult:
                           "its measurement with this version of llmdyn")
     try:
         agg = raw["aggregate"]
+        check_consistent(path, raw, raw["params"], raw["prompts"])  # against its own prompts
         return CouplingResult(
             path=path, model=raw["model"], params=raw["params"],
             coupling_mis=float(agg["coupling_mis"]), coupling_share=float(agg["coupling_share"]),
@@ -233,6 +260,8 @@ def read_result(path: str | os.PathLike) -> CouplingResult:
             prompt_share=np.array([p["coupling_share"] for p in raw["prompts"]],
                                   dtype=np.float64),
             versions=raw.get("versions", {}))
+    except LlmdynError:  # a ValueError too: keep the consistency check's own message
+        raise
     except KeyError as err:
         raise LlmdynError(f"result file {path} lacks {err.args[0]!r} (incomplete or edited by "
                           "hand); rerun its measurement: `llmdyn measure coupling --model "
@@ -302,8 +331,11 @@ def run_cli(args: argparse.Namespace) -> int:
     params = MeasureParams(k=args.k, n_per_task=args.n_per_task, tasks=tuple(args.tasks),
                            seed=args.seed, max_chars=args.max_chars)
     result = measure_coupling(args.model, params, device=args.device, cache=not args.no_cache)
-    out = write_result(result, args.out)
     agg = result["aggregate"]
     print(f"{args.model}: m̃ = {agg['coupling_mis']:.4f}, diagonal share = "
-          f"{agg['coupling_share']:.4f} over {len(result['prompts'])} prompts -> {out}")
+          f"{agg['coupling_share']:.4f} over {len(result['prompts'])} prompts -> {args.out}",
+          flush=True)
+    # Last, after every print: nothing that fails after it can make the workflow delete a
+    # finished result (issue 31, item 2).
+    write_result(result, args.out)
     return 0

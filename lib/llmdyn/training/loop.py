@@ -18,12 +18,8 @@ Layout of a run directory::
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
-import shutil
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,19 +27,31 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import torch
-from filelock import FileLock
-from safetensors.torch import load_file, save_file  # no pickle anywhere
+from safetensors.torch import load_file  # no pickle anywhere
 from tqdm.auto import tqdm
 
 from llmdyn import LlmdynError
-from llmdyn.core.store import apply_umask, atomic_write, writer_alive
-from llmdyn.models.files import sha256_of
+from llmdyn.training.run_files import (  # re-exported: the suites use them as loop.<name>
+    METRIC_KEYS,
+    METRICS,
+    OPTIMIZER,
+    WEIGHTS,
+    _latest,  # noqa: F401 -- tests reach it as loop._latest
+    _replace_dir,  # noqa: F401
+    _restore_optimizer,
+    _resumable,
+    _save_checkpoint,
+    _sweep_temp_dirs,
+    _unverified,
+    _write_json,
+    read_metrics,
+    run_lock,
+)
 from llmdyn.training.schedule import Schedule, check_steps
 
-WEIGHTS = "model.safetensors"
-METRICS = "metrics.json"
-OPTIMIZER = "optimizer.safetensors"
-METRIC_KEYS = ("step", "tokens_seen", "train_loss", "heldout_loss", "wall_s")
+__all__ = ["METRICS", "METRIC_KEYS", "OPTIMIZER", "WEIGHTS", "RunResult", "TrainTask",
+           "read_metrics", "run_lock", "train"]
+
 log = logging.getLogger(__name__)
 
 
@@ -68,76 +76,6 @@ class TrainTask(Protocol):
         """Put the weights saved by `save_model` in ``directory`` into ``model``."""
 
 
-def _write_json(path: Path, value: Any) -> None:
-    text = json.dumps(value, indent=1, sort_keys=True)  # temp name unique to this process
-    atomic_write(path, lambda f: f.write(text.encode()))
-
-
-def read_metrics(directory: Path) -> dict[str, Any]:
-    """The checkpoint's ``metrics.json``, after checking that its files are there and intact.
-
-    Raises:
-        LlmdynError: a file is missing, unreadable, or the weights' sha256 does not match.
-    """
-    directory = Path(directory)
-    what = (f"checkpoint {directory}: run its suite or grid again (`llmdyn train` or `llmdyn "
-            "train-vit`): it rebuilds this checkpoint by retraining the run from its newest "
-            "checkpoint that resumes exactly (usually step 0)")
-    try:
-        metrics = json.loads((directory / METRICS).read_text())
-    except (OSError, ValueError) as err:
-        raise LlmdynError(f"{what}; its {METRICS} is missing or not JSON ({err})") from None
-    missing = [k for k in (*METRIC_KEYS, "weights_sha256") if k not in metrics]
-    if missing or not (directory / WEIGHTS).is_file():
-        raise LlmdynError(f"{what}; missing {missing or WEIGHTS}")
-    if sha256_of(directory / WEIGHTS) != metrics["weights_sha256"]:
-        raise LlmdynError(f"{what}; {WEIGHTS} does not match the sha256 recorded when it was "
-                          "written (corrupt or overwritten)")
-    return metrics
-
-
-def _optimizer_state(opt: torch.optim.Optimizer) -> dict[str, torch.Tensor]:
-    """AdamW's state and torch's RNG as flat tensors (safetensors: no pickle)."""
-    flat = {"rng": torch.get_rng_state()}
-    for index, state in opt.state_dict()["state"].items():
-        for key, value in state.items():
-            flat[f"state.{index}.{key}"] = torch.as_tensor(value).contiguous()
-    return flat
-
-
-def _restore_optimizer(opt: torch.optim.Optimizer, flat: dict[str, torch.Tensor]) -> None:
-    state: dict[int, dict[str, torch.Tensor]] = {}
-    for name, value in flat.items():
-        if name.startswith("state."):
-            _, index, key = name.split(".", 2)
-            state.setdefault(int(index), {})[key] = value
-    opt.load_state_dict({"state": state, "param_groups": opt.state_dict()["param_groups"]})
-    torch.set_rng_state(flat["rng"])
-
-
-def _latest(run_dir: Path, before: int | None = None) -> tuple[int, Path] | None:
-    """The newest checkpoint that can be resumed from (it holds the optimizer state).
-
-    With ``before``, only checkpoints of earlier steps count: a run resumes before its first
-    missing or corrupt checkpoint, so that retraining rebuilds it.
-    """
-    found = sorted((int(p.name[4:]), p) for p in run_dir.glob("step*")
-                   if p.name[4:].isdigit() and (p / OPTIMIZER).exists()
-                   and (before is None or int(p.name[4:]) < before))
-    return found[-1] if found else None
-
-
-def _unverified(run_dir: Path, steps: Sequence[int]) -> dict[int, str]:
-    """The promised checkpoints that are missing or do not verify, with why: ``{step: why}``."""
-    bad = {}
-    for step in steps:
-        try:
-            read_metrics(run_dir / f"step{step}")
-        except LlmdynError as err:
-            bad[step] = str(err).rsplit("; ", 1)[-1]
-    return bad
-
-
 @dataclass(frozen=True)
 class RunResult:
     """A finished run: its directory, its checkpoints and its training throughput."""
@@ -146,60 +84,6 @@ class RunResult:
     steps: list[int]  # checkpoint steps, increasing
     wall_s: float  # training time (updates only, summed over resumes)
     tokens_per_s: float  # tokens_per_step · updates / wall_s
-
-
-def _save_checkpoint(run_dir: Path, step: int, model, task: TrainTask, opt, *,
-                     wall_s: float) -> None:
-    final = run_dir / f"step{step}"
-    # unique to this process: concurrent `llmdyn train` on one root never share a temp name
-    tmp = Path(tempfile.mkdtemp(dir=run_dir, prefix=f".step{step}.{os.getpid()}-", suffix=".tmp"))
-    apply_umask(tmp, directory=True)  # mkdtemp makes it 0700
-    task.save_model(model, tmp)
-    metrics = {"step": step, "tokens_seen": step * task.tokens_per_step, "wall_s": wall_s,
-               **task.evaluate(model), "weights_sha256": sha256_of(tmp / WEIGHTS)}
-    _write_json(tmp / METRICS, metrics)
-    save_file(_optimizer_state(opt), tmp / OPTIMIZER)
-    _replace_dir(tmp, final)  # a checkpoint is either whole or absent
-    for older in run_dir.glob(f"step*/{OPTIMIZER}"):  # resume state: newest checkpoint only
-        if older.parent != final:
-            older.unlink(missing_ok=True)
-
-
-def _replace_dir(tmp: Path, final: Path) -> None:
-    """Rename directory ``tmp`` to ``final``: a checkpoint is whole or absent, never a mix.
-
-    An old ``final`` is first renamed aside (atomic), never deleted in place. When another
-    process puts its own ``final`` there in between, that one is kept: a run is bitwise
-    deterministic, so it holds the same checkpoint.
-    """
-    trash = tmp.with_name(tmp.name[: -len(".tmp")] + "-old.tmp")
-    with contextlib.suppress(FileNotFoundError):
-        os.rename(final, trash)
-    try:
-        os.rename(tmp, final)
-    except OSError:  # another process's final arrived first
-        if not final.is_dir():
-            raise
-        shutil.rmtree(tmp, ignore_errors=True)
-    shutil.rmtree(trash, ignore_errors=True)
-
-
-def run_lock(run_dir: Path) -> FileLock:
-    """A lock on one run directory, held around `train` by the suites.
-
-    Two processes training the same run (three `llmdyn train` on one root) take turns; the
-    later one finds the run done.
-    """
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    return FileLock(str(run_dir / ".train.lock"))
-
-
-def _sweep_temp_dirs(run_dir: Path) -> None:
-    """Remove the temp directories of checkpoint writers that no longer run (killed runs)."""
-    for tmp in run_dir.glob(".step*.tmp"):
-        if not writer_alive(tmp.name):
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def train(model: torch.nn.Module, task: TrainTask, run_dir: Path, *, schedule: Schedule,
@@ -230,8 +114,11 @@ def train(model: torch.nn.Module, task: TrainTask, run_dir: Path, *, schedule: S
     steps = check_steps(checkpoints, schedule.steps)
     run_dir = _prepare(Path(run_dir), config)
     bad = _unverified(run_dir, steps)  # finished only when every promised checkpoint verifies
-    if (run_dir / "run.json").exists() and not bad:
-        return _finished(run_dir)
+    record = {"config": config, **(facts or {})}
+    if (run_dir / "run.json").exists() and not bad:  # every checkpoint verifies
+        return _finished(run_dir) or _finish(
+            run_dir, steps, float(read_metrics(run_dir / f"step{steps[-1]}")["wall_s"]),
+            task.tokens_per_step * schedule.steps, record)
     opt = torch.optim.AdamW(model.parameters(), lr=schedule.lr, betas=schedule.betas,
                             weight_decay=schedule.weight_decay)
     start, wall = _resume(run_dir, model, task, opt, steps, bad)
@@ -257,8 +144,7 @@ def train(model: torch.nn.Module, task: TrainTask, run_dir: Path, *, schedule: S
         bar.close()
         model.eval()
         torch.use_deterministic_algorithms(was_deterministic)
-    return _finish(run_dir, steps, wall, task.tokens_per_step * schedule.steps,
-                   {"config": config, **(facts or {})})
+    return _finish(run_dir, steps, wall, task.tokens_per_step * schedule.steps, record)
 
 
 def _prepare(run_dir: Path, config: dict[str, Any]) -> Path:
@@ -269,23 +155,79 @@ def _prepare(run_dir: Path, config: dict[str, Any]) -> Path:
     return run_dir
 
 
-def _finished(run_dir: Path) -> RunResult:
-    """The result a finished run recorded in its ``run.json``."""
-    summary = json.loads((run_dir / "run.json").read_text())
-    return RunResult(run_dir, summary["checkpoints"], summary["wall_s"], summary["tokens_per_s"])
+def _finished(run_dir: Path) -> RunResult | None:
+    """The result a finished run recorded in its ``run.json``; None if that file is corrupt.
+
+    Every checkpoint verified, so the caller writes ``run.json`` again from them.
+    """
+    try:
+        summary = json.loads((run_dir / "run.json").read_text())
+        return RunResult(run_dir, list(summary["checkpoints"]), float(summary["wall_s"]),
+                         float(summary["tokens_per_s"]))
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        log.warning("%s: run.json is unreadable (%s); writing it again from the verified "
+                    "checkpoints", run_dir, err)
+        return None
 
 
 def _check_config(run_dir: Path, config: dict[str, Any]) -> None:
     """Write the run's config on its first call; refuse a resume under another config."""
     config_path = run_dir / "run_config.json"
     if config_path.exists():
-        saved = json.loads(config_path.read_text())
+        try:
+            saved = json.loads(config_path.read_text())
+        except (OSError, ValueError) as err:
+            _config_lost(run_dir, config, err)
+            return
         if saved != json.loads(json.dumps(config)):
             changed = sorted(k for k in {*saved, *config} if saved.get(k) != config.get(k))
             raise LlmdynError(f"{run_dir} was trained with another configuration (differs in "
                               f"{changed}); use another run name or root, or delete {run_dir}")
     else:
         _write_json(config_path, config)
+
+
+def _config_lost(run_dir: Path, config: dict[str, Any], err: Exception) -> None:
+    """A corrupt ``run_config.json``: write it again and retrain from step 0 if in doubt.
+
+    Without it nothing says which configuration the checkpoints were trained under, unless
+    ``run.json`` still records this one. Otherwise the run restarts at step 0 (its resume
+    state may belong to another configuration); checkpoints it rebuilds bit for bit are kept
+    byte-identical (`_same_weights`), others are replaced.
+    """
+    try:
+        same = json.loads((run_dir / "run.json").read_text())["config"] == json.loads(
+            json.dumps(config))
+    except (OSError, ValueError, KeyError, TypeError):
+        same = False
+    log.warning("%s: run_config.json is unreadable (%s); writing it again%s", run_dir, err,
+                "" if same else " and retraining the run from step 0")
+    if not same:
+        (run_dir / "run.json").unlink(missing_ok=True)
+        for state in run_dir.glob(f"step*/{OPTIMIZER}"):  # resume state of an unknown config
+            state.unlink()
+    _write_json(run_dir / "run_config.json", config)
+
+
+def _load_resume_state(path: Path, model: torch.nn.Module, task: TrainTask,
+                       opt: torch.optim.Optimizer) -> float:
+    """Load weights, optimizer and RNG state of checkpoint ``path``; its training time.
+
+    All or nothing: when any part is unreadable (a truncated ``optimizer.safetensors``), the
+    model, optimizer and RNG are put back as they were and the error is raised.
+    """
+    weights = {k: v.clone() for k, v in model.state_dict().items()}
+    rng = torch.get_rng_state()
+    try:
+        wall = float(read_metrics(path)["wall_s"])
+        task.load_weights(model, path)
+        _restore_optimizer(opt, load_file(path / OPTIMIZER))
+        return wall
+    except Exception:
+        model.load_state_dict(weights)
+        opt.state.clear()
+        torch.set_rng_state(rng)
+        raise
 
 
 def _resume(run_dir: Path, model: torch.nn.Module, task: TrainTask,
@@ -299,7 +241,8 @@ def _resume(run_dir: Path, model: torch.nn.Module, task: TrainTask,
     Without a resumable checkpoint, the run starts at step 0 and saves the initial weights if 0
     is a checkpoint.
     """
-    latest = _latest(run_dir, before=min(bad, default=None))
+    candidates = _resumable(run_dir, before=min(bad, default=None))
+    latest = candidates[-1] if candidates else None
     done = run_dir / "run.json"
     if done.exists():  # finished once, but a checkpoint went missing or corrupt since
         from_step = latest[0] if latest is not None else 0
@@ -308,12 +251,12 @@ def _resume(run_dir: Path, model: torch.nn.Module, task: TrainTask,
                     run_dir, ", ".join(f"step{s}" for s in bad), next(iter(bad.values())),
                     from_step)
         done.unlink()  # not finished until they are rebuilt
-    if latest is not None:
-        start, path = latest
-        metrics = read_metrics(path)
-        task.load_weights(model, path)
-        _restore_optimizer(opt, load_file(path / OPTIMIZER))
-        return start, float(metrics["wall_s"])
+    for start, path in reversed(candidates):  # newest first; a corrupt state falls back
+        try:
+            return start, _load_resume_state(path, model, task, opt)
+        except Exception as err:  # noqa: BLE001 -- any unreadable state: fall back, never stop
+            log.warning("%s: the resume state in %s is unreadable (%s: %s); falling back to "
+                        "an older one, or step 0", run_dir, path.name, type(err).__name__, err)
     if 0 in steps:
         _save_checkpoint(run_dir, 0, model, task, opt, wall_s=0.0)
     return 0, 0.0

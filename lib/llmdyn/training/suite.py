@@ -24,6 +24,7 @@ from filelock import FileLock
 
 from llmdyn import LlmdynError
 from llmdyn.core.checks import torch_device
+from llmdyn.core.store import atomic_write
 from llmdyn.training import corpus
 from llmdyn.training import loop as training
 from llmdyn.training.lm_task import LanguageModelTask
@@ -260,13 +261,16 @@ def prepare_data(suite: Suite, root: Path, corpus_dir: str | Path | None = None)
     tok_dir, streams = directory / "tokenizer", directory / "streams.npz"
     directory.mkdir(parents=True, exist_ok=True)
     with FileLock(str(directory / ".prepare.lock")):  # concurrent `llmdyn train`: one prepares
+        for old in directory.glob(".streams.*.tmp.npz"):  # an older llmdyn's leftovers
+            old.unlink(missing_ok=True)  # (the lock is held: no writer of this file runs)
         if not streams.exists():
             tokenizer = corpus.train_tokenizer(split.train, suite.vocab_size, tok_dir)
-            tmp = directory / f".streams.{os.getpid()}.tmp.npz"
-            ood = {} if ood_docs is None else {"ood": corpus.token_stream(tokenizer, ood_docs)}
-            np.savez(tmp, train=corpus.token_stream(tokenizer, split.train),
-                     heldout=corpus.token_stream(tokenizer, split.heldout), **ood)
-            tmp.replace(streams)
+            arrays = {"train": corpus.token_stream(tokenizer, split.train),
+                      "heldout": corpus.token_stream(tokenizer, split.heldout)}
+            if ood_docs is not None:
+                arrays["ood"] = corpus.token_stream(tokenizer, ood_docs)
+            # whole or absent, and no temp file left behind by a full disk (issue 31, item 8)
+            atomic_write(streams, lambda f: np.savez(f, **arrays))
     tokenizer = AutoTokenizer.from_pretrained(tok_dir)
     with np.load(streams, allow_pickle=False) as f:
         train, heldout = f["train"], f["heldout"]
