@@ -16,12 +16,9 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
                       "slope", "r2", "signed_r2", "difference_of_medians", "relative_iqr",
                       "fraction_true"],
         "cluster": ["cluster_bootstrap"],
-<<<<<<< HEAD
         "coverage": ["KINDS", "SIZES", "METHODS", "choose"],
         "intervals": ["t_mean", "t_difference", "delta_t", "ols_t", "fisher_z", "clopper_pearson",
                       "order_median"],
-=======
->>>>>>> v29-ch09
         "power": ["min_detectable_r2", "power_sentence", "RulePower", "rule_power", "linear_draw",
                   "f_test_judge"],
         "regression": ["LinearFit", "ols", "ols_or_none", "ExponentialFit", "exponential_fit",
