@@ -31,7 +31,7 @@ from llmdyn import LlmdynError
 from llmdyn.claims.claim import Measure
 from llmdyn.stats import bootstrap
 from llmdyn.stats.anova import OneWayAnova, cell_summary, one_way_anova
-from llmdyn.stats.bootstrap import LEVEL, Estimate
+from llmdyn.stats.bootstrap import LEVEL
 from llmdyn.stats.replicates import bootstrap_within_cells
 
 COUPLING_COLUMNS = {"final_norm": "coupling", "block_output": "coupling_block_output"}
@@ -226,9 +226,11 @@ def slope_measure(table: pd.DataFrame, column: str, quantity: str, *,
                               "leave no slope with an interval")
     fit = sm.OLS(table[column].to_numpy(float), design.to_numpy(float)).fit()
     lo, hi = fit.conf_int(1 - LEVEL)[1]
-    est = Estimate(float(fit.params[1]), float(lo), float(hi), len(table))
-    return Measure(quantity, est, fmt=fmt, detail=f"OLS t interval, {fit.df_resid:.0f} residual "
-                   f"df, p = {fit.pvalues[1]:.2g}")
+    # through the coverage table, like every other judged interval
+    return Measure.from_interval(float(fit.params[1]), float(lo), float(hi), len(table),
+                                 quantity, kind="slope", method="ols_t", fmt=fmt,
+                                 detail=f"OLS t interval, {fit.df_resid:.0f} residual df, "
+                                        f"p = {fit.pvalues[1]:.2g}")
 
 
 def slopes_by_wd(table: pd.DataFrame, column: str = "coupling") -> dict[float, Measure]:
