@@ -114,8 +114,10 @@ def _rerun(names: Sequence[str]) -> list[str]:
     """``--rerun`` names as Snakemake targets: a chapter name means its executed notebook."""
     from llmdyn.book.build import chapters
 
-    known = chapters()
-    return check_targets([f"book/executed/{n}.ipynb" if n in known else n for n in names])
+    known, rules = chapters(), _RULE.findall(SNAKEFILE.read_text())  # any rule: --forcerun
+    files = [f"book/executed/{n}.ipynb" if n in known else n for n in names]
+    check_targets([f for f in files if f not in rules])
+    return files
 
 
 def run_cli(args: argparse.Namespace) -> int:
