@@ -1,4 +1,4 @@
-"""Snakemake's own CPU seconds for one run of the book's workflow (its jobs not counted).
+r"""Snakemake's own CPU seconds for one run of the book's workflow (its jobs not counted).
 
 Runs Snakemake in this process and prints ``getrusage(RUSAGE_SELF)`` when it exits: the
 scheduler's work (parsing the Snakefile, building the DAG, scheduling rounds), without the
