@@ -18,6 +18,7 @@ START = time.time()
 
 
 def report() -> None:
+    """Print this process's CPU seconds and its children's (the jobs) on stderr."""
     me = resource.getrusage(resource.RUSAGE_SELF)
     jobs = resource.getrusage(resource.RUSAGE_CHILDREN)
     print(f"snakemake CPU: {me.ru_utime + me.ru_stime:.2f} s (user {me.ru_utime:.2f}, sys "
