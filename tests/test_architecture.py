@@ -1,5 +1,6 @@
 """The package's shape: declared layers (import-linter), subpackage docs, and honest closures."""
 
+import json
 import os
 import re
 import shutil
@@ -11,6 +12,8 @@ import pytest
 
 from llmdyn.book.build import REPO, chapters
 from llmdyn.book.workflow import chapter_sources, snakemake_command
+from llmdyn.models.convert import MANIFEST
+from llmdyn.models.packaged import PACKAGED
 
 LIB = REPO / "lib" / "llmdyn"
 BIN = Path(sys.executable).parent
@@ -58,6 +61,12 @@ def test_a_plot_edit_reruns_the_chapters_that_draw_with_it_and_no_other(tmp_path
     _copy_tree(root)
     executed = work / "book" / "executed"
     executed.mkdir(parents=True)
+    (tmp_path / "converted").mkdir()
+    (tmp_path / "converted" / MANIFEST).write_text("{}")
+    for spec in PACKAGED:  # the packaged models' conversions, as the first build left them
+        (work / "results" / "models").mkdir(parents=True, exist_ok=True)
+        (work / "results" / "models" / f"{spec}.json").write_text(
+            json.dumps({"directory": str(tmp_path / "converted")}))
     for chapter in MODEL_CHAPTERS:  # every chapter built after its sources
         (executed / f"{chapter}.ipynb").write_text("{}")
     assert _planned_chapters(root, work) == []

@@ -28,9 +28,15 @@ def runs(monkeypatch):
     return calls
 
 
-def _executed(path, parameters, exception=None):
+def _executed(path, parameters, exception=None, ran=2, cells=2):
+    """A notebook as papermill leaves it: ``ran`` of ``cells`` code cells completed."""
     nb = nbformat.v4.new_notebook()
-    nb.metadata["papermill"] = {"parameters": dict(parameters), "exception": exception}
+    for i in range(cells):
+        cell = nbformat.v4.new_code_cell("x = 1")
+        cell.metadata["papermill"] = {"status": "completed" if i < ran else "pending"}
+        nb.cells.append(cell)
+    nb.metadata["papermill"] = {"parameters": dict(parameters), "exception": exception,
+                                "end_time": "2026-01-01T00:00:00" if ran == cells else None}
     nbformat.write(nb, path)
 
 
@@ -128,3 +134,22 @@ def test_cli_prints_a_refusal_as_one_message(tmp_path, runs, capsys):
     err = capsys.readouterr().err
     assert err.startswith("llmdyn book: error: --out") and "Traceback" not in err
     assert (tmp_path / "_config.yml").read_text() == "mine"
+
+
+def test_a_chapter_cut_off_by_a_signal_is_not_reused_or_rendered(tmp_path, runs, monkeypatch):
+    # Issue 31, item 4: 3 of 11 cells run, no exception recorded, passed the reuse check.
+    monkeypatch.setattr(book, "in_place_executed", lambda: tmp_path / "nothing")
+    out = tmp_path / "out"
+    build_book("tiny-gpt2", out=out)
+    first, second, *_ = chapters()
+    run = {"model": "tiny-gpt2"}
+    _executed(out / "book" / "executed" / f"{second}.ipynb", run, ran=3, cells=11)
+    assert book.unfinished(out / "book" / "executed" / f"{second}.ipynb") == (
+        "3 of its 11 code cells ran")
+    runs.clear()
+    with pytest.raises(LlmdynError, match=f"{second} \\(3 of its 11 code cells ran\\)"):
+        build_book("tiny-gpt2", out=out, only=[first])
+    assert runs == []  # refused before any chapter ran
+    monkeypatch.undo()  # the real build_html, which refuses it too
+    with pytest.raises(LlmdynError, match=f"did not finish: .*{second} \\(3 of its 11"):
+        book.build_html(out)

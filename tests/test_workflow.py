@@ -84,6 +84,10 @@ def test_dry_run_lists_every_chapter_and_the_html(tmp_path):
     for name in chapters():
         assert f"Chapter {name} with model smollm2-135m" in out.stdout
     assert "Building the HTML book" in out.stdout
+    for packaged in ("smollm2-135m", "gemma3-270m"):  # converted once, by a job of its own
+        assert out.stdout.count(f"Convert packaged model {packaged} to float32") == 1
+    assert re.search(r"Chapter 05_depth_coupling .*\nReason: [^\n]*results/models/"
+                     r"smollm2-135m.json", out.stdout), out.stdout
     for model in sweep:  # chapter 09 waits for each sweep model's measurement job
         assert f"Measure coupling of {model} (k 30, 200 prompts per task)" in out.stdout
     if "09_generalization" in chapters():  # and for every run of its training suite
@@ -111,7 +115,7 @@ def test_chapter_05_waits_for_04_only_when_both_are_built(tmp_path):
     whole = subprocess.run(snakemake_command(dry_run=True, directory=tmp_path),
                            capture_output=True, text=True, cwd=REPO, timeout=120).stdout
     assert re.search(r"Chapter 05_depth_coupling .*\nReason: .*updated by another job: "
-                     r"book/executed/04_jacobian_alignment", whole), whole
+                     r"[^\n]*book/executed/04_jacobian_alignment", whole), whole
 
 
 def _tables(directory):

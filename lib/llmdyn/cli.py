@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from llmdyn import LlmdynError
-from llmdyn.book import build, lab, workflow
+from llmdyn.book import build, lab, workflow_cli
 from llmdyn.core.failures import os_error_message
 from llmdyn.core.streams import safe_streams
 from llmdyn.sweep import measure
@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     book.add_argument("--force", action="store_true",
                       help="let --out overwrite a non-empty directory that is not an llmdyn build")
     book.add_argument("--no-strict", action="store_true", help="do not treat warnings as errors")
-    for module in (measure, workflow, suite, vit_suite, lab):
+    for module in (measure, workflow_cli, suite, vit_suite, lab):
         module.add_parser(sub)
     _add_examples(sub)
     return parser
@@ -115,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "lab": lambda: lab.run_cli(args),
         "chapters": _list_chapters,
         "measure": lambda: measure.run_cli(args),
-        "workflow": lambda: workflow.run_cli(args),
+        "workflow": lambda: workflow_cli.run_cli(args),
         "train": lambda: suite.run_cli(args),
         "fetch-corpus": lambda: suite.run_cli(args),
         "train-vit": lambda: vit_suite.run_cli(args),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -64,7 +65,10 @@ def run_chapter(name: str, out_dir: Path, parameters: dict[str, Any], *,
     """Execute ``notebooks/<name>.ipynb`` with papermill into ``out_dir/<name>.ipynb``.
 
     A failing cell raises (papermill's PapermillExecutionError): a broken chapter must stop the
-    build, never be rendered. The progress bar names the chapter and the model.
+    build, never be rendered. Papermill saves the notebook after every cell, so it writes to a
+    temporary name beside the target, and only a notebook that finished (see
+    :func:`unfinished`) is renamed into place: an interrupted chapter leaves no executed
+    notebook. The progress bar names the chapter and the model.
     """
     import papermill
 
@@ -73,12 +77,58 @@ def run_chapter(name: str, out_dir: Path, parameters: dict[str, Any], *,
         raise LlmdynError(f"no chapter {source}; chapters: {', '.join(chapters(root))}")
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / f"{name}.ipynb"
+    _sweep_partial(out_dir, name)
+    partial = out_dir / f".{name}.{os.getpid()}.partial.ipynb"
     desc = f"{name} [{parameters.get('model', 'default model')}]"
-    papermill.execute_notebook(str(source), str(target), parameters=parameters,
-                               kernel_name=KERNEL, cwd=str(cwd or root),
-                               progress_bar={"desc": desc}, config=kernel_config())
-    _hide_injected_parameters(target)
+    try:
+        papermill.execute_notebook(str(source), str(partial), parameters=parameters,
+                                   kernel_name=KERNEL, cwd=str(cwd or root),
+                                   progress_bar={"desc": desc}, config=kernel_config())
+        why = unfinished(partial)
+        if why:  # e.g. the kernel was stopped by a signal and papermill returned anyway
+            raise LlmdynError(f"chapter {name} did not finish ({why}); run it again")
+        _hide_injected_parameters(partial)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
     return target
+
+
+def _sweep_partial(out_dir: Path, name: str) -> None:
+    """Remove temporary notebooks of ``name`` whose papermill process is gone."""
+    for old in out_dir.glob(f".{name}.*.partial.ipynb"):
+        try:
+            os.kill(int(old.name.split(".")[-3]), 0)
+        except (ValueError, ProcessLookupError):
+            old.unlink(missing_ok=True)
+        except PermissionError:
+            pass  # another user's live run
+
+
+def unfinished(path: Path) -> str | None:
+    """Why the executed notebook at ``path`` is not a finished papermill run, or None.
+
+    Finished means: papermill recorded an end time and no exception, and every code cell has
+    papermill's status "completed" (a run cut off by a signal leaves cells "pending").
+    """
+    import nbformat
+
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except FileNotFoundError:
+        return "not executed"
+    except (OSError, ValueError) as err:
+        return f"unreadable ({err})"
+    meta = nb.metadata.get("papermill", {})
+    if meta.get("exception"):
+        return "failed"  # a cell raised an error
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    done = sum(c.metadata.get("papermill", {}).get("status") == "completed" for c in code)
+    if done < len(code):
+        return f"{done} of its {len(code)} code cells ran"
+    if not meta.get("end_time"):
+        return "papermill recorded no end time"
+    return None
 
 
 def check_out(out: Path, *, force: bool = False) -> None:
@@ -164,7 +214,16 @@ def build_html(book_root: Path, *, strict: bool = True) -> Path:
     """Build ``<book_root>/_build/html`` with Jupyter Book 1 (no execution, offline).
 
     The figures, the gallery and the build facts are generated first (:func:`write_generated`).
+    A chapter of ``_toc.yml`` whose executed notebook did not finish (:func:`unfinished`) is
+    refused: a half-run chapter is never rendered.
     """
+    executed = book_root / "book" / "executed"
+    cut = [f"{name} ({why})" for name in chapters(book_root)
+           if (why := unfinished(executed / f"{name}.ipynb"))]
+    if cut:
+        raise LlmdynError(f"the book would render chapters that did not finish: "
+                          f"{'; '.join(cut)}. Run them again (llmdyn workflow, or llmdyn book "
+                          "--only <chapter>)")
     write_generated(book_root)
     jupyter_book = Path(sys.executable).with_name("jupyter-book")
     cmd = [str(jupyter_book), "build", str(book_root), "--builder", "html",
@@ -210,14 +269,13 @@ def _check_only(only: Sequence[str] | None) -> list[str]:
 
 
 def _ran_with(path: Path) -> dict[str, Any] | None:
-    """Parameters papermill injected into an executed chapter; None if absent or it failed."""
+    """Parameters papermill injected into an executed chapter; None unless it finished."""
     import nbformat
 
-    try:
-        meta = nbformat.read(path, as_version=4).metadata.get("papermill", {})
-    except (OSError, ValueError):
+    if unfinished(path):
         return None
-    return None if meta.get("exception") else dict(meta.get("parameters") or {})
+    meta = nbformat.read(path, as_version=4).metadata.get("papermill", {})
+    return dict(meta.get("parameters") or {})
 
 
 def in_place_executed() -> Path:
@@ -240,8 +298,7 @@ def _reuse_or_refuse(executed: Path, others: Sequence[str], run: dict[str, Any])
             shutil.copy2(source, target)
         if _ran_with(target) != run:
             got = _ran_with(target)
-            why = ("not executed" if not target.exists() else "failed" if got is None
-                   else f"executed with {got}")
+            why = unfinished(target) or f"executed with {got}"
             stale.append(f"{name} ({why})")
     if stale:
         raise LlmdynError(

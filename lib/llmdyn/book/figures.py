@@ -70,7 +70,7 @@ def publish(executed: Path, source_url: str, data: Path = DATA) -> list[Path]:
     import nbformat  # here: the `llmdyn` command imports this module; nbformat takes ~1.7 s
 
     written = []
-    for path in sorted(executed.glob("*.ipynb")):
+    for path in sorted(executed.glob("[!.]*.ipynb")):  # not a running chapter's temporary
         chapter, nb, seen = path.stem, nbformat.read(path, as_version=4), {}
         for cell in nb.cells:
             for out in cell.get("outputs", []):

@@ -8,7 +8,9 @@ token. Outputs never reach git: ``make setup`` installs nbstripout as a git filt
 from __future__ import annotations
 
 import argparse
+import errno
 import os
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,16 +28,40 @@ over SSH: ssh -L 8888:127.0.0.1:8888 you@host, then open the printed URL on your
 """
 
 
+def free_port(ip: str = "127.0.0.1", port: int = 8888, tries: int = 50) -> int:
+    """The first port from ``port`` on that nothing listens on at ``ip`` (0: any free one).
+
+    Jupyter is then started on exactly this port with ``port_retries=0``, so the port printed
+    (and the SSH tunnel it suggests) is the one the server has: were Jupyter to move on by
+    itself, the tunnel would reach whatever holds the printed port.
+    """
+    if not 0 <= port < 65536:
+        raise LlmdynError(f"port (--port) must be in 0..65535, got {port}")
+    for candidate in ([0] if port == 0 else range(port, min(port + tries, 65536))):
+        with socket.socket(socket.AF_INET6 if ":" in ip else socket.AF_INET) as sock:
+            try:
+                sock.bind((ip, candidate))
+            except OSError as err:
+                if err.errno == errno.EADDRINUSE:
+                    continue
+                raise LlmdynError(f"cannot bind {ip}:{candidate} ({err.strerror}); give "
+                                  "another --ip, e.g. 127.0.0.1") from None
+            return sock.getsockname()[1]
+    raise LlmdynError(f"ports {port}-{port + tries - 1} on {ip} are all in use; give another "
+                      "--port")
+
+
 def lab_command(*, root: Path = REPO / "notebooks", ip: str = "127.0.0.1", port: int = 8888,
-                port_retries: int = 50, as_root: bool | None = None) -> list[str]:
+                port_retries: int = 0, as_root: bool | None = None) -> list[str]:
     """The command line that starts JupyterLab on ``root`` with the project's kernel.
 
     Args:
         root: directory the file browser opens on (the chapters).
         ip: address to bind; the default, 127.0.0.1, is reachable only from this machine (use
             an SSH tunnel from elsewhere).
-        port: first port to try.
-        port_retries: how many following ports to try when ``port`` is taken (0: fail instead).
+        port: the port (pick it with :func:`free_port`).
+        port_retries: how many following ports Jupyter may try when ``port`` is taken; 0
+            (the default) makes it fail instead, so it never serves on a port not printed.
         as_root: add ``--allow-root`` (Jupyter refuses to run as root without it); None
             decides from the effective user id.
 
@@ -73,7 +99,9 @@ def add_parser(sub: Any) -> None:
                                    "It prints the URL with its token; stop it with Ctrl-C.",
                        epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--ip", default="127.0.0.1", help="address to bind (default: %(default)s)")
-    p.add_argument("--port", type=int, default=8888, help="first port to try (default: 8888)")
+    p.add_argument("--port", type=int, default=8888,
+                   help="first port to try; the next free one is used and printed "
+                        "(default: 8888)")
     p.add_argument("--root", type=Path, default=REPO / "notebooks",
                    help="directory to open (default: the repository's notebooks/)")
 
@@ -85,9 +113,11 @@ def run_cli(args: argparse.Namespace) -> int:
     except ImportError:
         raise LlmdynError("JupyterLab is not installed; run `make setup` (or pip install "
                           "-r requirements.txt)") from None
-    cmd = lab_command(root=args.root, ip=args.ip, port=args.port)
-    print(f"JupyterLab on {args.root} with the {KERNEL!r} kernel; open the URL with ?token= "
-          f"printed below.\nOver SSH, first run on your machine: ssh -L {args.port}:127.0.0.1:"
-          f"{args.port} <user>@<host>", flush=True)
+    port = free_port(args.ip, args.port)
+    cmd = lab_command(root=args.root, ip=args.ip, port=port)
+    moved = "" if port == args.port else f" (port {args.port} is in use)"
+    print(f"JupyterLab on {args.root} with the {KERNEL!r} kernel at port {port}{moved}; open the "
+          f"URL with ?token= printed below.\nOver SSH, first run on your machine: ssh -L "
+          f"{port}:127.0.0.1:{port} <user>@<host>", flush=True)
     os.execv(cmd[0], cmd)  # the server takes this process: Ctrl-C and signals reach it
     return 0  # not reached

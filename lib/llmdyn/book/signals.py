@@ -1,4 +1,4 @@
-"""A child process group stopped with its parent: SIGTERM, SIGHUP or SIGINT forwarded as Ctrl-C."""
+"""A child process group stopped with its parent: signals forwarded as Ctrl-C, and on its death."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 
@@ -38,3 +38,51 @@ def forwarding_signals(proc: subprocess.Popen) -> Iterator[list[signal.Signals]]
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+# Set in Snakemake's environment by `llmdyn workflow`: the Snakefile then stops its process
+# group (itself and its local jobs) when this signal arrives, i.e. when llmdyn has died.
+PARENT_DIED = signal.SIGUSR1
+PARENT_DIED_ENV = "LLMDYN_STOP_ON_PARENT_DEATH"
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the child get :data:`PARENT_DIED` when this process dies.
+
+    Linux's ``PR_SET_PDEATHSIG``; None where there is none (the forwarding above still covers
+    every signal but SIGKILL). libc is loaded here, in the parent: the child between fork and
+    exec only calls it. If the parent is already gone by then, the signal is sent at once.
+    """
+    import ctypes
+    import ctypes.util
+
+    try:
+        prctl = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(1, int(PARENT_DIED), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+        if os.getppid() != parent:
+            os.kill(os.getpid(), PARENT_DIED)
+
+    return preexec
+
+
+def stop_group_when_parent_dies() -> None:
+    """In Snakemake (called by the Snakefile): on :data:`PARENT_DIED`, Ctrl-C its own group.
+
+    Only when ``llmdyn workflow`` started it (:data:`PARENT_DIED_ENV` set); SIGINT to the group
+    stops Snakemake and its running local jobs together, as a Ctrl-C in a terminal does, so a
+    ``kill -9`` of ``llmdyn`` leaves no Snakemake or chapter running on its own.
+    """
+    if (os.environ.get(PARENT_DIED_ENV) != "1"
+            or threading.current_thread() is not threading.main_thread()):
+        return  # not started by llmdyn, or handlers cannot be set here
+
+    def stop(signum: int, frame: Any) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(os.getpgid(0), signal.SIGINT)
+
+    signal.signal(PARENT_DIED, stop)

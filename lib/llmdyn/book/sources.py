@@ -14,6 +14,7 @@ the tree (``lib`` is that copy's ``lib/llmdyn``). It follows what Python would e
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 PACKAGE = "llmdyn"
@@ -48,9 +49,26 @@ def _with_parents(lib: Path, dotted: str) -> set[Path]:
     return {f for f in files if f is not None}
 
 
+def _stamp(path: Path) -> tuple[int, int, int]:
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns, st.st_ino
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(path: Path, stamp: tuple[int, int, int]) -> ast.Module | None:
+    # One parse per file version: the closures of eleven chapters share most files, and the
+    # workflow asks again in every scheduling round (issue 32, item 4)
+    del stamp  # part of the cache key only
+    return _parse(path.read_text())
+
+
+def _parsed_file(path: Path) -> ast.Module | None:
+    return _parsed(path, _stamp(path))
+
+
 def lazy_exports(init: Path) -> dict[str, str]:
     """``{attribute: submodule}`` from a package's ``lazy_loader.attach`` call (empty if none)."""
-    tree = _parse(init.read_text())
+    tree = _parsed_file(init)
     exports: dict[str, str] = {}
     for node in ast.walk(tree) if tree else ():
         if not (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "attach"):
@@ -86,7 +104,16 @@ def _absolute(node: ast.ImportFrom, here: str) -> str | None:
 
 def imported_files(source: str, lib: Path, here: str = PACKAGE) -> set[Path]:
     """Library files that Python ``source`` (a module of package ``here``) imports or uses."""
-    tree = _parse(source)
+    return _imported(_parse(source), lib, here)
+
+
+@functools.lru_cache(maxsize=4096)
+def _imported_by_file(path: Path, stamp: tuple[int, int, int], lib: Path) -> frozenset[Path]:
+    del stamp  # part of the cache key only
+    return frozenset(_imported(_parsed(path, _stamp(path)), lib, _package_of(lib, path)))
+
+
+def _imported(tree: ast.Module | None, lib: Path, here: str) -> set[Path]:
     if tree is None:
         return set()
     files: set[Path] = set()
@@ -129,11 +156,17 @@ def library_closure(source: str, lib: Path) -> list[Path]:
         if path in seen:
             continue
         seen.add(path)
-        todo += imported_files(path.read_text(), lib, _package_of(lib, path)) - seen
+        todo += _imported_by_file(path, _stamp(path), lib) - seen
     return sorted(seen)
+
+
+@functools.lru_cache(maxsize=4096)
+def _text(path: Path, stamp: tuple[int, int, int]) -> str:
+    del stamp  # part of the cache key only
+    return path.read_text()
 
 
 def named_data(files: list[Path], data: Path) -> list[Path]:
     """Files directly under ``data`` whose name appears in the text of one of ``files``."""
-    texts = [f.read_text() for f in files]
+    texts = [_text(f, _stamp(f)) for f in files]
     return [d for d in sorted(data.iterdir()) if d.is_file() and any(d.name in t for t in texts)]

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import difflib
+import functools
 import json
 import os
 import re
@@ -24,8 +26,10 @@ import yaml
 
 from llmdyn import LlmdynError
 from llmdyn.book import sources
-from llmdyn.book.build import build_html, chapters, run_chapter, stage
-from llmdyn.book.signals import forwarding_signals
+from llmdyn.book.build import build_html, chapters, resolve_model, run_chapter, stage
+from llmdyn.book.conversion import convert_packaged
+from llmdyn.book.runlock import WorkflowLock, workflow_lock
+from llmdyn.book.signals import PARENT_DIED_ENV, die_with_parent, forwarding_signals
 from llmdyn.book.slurm import PendingWatch, check_slurm, resource_arguments, sbatch_refusal
 
 REPO = Path(__file__).resolve().parents[3]  # lib/llmdyn/book/workflow.py -> repository root
@@ -53,14 +57,25 @@ def chapter_sources(name: str, root: Path = REPO) -> list[Path]:
 
 def notebook_parameter(name: str, parameter: str, root: Path = REPO) -> Any:
     """The default of ``parameter`` in chapter ``name``'s ``parameters`` cell (None if absent)."""
-    cells = json.loads((root / "notebooks" / f"{name}.ipynb").read_text())["cells"]
+    path = root / "notebooks" / f"{name}.ipynb"
+    st = path.stat()
+    return _parameters_cell(path, (st.st_size, st.st_mtime_ns)).get(parameter)
+
+
+@functools.lru_cache(maxsize=64)
+def _parameters_cell(path: Path, stamp: tuple[int, int]) -> dict[str, Any]:
+    # read once per notebook version: the workflow asks in every scheduling round
+    cells = json.loads(path.read_text())["cells"]
+    found: dict[str, Any] = {}
     for cell in cells:
         if "parameters" in cell.get("metadata", {}).get("tags", []):
             for node in ast.parse("".join(cell["source"])).body:
-                if (isinstance(node, ast.Assign) and len(node.targets) == 1
-                        and getattr(node.targets[0], "id", None) == parameter):
-                    return ast.literal_eval(node.value)
-    return None
+                if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                    name = getattr(node.targets[0], "id", None)
+                    if name is not None:
+                        with contextlib.suppress(ValueError, SyntaxError):
+                            found.setdefault(name, ast.literal_eval(node.value))
+    return found
 
 
 def check_chapters(names: Sequence[str], root: Path = REPO) -> list[str]:
@@ -158,7 +173,24 @@ def check_config(config: dict[str, Any], root: Path = REPO) -> dict[str, Any]:
             raise LlmdynError(f"workflow config chapter_params: {params!r} is not a directory "
                               f"({path} does not exist); give a directory of <chapter>.yaml "
                               "notebook parameters, e.g. tests/smoke, or '' for none")
+        check_params_files(path, root)
     return config
+
+
+def check_params_files(path: Path, root: Path = REPO) -> None:
+    """Refuse a ``chapter_params`` file that names no chapter (a typo would be ignored).
+
+    Raises:
+        LlmdynError: naming the file and the closest chapter name.
+    """
+    known = chapters(root)
+    for file in sorted(path.glob("*.y*ml")):
+        if file.stem in known:
+            continue
+        close = difflib.get_close_matches(file.stem, known, n=1, cutoff=0.5)
+        hint = f"did you mean {close[0]}.yaml?" if close else f"chapters: {', '.join(known)}"
+        raise LlmdynError(f"workflow config chapter_params: {file} names no chapter, so it "
+                          f"would be ignored; {hint} (rename it, or remove it)")
 
 
 def snakemake_command(*, model: str | None = None, profile: str | None = None,
@@ -171,8 +203,13 @@ def snakemake_command(*, model: str | None = None, profile: str | None = None,
                               or cores < 1):
         raise LlmdynError(f"cores (--cores) must be an integer >= 1, got {cores!r}; leave it out "
                           "to use every core of this machine")
+    # --rerun-incomplete: llmdyn's run lock (llmdyn.book.runlock) guarantees that no other run
+    # is writing here, so an incomplete output was left by an interrupted run: redo it.
+    # --scheduler greedy: the default ILP scheduler builds and solves a linear program in
+    # every scheduling round; with priorities set, greedy starts the same jobs first.
     cmd = [sys.executable, "-m", "snakemake", *targets, "--snakefile", str(snakefile),
-           "--cores", str(cores or os.cpu_count() or 1), "--printshellcmds"]
+           "--cores", str(cores or os.cpu_count() or 1), "--printshellcmds",
+           "--rerun-incomplete", "--scheduler", "greedy"]
     if directory is not None:
         cmd += ["--directory", str(directory)]
     if profile:
@@ -243,6 +280,7 @@ def run_workflow(*, model: str | None = None, profile: str | None = None,
             a failed job (the message holds the failed jobs' log paths and the end of each
             log).
     """
+    model = resolve_model(model) if model else model  # a path, not one under --directory
     _check_run(model, profile, chapters, directory, config, dry_run)
     extra = [*resource_arguments(set_resources, resources, SNAKEFILE), *extra]
     targets = [*(f"book/executed/{c}.ipynb" for c in chapters), *targets]
@@ -250,8 +288,10 @@ def run_workflow(*, model: str | None = None, profile: str | None = None,
         config = {**(config or {}), "only_chapters": list(chapters)}
     cmd = snakemake_command(model=model, profile=profile, targets=targets, cores=cores,
                             directory=directory, config=config, dry_run=dry_run, extra=extra)
-    output, returncode, stuck = _run_snakemake(cmd, Path(directory or REPO),
-                                               watch=_on_slurm(profile) and not dry_run)
+    where = Path(directory or REPO)
+    with (contextlib.nullcontext() if dry_run else workflow_lock(where)) as lock:
+        output, returncode, stuck = _run_snakemake(cmd, where, lock,
+                                                   watch=_on_slurm(profile) and not dry_run)
     if stuck:
         raise LlmdynError(stuck)
     if returncode != 0:
@@ -259,14 +299,23 @@ def run_workflow(*, model: str | None = None, profile: str | None = None,
     return output
 
 
-def _run_snakemake(cmd: list[str], cwd: Path, watch: bool) -> tuple[str, int, str]:
+def _run_snakemake(cmd: list[str], cwd: Path, lock: WorkflowLock | None,
+                   watch: bool) -> tuple[str, int, str]:
     """Run ``cmd``, echoing its output.
+
+    Snakemake inherits the run ``lock``'s file (so the lock lasts while it lives) and is
+    stopped with its jobs if this process dies, even by SIGKILL (see
+    :func:`llmdyn.book.signals.die_with_parent`).
 
     Returns its output, its exit status, and the SLURM jobs that can never start, in words
     ('' if none; followed only when ``watch``).
     """
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            cwd=cwd, start_new_session=True)
+                            cwd=cwd, start_new_session=True, preexec_fn=die_with_parent(),
+                            env={**os.environ, PARENT_DIED_ENV: "1"},
+                            pass_fds=(lock.fd,) if lock else ())
+    if lock:
+        lock.record(snakemake_pid=proc.pid, directory=str(Path(cwd).resolve()))
     lines: list[str] = []
     assert proc.stdout is not None
     pending = PendingWatch()
@@ -279,7 +328,8 @@ def _run_snakemake(cmd: list[str], cwd: Path, watch: bool) -> tuple[str, int, st
     if received:
         raise LlmdynError(f"stopped by {received[0].name}: Snakemake and its running jobs were "
                           f"stopped too (snakemake exit {proc.returncode}); the outputs of the "
-                          "jobs that finished are kept, and the next run continues from them")
+                          "jobs that finished are kept, and the same command continues from "
+                          "them (what was cut off is run again)")
     return "".join(lines), proc.returncode, pending.message()
 
 
@@ -320,58 +370,22 @@ def _failure(output: str, returncode: int, directory: Path) -> LlmdynError:
                        f"the outputs of the jobs that finished are kept.{tails}")
 
 
-def add_parser(sub: Any) -> None:
-    """Add ``workflow`` to the ``llmdyn`` command's subparsers."""
-    p = sub.add_parser("workflow", help="build the book with Snakemake (local or a profile)")
-    p.add_argument("--model", default=None,
-                   help="model for every chapter; wins over a chapter params file's model: "
-                        "(default: that, else smollm2-135m)")
-    p.add_argument("--profile", default=None, help="e.g. slurm (default: local executor)")
-    p.add_argument("--only", nargs="*", default=(), help="only these chapters (no HTML)")
-    p.add_argument("--cores", type=int, default=None)
-    p.add_argument("--directory", type=Path, default=None,
-                   help="write outputs here instead of the repository")
-    p.add_argument("--config", nargs="*", default=(), metavar="KEY=VALUE",
-                   help="more config values, e.g. chapter_params=tests/smoke")
-    p.add_argument("--set-resources", nargs="+", default=(), metavar="RULE:NAME=VALUE",
-                   help="a rule's resources over the profile's, e.g. chapter:mem_mb=8000 "
-                        "chapter:cpus_per_task=2 measure:slurm_partition=gpu (rules: chapter, "
-                        "measure, train_run, vit_run, suite_data, html)")
-    p.add_argument("--resources", nargs="+", default=(), metavar="NAME=INTEGER",
-                   help="limits of all running jobs together, e.g. gpu=1 mem_mb=16000")
-    p.add_argument("-n", "--dry-run", action="store_true")
-    p.add_argument("targets", nargs="*", help="other Snakemake targets, e.g. measure_all")
-
-
-def run_cli(args: argparse.Namespace) -> int:
-    """Run ``llmdyn workflow`` from parsed arguments (`llmdyn.cli.main` prints refusals)."""
-    config = {}
-    for item in args.config:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise LlmdynError(f"--config takes KEY=VALUE, got {item!r}")
-        try:
-            config[key] = json.loads(value)
-        except json.JSONDecodeError:
-            config[key] = value
-    run_workflow(model=args.model, profile=args.profile, chapters=args.only,
-                 targets=args.targets, cores=args.cores, config=config,
-                 directory=args.directory, dry_run=args.dry_run,
-                 set_resources=args.set_resources, resources=args.resources)
-    return 0
-
-
 def _job(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the workflow's own jobs: ``python -m llmdyn.book.workflow chapter|html …``."""
+    """The workflow's own jobs: ``python -m llmdyn.book.workflow chapter|html|convert …``."""
     parser = argparse.ArgumentParser(prog="python -m llmdyn.book.workflow")
     sub = parser.add_subparsers(dest="job", required=True)
     ch = sub.add_parser("chapter")
     ch.add_argument("name")
     ch.add_argument("--parameters", required=True, help="JSON dict of notebook parameters")
     sub.add_parser("html")
+    cv = sub.add_parser("convert")
+    cv.add_argument("model")
+    cv.add_argument("stamp", type=Path)
     args = parser.parse_args(argv)
     here = Path.cwd()
-    if args.job == "chapter":
+    if args.job == "convert":
+        convert_packaged(args.model, args.stamp)
+    elif args.job == "chapter":
         run_chapter(args.name, here / "book" / "executed", json.loads(args.parameters), cwd=here)
     else:
         if here.resolve() != REPO:
