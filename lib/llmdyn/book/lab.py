@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from llmdyn import LlmdynError
+from llmdyn.book import lab_settings
 
 REPO = Path(__file__).resolve().parents[3]  # lib/llmdyn/book/lab.py -> repository root
 KERNEL = "llmdyn"
@@ -85,6 +86,7 @@ def run_cli(args: argparse.Namespace) -> int:
     except ImportError:
         raise LlmdynError("JupyterLab is not installed; run `make setup` (or pip install "
                           "-r requirements.txt)") from None
+    lab_settings.install()  # no news prompt, no update check: the lab stays offline
     cmd = lab_command(root=args.root, ip=args.ip, port=args.port)
     print(f"JupyterLab on {args.root} with the {KERNEL!r} kernel; open the URL with ?token= "
           f"printed below.\nOver SSH, first run on your machine: ssh -L {args.port}:127.0.0.1:"

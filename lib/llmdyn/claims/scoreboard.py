@@ -1,0 +1,103 @@
+"""The scorecard's summary grid and its one interactive table of every claim, built with the book.
+
+Both are generated from the claim records the executed chapters glued
+(:mod:`llmdyn.claims.collected`), never typed:
+
+- the **summary grid**: one row per chapter table and model, one column per grade
+  (`llmdyn.claims.GRADES`, those that occur), each count a link to the chapter's section on the
+  scorecard page (the label ``scorecard-<chapter>`` or ``scorecard-<key>``);
+- the **claims table**: every claim of every chapter as one row, interactive with ITables
+  (DataTables) in its offline mode: the library's JavaScript and CSS are inlined in the page, so
+  it filters (search panes for paper, chapter, model and grade), sorts and searches from the
+  built HTML with no network. Without JavaScript, ITables shows its static preview, and the
+  per-chapter tables below it on the page are plain HTML.
+"""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+from collections.abc import Sequence
+
+from llmdyn.claims.claim import GRADES, JUDGED, slug
+from llmdyn.claims.collected import Published, Record, build_models
+from llmdyn.claims.findings import SCORECARD_KEY
+
+TABLE_ID = "scorecard-claims"
+COLUMNS = ("paper", "chapter", "model", "claim", "paper says", "this run", "grade", "rule")
+FILTERED = ("paper", "chapter", "model", "grade")  # the columns with a search pane
+
+
+def section_label(table: Published) -> str:
+    """The scorecard's label of a published table's section (``scorecard-05``, ``-table1``)."""
+    return f"scorecard-{table.chapter[:2]}" if table.key == SCORECARD_KEY else \
+        f"scorecard-{slug(table.key)}"
+
+
+def _name(table: Published) -> str:
+    """"05 Coupling across depth"; a second table of a chapter names its key."""
+    extra = "" if table.key == SCORECARD_KEY else f" ({table.key})"
+    return f"{table.chapter[:2]} {table.title}{extra}"
+
+
+def summary(published: Sequence[Published]) -> str:
+    """The grid as a Markdown table: chapter table × model rows, grade columns, linked counts."""
+    grades = [g for g in GRADES if any(r.grade == g for p in published for r in p.records)]
+    head = ["chapter", "model", *grades, "all"]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * 2 + " ---: |" * (len(grades) + 1)]
+    totals: dict[str, Counter] = {}
+    for table in published:
+        for model in build_models([table]):
+            n = Counter(r.grade for r in table.records if r.model == model)
+            totals.setdefault(model, Counter()).update(n)
+            link = f"(#{section_label(table)})"
+            cells = [f"[{n[g]}]{link}" if n[g] else "·" for g in grades]
+            lines.append(f"| {_md(_name(table))} | {_md(model)} | " + " | ".join(cells)
+                         + f" | [{sum(n.values())}]{link} |")
+    for model, n in totals.items():
+        cells = [f"**{n[g]}**" if g in JUDGED else str(n[g]) for g in grades]
+        lines.append(f"| **all chapters** | {_md(model)} | " + " | ".join(cells)
+                     + f" | **{sum(n.values())}** |")
+    return "\n".join(lines) + "\n"
+
+
+def _md(text: str) -> str:
+    return text.replace("|", r"\|")
+
+
+def _row(rec: Record, table: Published) -> list[str]:
+    """One row of the interactive table, cells as HTML (the rule folds away).
+
+    The filtered columns hold plain text (a search pane lists their values as they are); the
+    link to the chapter's section sits in the claim cell.
+    """
+    esc = html.escape
+    reason = f"<br><small>({esc(rec.reason)})</small>" if rec.reason else ""
+    return [f"Paper {rec.paper}", esc(_name(table)), esc(rec.model),
+            f'{esc(rec.statement)} <small>({esc(rec.section)}; <a href="{table.href}">'
+            f"chapter {table.chapter[:2]}</a>)</small>", esc(rec.paper_value),
+            f"{esc(rec.result)}{reason}", esc(rec.grade),
+            f"<details><summary>rule</summary>{esc(rec.rule)}</details>"]
+
+
+def interactive(published: Sequence[Published]) -> str:
+    """Every claim in one ITables table (offline: its JavaScript and CSS inlined)."""
+    import pandas as pd  # optional heavy dependencies: only the book build needs them
+    from itables import options, to_html_datatable
+    from itables.javascript import generate_init_offline_itables_html
+
+    rows = [_row(rec, table) for table in published for rec in table.records]
+    df = pd.DataFrame(rows, columns=list(COLUMNS))
+    panes = [COLUMNS.index(c) for c in FILTERED]
+    init = generate_init_offline_itables_html(options.dt_bundle)  # the library, inlined
+    init = init[:init.index("<div")]  # less its notice for notebooks that are not trusted
+    return init + to_html_datatable(
+        df, connected=False, table_id=TABLE_ID, allow_html=True, maxBytes=0, showIndex=False,
+        classes="display compact", pageLength=25, lengthMenu=[10, 25, 100, -1],
+        layout={"top1": "searchPanes", "topStart": "pageLength", "topEnd": "search",
+                "bottomStart": "info", "bottomEnd": "paging"},
+        searchPanes={"columns": panes, "layout": f"columns-{len(panes)}", "cascadePanes": True,
+                     "initCollapsed": False, "viewTotal": True},
+        columnDefs=[{"searchPanes": {"show": True}, "targets": panes},
+                    {"width": "28%", "targets": [COLUMNS.index("claim")]}],
+        autoWidth=False)
