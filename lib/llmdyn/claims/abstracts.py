@@ -67,7 +67,8 @@ def _cell(found: list[tuple[Record, Published]]) -> str:
         what = rec.statement.split(": ", 1)[-1] if rec.statement.startswith(rec.model) else \
             rec.statement
         lines.append(
-            f'<div class="claim grade-{slug(rec.grade)}" data-claim="{html.escape(rec.id)}">'
+            f'<div class="claim grade-{slug(rec.grade)}" data-claim="{html.escape(rec.id)}" '
+            'style="margin-bottom: 0.6em">'
             f'<strong class="grade">{html.escape(rec.grade)}</strong> '
             f'<span class="number">{html.escape(rec.number)}</span> '
             f'<a class="where" href="{table.href}" title="{html.escape(rec.id)}">'
@@ -78,26 +79,28 @@ def _cell(found: list[tuple[Record, Published]]) -> str:
 
 def _table(rows: list[str], head: list[str], css: str) -> str:
     cols = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    return (f'<table class="table headlines {css}"><thead><tr>{cols}</tr></thead><tbody>'
-            + "".join(rows) + "</tbody></table>")
+    # "full-width": sphinx-book-theme lets a table with a column per model use the margin too
+    return (f'<div class="full-width"><table class="table headlines {css}"><thead><tr>{cols}'
+            "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
 
 
 def sentence_table(published: Sequence[Published], headlines: Sequence[Headline],
                    models: Sequence[str]) -> str:
-    """The abstracts' sentences, paper A then B, one column per model."""
+    """The abstracts' tested sentences, paper A then B, one column per model."""
     found = assign(published, headlines)
     rows = []
-    for line in (h for h in headlines if h.kind == "abstract"):
-        first = f'<td>{line.paper}</td><td class="words">“{html.escape(line.words)}”</td>'
-        if not line.templates:
-            rows.append(f'<tr class="untested" data-item="{line.paper}-{line.item}">{first}'
-                        f'<td colspan="{len(models)}"><em>{html.escape(line.reason)}</em></td>'
-                        "</tr>")
-            continue
+    for line in (h for h in headlines if h.kind == "abstract" and h.templates):
         here = found.get((line.paper, line.item), [])
         cells = "".join(_cell([(r, t) for r, t in here if r.model == m]) for m in models)
-        rows.append(f'<tr data-item="{line.paper}-{line.item}">{first}{cells}</tr>')
+        rows.append(f'<tr data-item="{line.paper}-{line.item}"><td>{line.paper}</td>'
+                    f'<td class="words">“{html.escape(line.words)}”</td>{cells}</tr>')
     return _table(rows, ["paper", "the abstract says", *models], "abstracts")
+
+
+def untested(headlines: Sequence[Headline]) -> str:
+    """The sentences no claim tests, each with the map's reason (a Markdown list)."""
+    return "\n".join(f"- Paper {h.paper}: “{h.words}” *({h.reason})*"
+                      for h in headlines if h.kind == "abstract" and not h.templates)
 
 
 def table1(published: Sequence[Published], headlines: Sequence[Headline],
@@ -121,13 +124,15 @@ def markdown(published: Sequence[Published], headlines: Sequence[Headline] | Non
     where = ", ".join(f"**{m}**" for m in models)
     return "\n".join([
         "## The abstracts, checked", "",
-        f"Each sentence of the two abstracts, and the claims of this build that test it, for "
-        f"each model whose claims this build holds ({where}). A cell gives the grade, the "
-        f"number with its {round(100 * LEVEL)} % interval and the chapter section that shows "
-        "it; the {doc}`scorecard <scorecard>` has every claim with its rule. A sentence that "
-        "no claim tests says why. The map from sentences to claims is data "
-        "(`data/headlines.csv`), checked by the tests against every build.", "",
+        f"Each sentence of the two abstracts that states a finding, and the claims of this "
+        f"build that test it, for each model whose claims this build holds ({where}). A cell "
+        f"gives the grade, the number with its {round(100 * LEVEL)} % interval and the "
+        "chapter section that shows it; the {doc}`scorecard <scorecard>` has every claim with "
+        "its rule. The map from sentences to claims is data (`data/headlines.csv`), checked "
+        "by the tests against every build.", "",
         sentence_table(published, headlines, models), "",
+        "The other sentences of the abstracts state no finding to test:", "",
+        untested(headlines), "",
         "### Paper B's Table 1", "",
         "Each property's measure is lower where the property is stronger; a row holds where "
         f"the paper's phase is stronger (its {round(100 * LEVEL)} % interval lies on that side). "

@@ -25,6 +25,8 @@ from llmdyn.claims.findings import SCORECARD_KEY
 
 TABLE_ID = "scorecard-claims"
 COLUMNS = ("paper", "chapter", "model", "claim", "paper says", "this run", "grade", "rule")
+# "this run" is the estimate and its interval; the full result (quantity, n, detail) folds
+# away with the rule.
 FILTERED = ("paper", "chapter", "model", "grade")  # the columns with a search pane
 
 
@@ -35,9 +37,14 @@ def section_label(table: Published) -> str:
 
 
 def _name(table: Published) -> str:
-    """"05 Coupling across depth"; a second table of a chapter names its key."""
+    """The chapter's number and short title, e.g. "05 Coupling across depth".
+
+    The title is cut at a colon and to 32 characters; a second table of a chapter names its key.
+    """
+    short = table.title.split(":")[0]
+    short = short if len(short) <= 32 else short[:31].rstrip() + "…"
     extra = "" if table.key == SCORECARD_KEY else f" ({table.key})"
-    return f"{table.chapter[:2]} {table.title}{extra}"
+    return f"{table.chapter[:2]} {short}{extra}"
 
 
 def summary(published: Sequence[Published]) -> str:
@@ -66,18 +73,19 @@ def _md(text: str) -> str:
 
 
 def _row(rec: Record, table: Published) -> list[str]:
-    """One row of the interactive table, cells as HTML (the rule folds away).
+    """One row of the interactive table, cells as HTML (the rule and the details fold away).
 
     The filtered columns hold plain text (a search pane lists their values as they are); the
     link to the chapter's section sits in the claim cell.
     """
     esc = html.escape
     reason = f"<br><small>({esc(rec.reason)})</small>" if rec.reason else ""
-    return [f"Paper {rec.paper}", esc(_name(table)), esc(rec.model),
+    return [rec.paper, esc(_name(table)), esc(rec.model),
             f'{esc(rec.statement)} <small>({esc(rec.section)}; <a href="{table.href}">'
             f"chapter {table.chapter[:2]}</a>)</small>", esc(rec.paper_value),
-            f"{esc(rec.result)}{reason}", esc(rec.grade),
-            f"<details><summary>rule</summary>{esc(rec.rule)}</details>"]
+            f"{esc(rec.number)}{reason}", esc(rec.grade),
+            f"<details><summary>rule</summary>{esc(rec.rule)}<br><small>{esc(rec.result)}"
+            "</small></details>"]
 
 
 def interactive(published: Sequence[Published]) -> str:
@@ -91,7 +99,8 @@ def interactive(published: Sequence[Published]) -> str:
     panes = [COLUMNS.index(c) for c in FILTERED]
     init = generate_init_offline_itables_html(options.dt_bundle)  # the library, inlined
     init = init[:init.index("<div")]  # less its notice for notebooks that are not trusted
-    return init + to_html_datatable(
+    # "full-width": sphinx-book-theme lets the wide table use the page's margin too
+    return init + '<div class="full-width">' + to_html_datatable(
         df, connected=False, table_id=TABLE_ID, allow_html=True, maxBytes=0, showIndex=False,
         classes="display compact", pageLength=25, lengthMenu=[10, 25, 100, -1],
         layout={"top1": "searchPanes", "topStart": "pageLength", "topEnd": "search",
@@ -100,4 +109,4 @@ def interactive(published: Sequence[Published]) -> str:
                      "initCollapsed": False, "viewTotal": True},
         columnDefs=[{"searchPanes": {"show": True}, "targets": panes},
                     {"width": "28%", "targets": [COLUMNS.index("claim")]}],
-        autoWidth=False)
+        autoWidth=False, scrollX=True) + "</div>"
