@@ -193,11 +193,15 @@ def _cells(row_html: str) -> list[str]:
 
 
 def _section_table(page: str, anchor: str) -> str:
-    """The last table of the section ``anchor`` (before any subsection): the claims table."""
+    """The last claims table (headed by `render.COLUMNS`) of the section ``anchor``."""
+    from llmdyn.claims.render import COLUMNS
+
     start = page.index(f'<section id="{anchor}"')
     body = page[start + 1:]
     body = body[:min(i for i in (body.find("<section"), body.find("</section>")) if i >= 0)]
-    return body[body.rindex("<table"):body.rindex("</table>")]
+    tables = [t for t in re.findall(r"<table.*?</table>", body, flags=re.S)
+              if _cells(re.search(r"<tr.*?</tr>", t, flags=re.S).group(0)) == list(COLUMNS)]
+    return tables[-1]
 
 
 def _row_with(table: str, grade: str, number: str) -> list[str]:
@@ -276,6 +280,7 @@ def test_scorecard_summary_counts_the_pasted_chapter_tables(built_book):
 
 
 def test_scorecard_filters_by_chapter_and_grade_in_chromium(built_book):
+    from llmdyn.claims.scoreboard import table_name
     from tests.browser import chromium, open_page, pick_in_pane, shown_rows
 
     root, html_dir = built_book
@@ -285,7 +290,7 @@ def test_scorecard_filters_by_chapter_and_grade_in_chromium(built_book):
                        key=lambda tg: (sum(r.grade == tg[1] for r in tg[0].records) <= 10,
                                        sum(r.grade == tg[1] for r in tg[0].records)))
     expected = sorted(r.statement for r in table.records if r.grade == grade)
-    name = f"{table.chapter[:2]} {table.title}"
+    name = table_name(table)
     with chromium() as session:
         open_page(session, html_dir / "book" / "scorecard.html", "div.dtsp-searchPane")
         assert len(shown_rows(session, "scorecard-claims")) == min(total, 25)

@@ -112,8 +112,9 @@ def test_uncovered_names_a_template_missing_a_model():
                                             "table1_linear_m_b_consensus"])
     assert uncovered([both], lines) == []
     one = _table("04_x", ["m-a", "m-b"], ["table1_linear_m_a_consensus"])
-    assert uncovered([one], lines) == ["B LINEAR: table1_linear_{model}_{split} has no claim for "
-                                       "m-b in 04_x"]
+    one = _table("04_x", ["m-a", "m-b"], ["table1_linear_m_a_consensus", "table1_aligned_m_b_x"])
+    assert uncovered([one], lines) == ["B LINEAR: no claim for m-b in 04_x "
+                                       "(table1_linear_{model}_{split})"]
     assert "matches no claim" in uncovered([_table("04_x", ["m-a"], ["other"])], lines)[0]
     assert [r.model for r, _ in assign([both], lines)[("B", "LINEAR")]] == ["m-a", "m-b"]
     assert build_models([both, _table("08_y", [OWN], ["train_x"])]) == ["m-a", "m-b", OWN]

@@ -37,24 +37,25 @@ def assign(published: Sequence[Published],
 
 
 def uncovered(published: Sequence[Published], headlines: Sequence[Headline]) -> list[str]:
-    """Templates that match no claim for a model they should cover (empty when the map holds).
+    """Where the map fails the build (empty when it holds).
 
-    A template with ``{model}`` covers every model its chapter ran; one without covers the
-    chapter's own model (or its trained suite). A template found in no chapter is reported too.
+    Every template must match a claim of some chapter; and in each chapter a headline's
+    templates match, every model that chapter holds claims about (its own model, the models it
+    compares, or its trained suite) must have a claim under that headline: a ``{model}``
+    template covers each model, one without covers the chapter's own.
     """
-    problems = []
+    problems, found = [], assign(published, headlines)
     for line in headlines:
-        for template in line.templates:
-            tables = [t for t in published if any(line.matches(r.id) == template
-                                                  for r in t.records)]
-            if not tables:
-                problems.append(f"{line.paper} {line.item}: {template} matches no claim")
-            for table in tables if "{model}" in template else []:
-                for model in table.models:
-                    if not any(line.pattern(template, slug(model)).match(r.id)
-                               for r in table.records):
-                        problems.append(f"{line.paper} {line.item}: {template} has no claim for "
-                                        f"{model} in {table.chapter}")
+        hit = [t for t in published if any(line.matches(r.id) for r in t.records)]
+        problems += [f"{line.paper} {line.item}: {template} matches no claim"
+                     for template in line.templates
+                     if not any(line.matches(r.id) == template for t in hit for r in t.records)]
+        mine = found.get((line.paper, line.item), [])
+        for table in hit:
+            for model in dict.fromkeys(r.model for r in table.records):
+                if not any(r.model == model and t is table for r, t in mine):
+                    problems.append(f"{line.paper} {line.item}: no claim for {model} in "
+                                    f"{table.chapter} ({' '.join(line.templates)})")
     return problems
 
 

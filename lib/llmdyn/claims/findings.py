@@ -20,6 +20,7 @@ first judged claims instead.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -46,7 +47,8 @@ def records_key(key: str = SCORECARD_KEY) -> str:
 def short(claim: Claim) -> str:
     """The claim's number with its interval, e.g. "1.9× [1.5, 2.3]", or "—" if not measured."""
     m, est = claim.measure, claim.measure.estimate
-    if est is None or m.missing == "not testable offline" or m.missing == "not run":
+    if est is None or m.missing in ("not testable offline", "not run") \
+            or not math.isfinite(est.value):
         return "—"
     text = m.number(est.value)
     if est.has_interval:

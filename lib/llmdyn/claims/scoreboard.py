@@ -36,7 +36,7 @@ def section_label(table: Published) -> str:
         f"scorecard-{slug(table.key)}"
 
 
-def _name(table: Published) -> str:
+def table_name(table: Published) -> str:
     """The chapter's number and short title, e.g. "05 Coupling across depth".
 
     The title is cut at a colon and to 32 characters; a second table of a chapter names its key.
@@ -59,7 +59,7 @@ def summary(published: Sequence[Published]) -> str:
             totals.setdefault(model, Counter()).update(n)
             link = f"(#{section_label(table)})"
             cells = [f"[{n[g]}]{link}" if n[g] else "·" for g in grades]
-            lines.append(f"| {_md(_name(table))} | {_md(model)} | " + " | ".join(cells)
+            lines.append(f"| {_md(table_name(table))} | {_md(model)} | " + " | ".join(cells)
                          + f" | [{sum(n.values())}]{link} |")
     for model, n in totals.items():
         cells = [f"**{n[g]}**" if g in JUDGED else str(n[g]) for g in grades]
@@ -80,7 +80,7 @@ def _row(rec: Record, table: Published) -> list[str]:
     """
     esc = html.escape
     reason = f"<br><small>({esc(rec.reason)})</small>" if rec.reason else ""
-    return [rec.paper, esc(_name(table)), esc(rec.model),
+    return [rec.paper, esc(table_name(table)), esc(rec.model),
             f'{esc(rec.statement)} <small>({esc(rec.section)}; <a href="{table.href}">'
             f"chapter {table.chapter[:2]}</a>)</small>", esc(rec.paper_value),
             f"{esc(rec.number)}{reason}", esc(rec.grade),
