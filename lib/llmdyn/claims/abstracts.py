@@ -15,7 +15,7 @@ import html
 from collections.abc import Sequence
 
 from llmdyn.claims.claim import slug
-from llmdyn.claims.collected import OWN, Published, Record, build_models
+from llmdyn.claims.collected import Published, Record, build_models
 from llmdyn.claims.headlines import Headline, best, headline_map
 from llmdyn.stats.bootstrap import LEVEL
 
@@ -62,7 +62,8 @@ def uncovered(published: Sequence[Published], headlines: Sequence[Headline]) -> 
 def _cell(found: list[tuple[Record, Published]]) -> str:
     """One model's cell: a line per claim (grade, number, link, what it measures)."""
     if not found:
-        return '<td class="none">not measured</td>'
+        return ('<td class="none" title="not measured on this model" style="color: #888">'
+                "—</td>")
     lines = []
     for rec, table in found:
         what = rec.statement.split(": ", 1)[-1] if rec.statement.startswith(rec.model) else \
@@ -108,7 +109,9 @@ def table1(published: Sequence[Published], headlines: Sequence[Headline],
            models: Sequence[str]) -> str:
     """Paper B's Table 1: property, the paper's Thought/Fixation cells, our grade per model."""
     found = assign(published, headlines)
-    models = [m for m in models if m != OWN]  # Table 1 is measured on the pretrained models
+    rows_of = [pair for h in headlines if h.kind == "table1"
+               for pair in found.get((h.paper, h.item), [])]
+    models = [m for m in models if any(r.model == m for r, _ in rows_of)]  # those measured
     rows = []
     for line in (h for h in headlines if h.kind == "table1"):
         here = found.get((line.paper, line.item), [])
@@ -130,7 +133,8 @@ def markdown(published: Sequence[Published], headlines: Sequence[Headline] | Non
         f"gives the grade, the number with its {round(100 * LEVEL)} % interval and the "
         "chapter section that shows it; the {doc}`scorecard <scorecard>` has every claim with "
         "its rule. The map from sentences to claims is data (`data/headlines.csv`), checked "
-        "by the tests against every build.", "",
+        "by the tests against every build. A dash: that claim is not measured on that model.",
+        "",
         sentence_table(published, headlines, models), "",
         "The other sentences of the abstracts state no finding to test:", "",
         untested(headlines), "",

@@ -48,28 +48,30 @@ def table_name(table: Published) -> str:
 
 
 def summary(published: Sequence[Published]) -> str:
-    """The grid as a Markdown table: chapter table × model rows, grade columns, linked counts."""
+    """The grid as HTML: chapter table × model rows, grade columns, each count a link.
+
+    Raw HTML (one block, no blank line) so that it can use the page's margin ("full-width").
+    """
     grades = [g for g in GRADES if any(r.grade == g for p in published for r in p.records)]
-    head = ["chapter", "model", *grades, "all"]
-    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * 2 + " ---: |" * (len(grades) + 1)]
-    totals: dict[str, Counter] = {}
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in ["chapter", "model", *grades, "all"])
+    rows, totals = [], {}
     for table in published:
         for model in build_models([table]):
             n = Counter(r.grade for r in table.records if r.model == model)
             totals.setdefault(model, Counter()).update(n)
-            link = f"(#{section_label(table)})"
-            cells = [f"[{n[g]}]{link}" if n[g] else "·" for g in grades]
-            lines.append(f"| {_md(table_name(table))} | {_md(model)} | " + " | ".join(cells)
-                         + f" | [{sum(n.values())}]{link} |")
+            link = f'href="#{section_label(table)}"'
+            cells = "".join(f"<td><a {link}>{n[g]}</a></td>" if n[g] else "<td>·</td>"
+                            for g in grades)
+            rows.append(f"<tr><td>{html.escape(table_name(table))}</td><td>"
+                        f"{html.escape(model)}</td>{cells}<td><a {link}>{sum(n.values())}</a>"
+                        "</td></tr>")
     for model, n in totals.items():
-        cells = [f"**{n[g]}**" if g in JUDGED else str(n[g]) for g in grades]
-        lines.append(f"| **all chapters** | {_md(model)} | " + " | ".join(cells)
-                     + f" | **{sum(n.values())}** |")
-    return "\n".join(lines) + "\n"
-
-
-def _md(text: str) -> str:
-    return text.replace("|", r"\|")
+        cells = "".join(f"<td><strong>{n[g]}</strong></td>" if g in JUDGED else f"<td>{n[g]}</td>"
+                        for g in grades)
+        rows.append(f"<tr><td><strong>all chapters</strong></td><td>{html.escape(model)}</td>"
+                    f"{cells}<td><strong>{sum(n.values())}</strong></td></tr>")
+    return ('<div class="full-width"><table class="table scorecard-summary"><thead><tr>'
+            f"{head}</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>\n")
 
 
 def _row(rec: Record, table: Published) -> list[str]:
