@@ -122,9 +122,10 @@ def read_chapter(path: Path) -> list[Published]:
     nb = json.loads(Path(path).read_text())
     glued, params = read_glued(path), parameters(nb)
     model = str(params.get("model", ""))
-    models = tuple(dict.fromkeys([model, *map(str, params.get("compare_models") or [])]))
+    models = tuple(m for m in dict.fromkeys([model, *map(str, params.get("compare_models") or [])])
+                   if m)
     own = "suite" in params or "grid" in params
-    default = OWN if own else model
+    default = OWN if own else (model or "the chapter's model")
     out = []
     for key in _published_keys(glued):
         rows = json.loads(str(glued[records_key(key)]))
