@@ -1,5 +1,6 @@
 """The chapter runs under papermill on a tiny model, and the book builds with warnings as errors."""
 
+import html
 import re
 import subprocess
 import sys
@@ -179,3 +180,156 @@ def test_strip_check_catches_outputs(tmp_path):
     check = nbstripout_verify([tmp_path / "clean.ipynb", tmp_path / "dirty.ipynb"])
     assert check.returncode == 1
     assert "dirty.ipynb" in check.stdout and "clean.ipynb" not in check.stdout
+
+
+# --- the findings first: the intro's headline table, the boxes, the scorecard's summary -------
+
+def _published(root):
+    from llmdyn.claims.collected import collect
+
+    return collect(root / "book" / "executed", chapters())
+
+
+def _cells(row_html: str) -> list[str]:
+    """The text of each cell of one HTML table row."""
+    cells = re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row_html, flags=re.S)
+    return [html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in cells]
+
+
+def _section_table(page: str, anchor: str) -> str:
+    """The last claims table (headed by `render.COLUMNS`) of the section ``anchor``."""
+    from llmdyn.claims.render import COLUMNS
+
+    start = page.index(f'<section id="{anchor}"')
+    body = page[start + 1:]
+    body = body[:min(i for i in (body.find("<section"), body.find("</section>")) if i >= 0)]
+    tables = [t for t in re.findall(r"<table.*?</table>", body, flags=re.S)
+              if _cells(re.search(r"<tr.*?</tr>", t, flags=re.S).group(0)) == list(COLUMNS)]
+    return tables[-1]
+
+
+def _row_with(table: str, grade: str, number: str) -> list[str]:
+    """The rows of an HTML table whose cells show the grade and the number."""
+    rows = [_cells(r) for r in re.findall(r"<tr.*?</tr>", table, flags=re.S)]
+    return [r for r in rows if any(c == grade or c.startswith(f"{grade} (") for c in r)
+            and (number == "—" or any(number in c for c in r))]
+
+
+def test_headline_map_covers_every_model_the_build_ran(built_book):
+    from llmdyn.claims.abstracts import uncovered
+    from llmdyn.claims.collected import build_models
+    from llmdyn.claims.headlines import headline_map
+
+    root, _ = built_book
+    published = _published(root)
+    assert len(build_models(published)) >= 2  # the smoke build runs two tiny pretrained models
+    assert uncovered(published, headline_map()) == []
+
+
+def test_intro_headlines_agree_with_the_chapter_pages_and_the_scorecard(built_book):
+    root, html_dir = built_book
+    intro = (html_dir / "book" / "intro.html").read_text()
+    score = (html_dir / "book" / "scorecard.html").read_text()
+    shown = re.findall(r'<div class="claim [^"]*" data-claim="(\w+)"[^>]*><strong class="grade">'
+                       r'([^<]+)</strong> <span class="number">([^<]*)</span> <a class="where" '
+                       r'href="([^"#]+)#([^"]+)"', intro)
+    assert len(shown) >= 10 and "The abstracts, checked" in intro
+    for cid, grade, number, href, anchor in shown:
+        grade, number = html.unescape(grade), html.unescape(number)
+        chapter = (html_dir / "book" / href).read_text()
+        assert _row_with(_section_table(chapter, anchor), grade, number), (cid, href)
+        assert _row_with(score, grade, number), cid  # the scorecard's pasted chapter tables
+    table1 = intro[intro.index('class="table headlines table1"'):]
+    for prop in ("LINEAR", "EQUISPACED", "ALIGNED", "CONFIDENT"):
+        assert f'data-item="B-{prop.lower()}"' in table1
+
+
+def _grade_counts(text: str) -> dict[str, int]:
+    from llmdyn.claims import GRADES
+
+    plain = html.unescape(re.sub(r"<[^>]+>", "", text))
+    return {g: int(n.group(1)) for g in GRADES if (n := re.search(rf"(\d+) {g}\b", plain))}
+
+
+def test_every_chapter_opens_with_a_findings_box_that_agrees_with_its_table(built_book):
+    root, html_dir = built_book
+    for table in _published(root):
+        page = (html_dir / "book" / "executed" / f"{table.chapter}.html").read_text()
+        title = "Findings of this run" if table.key == "scorecard" else "Table 1 in this run"
+        start = page.index(title)
+        assert start < page.index('class="cell docutils container"'), table.chapter  # no code
+        box = page[start:page.index("</div>", start)]  # the admonition holds no other div
+        rows = [_cells(r) for r in re.findall(r"<tr.*?</tr>", _section_table(page, table.anchor),
+                                              flags=re.S)[1:]]
+        counted = {}
+        for row in rows:
+            grade = row[3].split(" (")[0]
+            counted[grade] = counted.get(grade, 0) + 1
+        assert _grade_counts(box) == counted, (table.chapter, table.key)
+
+
+def test_scorecard_summary_counts_the_pasted_chapter_tables(built_book):
+    root, html_dir = built_book
+    score = (html_dir / "book" / "scorecard.html").read_text()
+    grid = score[score.index('id="summary"'):score.index('id="every-claim"')]
+    for table in _published(root):
+        label = ("scorecard-" + table.chapter[:2]) if table.key == "scorecard" else \
+            f"scorecard-{table.key}"
+        linked = re.findall(rf'<a href="#{label}">(\d+)</a>', grid)
+        section = score[score.index(f'id="{label}"'):]
+        pasted = section[section.index("<table"):section.index("</table>")]
+        rows = len(re.findall(r"<tr class=\"verdict-", pasted))
+        # each model's grade counts and its total link to the section: twice the pasted rows
+        assert rows == len(table.records) and sum(map(int, linked)) == 2 * rows, label
+
+
+def test_scorecard_filters_by_chapter_and_grade_in_chromium(built_book):
+    from llmdyn.claims.scoreboard import table_name
+    from tests.browser import chromium, open_page, pick_in_pane, shown_rows
+
+    root, html_dir = built_book
+    published = _published(root)
+    total = sum(len(t.records) for t in published)
+    table, grade = max(((t, g) for t in published for g in {r.grade for r in t.records}),
+                       key=lambda tg: (sum(r.grade == tg[1] for r in tg[0].records) <= 10,
+                                       sum(r.grade == tg[1] for r in tg[0].records)))
+    expected = sorted(r.statement for r in table.records if r.grade == grade)
+    name = table_name(table)
+    with chromium() as session:
+        open_page(session, html_dir / "book" / "scorecard.html", "div.dtsp-searchPane")
+        assert len(shown_rows(session, "scorecard-claims")) == min(total, 25)
+        pick_in_pane(session, 1, name)
+        pick_in_pane(session, 3, grade)
+        rows = shown_rows(session, "scorecard-claims")
+        info = session.find_element("css selector", ".dt-info").text
+    assert [r[1] for r in rows] == [name] * len(expected) and {r[6] for r in rows} == {grade}
+    assert sorted(r[3].rsplit(" (", 1)[0] for r in rows) == expected
+    assert f"of {len(expected)} entries (filtered from {total} total entries)" in info
+
+
+def test_intro_headline_table_in_chromium(built_book):
+    from llmdyn.claims.abstracts import assign
+    from llmdyn.claims.claim import slug
+    from llmdyn.claims.collected import build_models
+    from llmdyn.claims.headlines import headline_map
+    from tests.browser import chromium, open_page
+
+    root, html_dir = built_book
+    published = _published(root)
+    models, found = build_models(published), assign(published, headline_map())
+    with chromium() as session:
+        open_page(session, html_dir / "book" / "intro.html", "table.abstracts")
+        head = [th.text for th in session.find_elements("css selector", "table.abstracts th")]
+        cells = {row.get_attribute("data-item"): [td.text for td in
+                                                   row.find_elements("css selector", "td")]
+                 for row in session.find_elements("css selector", "table.headlines tbody tr")}
+    assert head == ["paper", "the abstract says", *models]
+    kinds = {(h.paper, h.item): h.kind for h in headline_map()}
+    for (paper, item), pairs in found.items():
+        table1 = kinds[paper, item] == "table1"
+        row = cells[f"{paper}-{slug(item)}" if table1 else f"{paper}-{item}"]
+        columns = [m for m in models if any(r.model == m for t in published if t.key == "table1"
+                                            for r in t.records)] if table1 else models
+        for rec, _ in pairs:
+            column = row[2 + columns.index(rec.model)]
+            assert rec.grade in column and rec.number in column, (item, rec.id)

@@ -16,6 +16,7 @@ import yaml
 
 from llmdyn import LlmdynError, __version__
 from llmdyn.book import buildfacts, figures, gallery
+from llmdyn.claims import pages
 from llmdyn.models.files import looks_like_path
 
 KERNEL = "llmdyn"
@@ -205,8 +206,9 @@ def write_generated(book_root: Path) -> Path:
     generated.mkdir(parents=True, exist_ok=True)
     if "book/gallery" in toc_files(book_root):  # a partial book has no gallery page
         (generated / "gallery.md").write_text(gallery.gallery_markdown(executed, names))
+    measured = pages.write(generated, executed, names)  # the abstracts checked, the scorecard's
     (generated / "build_facts.md").write_text(
-        buildfacts.render(buildfacts.collect(executed, names)))
+        buildfacts.render(buildfacts.collect(executed, names), measured=measured))
     return generated
 
 

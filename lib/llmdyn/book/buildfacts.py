@@ -62,9 +62,14 @@ def _duration(seconds: float) -> str:
     return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {sec:02d} s"
 
 
-def render(facts: BuildFacts) -> str:
-    """The facts as a MyST admonition for the top of the landing page."""
+def render(facts: BuildFacts, *, measured: Sequence[str] = ()) -> str:
+    """The facts as a MyST admonition for the top of the landing page.
+
+    ``measured``: the models whose claims the build holds (the columns of the intro's tables).
+    """
     models = ", ".join(f"`{m}`" for m in facts.models)
+    columns = (f" Its claims are about {_and([f'**{m}**' for m in measured])}; the tables "
+               "below have one column for each.") if measured else ""
     span = (facts.finished - facts.started).total_seconds()
     return (
         ":::{admonition} This build\n:class: tip\n\n"
@@ -74,4 +79,10 @@ def render(facts: BuildFacts) -> str:
         f"{facts.started:%Y-%m-%d %H:%M} to {facts.finished:%Y-%m-%d %H:%M} UTC: "
         f"{_duration(facts.run_seconds)} of notebook execution in all "
         f"({_duration(span)} from the first start to the last end; measurements already "
-        "cached under `results/` were loaded, not recomputed).\n:::\n")
+        "cached under `results/` were loaded, not recomputed)."
+        f"{columns}\n:::\n")
+
+
+def _and(items: Sequence[str]) -> str:
+    """"a", "a and b", "a, b and c"."""
+    return " and ".join([", ".join(items[:-1]), items[-1]] if len(items) > 2 else items)

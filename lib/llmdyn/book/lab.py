@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from llmdyn import LlmdynError
+from llmdyn.book import lab_settings
 
 REPO = Path(__file__).resolve().parents[3]  # lib/llmdyn/book/lab.py -> repository root
 KERNEL = "llmdyn"
@@ -113,6 +114,7 @@ def run_cli(args: argparse.Namespace) -> int:
     except ImportError:
         raise LlmdynError("JupyterLab is not installed; run `make setup` (or pip install "
                           "-r requirements.txt)") from None
+    lab_settings.install()  # no news prompt, no update check: the lab stays offline
     port = free_port(args.ip, args.port)
     cmd = lab_command(root=args.root, ip=args.ip, port=port)
     moved = "" if port == args.port else f" (port {args.port} is in use)"

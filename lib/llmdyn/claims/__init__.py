@@ -7,7 +7,7 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["claim", "measure", "render", "twin_seeds"],
+    submodules=["claim", "findings", "headlines", "measure", "pages", "render", "twin_seeds"],
     submod_attrs={
         "claim": ["Grade", "GRADES", "JUDGED", "PAPERS", "Measure", "Op", "Rule",
                   "at_least", "above", "below", "at_most", "within", "Verdict", "slug", "Claim"],

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from llmdyn import LlmdynError
+from llmdyn.claims import findings
 from llmdyn.claims.claim import GRADES, JUDGED, Claim, Rule
 from llmdyn.stats.bootstrap import Estimate
 
@@ -205,6 +206,7 @@ def publish(claims: Sequence[Claim], *, key: str = SCORECARD_KEY,
         for name, value in glue_values(claim).items():
             glue(name, value, display=False)
     glue(key, HTML(html_table(claims)), display=False)
+    findings.publish_findings(claims, key=key, glue=glue)  # the box atop the chapter, the records
     return Markdown(markdown_table(claims))
 
 

@@ -1,0 +1,147 @@
+"""The intro page's "The abstracts, checked": each headline sentence with this build's verdicts.
+
+Built when the book is built (:func:`llmdyn.book.build.write_generated`), from the claim records
+the executed chapters glued (:mod:`llmdyn.claims.collected`) and the headline map
+(:mod:`llmdyn.claims.headlines`): one row per sentence of either abstract, one column per model
+whose claims the build holds, and in each cell the grade, the number with its interval and a
+link to the chapter section that shows it. Paper B's Table 1 follows as its property rows, each
+with the paper's Thought-vs-Fixation cells. Nothing here is typed: a sentence no claim tests
+shows the map's reason.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+from llmdyn.claims.claim import slug
+from llmdyn.claims.collected import Published, Record, build_models
+from llmdyn.claims.headlines import Headline, best, headline_map
+from llmdyn.stats.bootstrap import LEVEL
+
+PAPER_TITLES = {"A": "Paper A, transformer block coupling",
+                "B": "Paper B, thought and fixation"}
+
+
+def assign(published: Sequence[Published],
+           headlines: Sequence[Headline]) -> dict[tuple[str, str], list[tuple[Record, Published]]]:
+    """The claims under each headline: ``{(paper, item): [(record, its table), …]}``."""
+    out: dict[tuple[str, str], list[tuple[Record, Published]]] = {}
+    for table in published:
+        slugs = [slug(m) for m in table.models]
+        for rec in table.records:
+            line = best(headlines, rec.id, slugs)
+            if line is not None:
+                out.setdefault((line.paper, line.item), []).append((rec, table))
+    return out
+
+
+def uncovered(published: Sequence[Published], headlines: Sequence[Headline]) -> list[str]:
+    """Where the map fails the build (empty when it holds).
+
+    Every template must match a claim of some chapter; and in each chapter a headline's
+    templates match, every model that chapter holds claims about (its own model, the models it
+    compares, or its trained suite) must have a claim under that headline: a ``{model}``
+    template covers each model, one without covers the chapter's own.
+    """
+    problems, found = [], assign(published, headlines)
+    for line in headlines:
+        hit = [t for t in published if any(line.matches(r.id) for r in t.records)]
+        problems += [f"{line.paper} {line.item}: {template} matches no claim"
+                     for template in line.templates
+                     if not any(line.matches(r.id) == template for t in hit for r in t.records)]
+        mine = found.get((line.paper, line.item), [])
+        for table in hit:
+            for model in dict.fromkeys(r.model for r in table.records):
+                if not any(r.model == model and t is table for r, t in mine):
+                    problems.append(f"{line.paper} {line.item}: no claim for {model} in "
+                                    f"{table.chapter} ({' '.join(line.templates)})")
+    return problems
+
+
+def _cell(found: list[tuple[Record, Published]]) -> str:
+    """One model's cell: a line per claim (grade, number, link, what it measures)."""
+    if not found:
+        return ('<td class="none" title="not measured on this model" style="color: #888">'
+                "—</td>")
+    lines = []
+    for rec, table in found:
+        what = rec.statement.split(": ", 1)[-1] if rec.statement.startswith(rec.model) else \
+            rec.statement
+        lines.append(
+            f'<div class="claim grade-{slug(rec.grade)}" data-claim="{html.escape(rec.id)}" '
+            'style="margin-bottom: 0.6em">'
+            f'<strong class="grade">{html.escape(rec.grade)}</strong> '
+            f'<span class="number">{html.escape(rec.number)}</span> '
+            f'<a class="where" href="{table.href}" title="{html.escape(rec.id)}">'
+            f'ch.&#160;{table.chapter[:2]}</a><br>'
+            f'<small>{html.escape(what)}</small></div>')
+    return "<td>" + "".join(lines) + "</td>"
+
+
+def _table(rows: list[str], head: list[str], css: str) -> str:
+    cols = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    # "full-width": sphinx-book-theme lets a table with a column per model use the margin too
+    return (f'<div class="full-width"><table class="table headlines {css}"><thead><tr>{cols}'
+            "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
+
+
+def sentence_table(published: Sequence[Published], headlines: Sequence[Headline],
+                   models: Sequence[str]) -> str:
+    """The abstracts' tested sentences, paper A then B, one column per model."""
+    found = assign(published, headlines)
+    rows = []
+    for line in (h for h in headlines if h.kind == "abstract" and h.templates):
+        here = found.get((line.paper, line.item), [])
+        cells = "".join(_cell([(r, t) for r, t in here if r.model == m]) for m in models)
+        rows.append(f'<tr data-item="{line.paper}-{line.item}"><td>{line.paper}</td>'
+                    f'<td class="words">“{html.escape(line.words)}”</td>{cells}</tr>')
+    return _table(rows, ["paper", "the abstract says", *models], "abstracts")
+
+
+def untested(headlines: Sequence[Headline]) -> str:
+    """The sentences no claim tests, each with the map's reason (a Markdown list)."""
+    return "\n".join(f"- Paper {h.paper}: “{h.words}” *({h.reason})*"
+                      for h in headlines if h.kind == "abstract" and not h.templates)
+
+
+def table1(published: Sequence[Published], headlines: Sequence[Headline],
+           models: Sequence[str]) -> str:
+    """Paper B's Table 1: property, the paper's Thought/Fixation cells, our grade per model."""
+    found = assign(published, headlines)
+    rows_of = [pair for h in headlines if h.kind == "table1"
+               for pair in found.get((h.paper, h.item), [])]
+    models = [m for m in models if any(r.model == m for r, _ in rows_of)]  # those measured
+    rows = []
+    for line in (h for h in headlines if h.kind == "table1"):
+        here = found.get((line.paper, line.item), [])
+        cells = "".join(_cell([(r, t) for r, t in here if r.model == m]) for m in models)
+        rows.append(f'<tr data-item="{line.paper}-{slug(line.item)}"><td>{html.escape(line.label)}'
+                    f'</td><td class="words">{html.escape(line.words)}</td>{cells}</tr>')
+    return _table(rows, ["property", "paper B: Thought vs Fixation", *models], "table1")
+
+
+def markdown(published: Sequence[Published], headlines: Sequence[Headline] | None = None) -> str:
+    """The section for the intro page (MyST with raw HTML tables)."""
+    headlines = tuple(headline_map() if headlines is None else headlines)
+    models = build_models(published)
+    where = ", ".join(f"**{m}**" for m in models)
+    return "\n".join([
+        "## The abstracts, checked", "",
+        f"Each sentence of the two abstracts that states a finding, and the claims of this "
+        f"build that test it, for each model whose claims this build holds ({where}). A cell "
+        f"gives the grade, the number with its {round(100 * LEVEL)} % interval and the "
+        "chapter section that shows it; the {doc}`scorecard <scorecard>` has every claim with "
+        "its rule. The map from sentences to claims is data (`data/headlines.csv`), checked "
+        "by the tests against every build. A dash: that claim is not measured on that model.",
+        "",
+        sentence_table(published, headlines, models), "",
+        "The other sentences of the abstracts state no finding to test:", "",
+        untested(headlines), "",
+        "### Paper B's Table 1", "",
+        "Each property's measure is lower where the property is stronger; a row holds where "
+        f"the paper's phase is stronger (its {round(100 * LEVEL)} % interval lies on that side). "
+        "CONFIDENT reads "
+        "each layer with paper B's own logit lens (no final norm below the last layer); the "
+        "normed lens is shown beside it, named.", "",
+        table1(published, headlines, models), ""])

@@ -1,0 +1,131 @@
+"""A chapter's findings box and the claim records the book's summary pages read, glued at publish.
+
+`llmdyn.claims.render.publish` calls :func:`publish_findings` after gluing the chapter's table.
+Two glue keys per published table (``key`` = "scorecard" gives the plain names):
+
+- ``findings`` (``findings_<key>``): the box, as MyST Markdown: the chapter's grade counts and
+  its headline verdicts, one line each. The notebook's second markdown cell pastes it with a
+  ``{glue:md}`` directive, so the box, glued from the same claims as the table at the end, can
+  never disagree with it (MyST-NB reads every glued output of a notebook before rendering its
+  cells, so a key glued in the last cell resolves in the second).
+- ``claims`` (``claims_<key>``): one JSON record per claim (:func:`record`) for the intro's
+  headline table and the scorecard's summary and interactive table
+  (:mod:`llmdyn.claims.pages`).
+
+Headline verdicts are the claims that a sentence of either abstract or a cell of paper B's
+Table 1 rests on (:mod:`llmdyn.claims.headlines`); a chapter no headline rests on lists its
+first judged claims instead.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+from llmdyn.claims.claim import GRADES, JUDGED, Claim, slug
+from llmdyn.claims.headlines import Headline, best, headline_map
+from llmdyn.stats.bootstrap import LEVEL
+
+SCORECARD_KEY = "scorecard"  # render.SCORECARD_KEY, repeated here: render imports this module
+TITLES = {"table1": "Paper B's Table 1 in this run"}  # the box of a second table, by its key
+MAX_LINES = 8  # verdict lines in a box; the rest are in the table at the end
+
+
+def findings_key(key: str = SCORECARD_KEY) -> str:
+    """The glue key of the box for the table glued under ``key``."""
+    return "findings" if key == SCORECARD_KEY else f"findings_{key}"
+
+
+def records_key(key: str = SCORECARD_KEY) -> str:
+    """The glue key of the claim records for the table glued under ``key``."""
+    return "claims" if key == SCORECARD_KEY else f"claims_{key}"
+
+
+def short(claim: Claim) -> str:
+    """The claim's number with its interval, e.g. "1.9× [1.5, 2.3]", or "—" if not measured."""
+    m, est = claim.measure, claim.measure.estimate
+    if est is None or m.missing in ("not testable offline", "not run") \
+            or not math.isfinite(est.value):
+        return "—"
+    text = m.number(est.value)
+    if est.has_interval:
+        return f"{text} [{m.number(est.lo)}, {m.number(est.hi)}]"
+    return text if est.exact else f"{text} (n = {est.n}, no interval)"
+
+
+def record(claim: Claim) -> dict[str, str]:
+    """What the summary pages show of one claim (all text)."""
+    return {"id": claim.id, "paper": claim.paper, "section": claim.section,
+            "statement": claim.statement, "paper_value": claim.paper_value,
+            "grade": claim.verdict.grade, "reason": claim.verdict.reason,
+            "number": short(claim), "quantity": claim.measure.quantity,
+            "result": claim.result_text(), "rule": claim.rule_text}
+
+
+def counts_line(grades: Sequence[str]) -> str:
+    """"14 claims: **6 holds** · 2 inconclusive · …", grades in `GRADES` order, zeros left out."""
+    n = Counter(grades)
+    parts = [f"**{n[g]} {g}**" if g in JUDGED else f"{n[g]} {g}" for g in GRADES if n[g]]
+    return f"{len(grades)} claim{'s' if len(grades) != 1 else ''}: " + " · ".join(parts)
+
+
+def headline_claims(claims: Sequence[Claim],
+                    headlines: Sequence[Headline] | None = None) -> list[tuple[Headline, Claim]]:
+    """The claims a headline rests on, in the map's order, each under its best headline."""
+    headlines = tuple(headline_map() if headlines is None else headlines)
+    models = statement_models(claims)
+    found = [(h, c) for c in claims if (h := best(headlines, c.id, models)) is not None]
+    return sorted(found, key=lambda pair: headlines.index(pair[0]))
+
+
+def statement_models(claims: Sequence[Claim]) -> set[str]:
+    """Slugs of the models the claims name.
+
+    The chapters write per-model statements as "<model>: …" or "<model>, <lens> lens: …", and
+    "The same holds in <model>".
+    """
+    names = {re.split(r"[:,]", c.statement, maxsplit=1)[0] for c in claims}
+    names |= {c.statement.removeprefix("The same holds in ") for c in claims
+              if c.statement.startswith("The same holds in ")}
+    return {slug(n) for n in names}
+
+
+def _line(claim: Claim, about: str = "") -> str:
+    """One verdict line of the box."""
+    about = f"{about}: " if about else ""
+    return f"- **{claim.verdict.grade}** · {about}{claim.statement} · {short(claim)}"
+
+
+def box(claims: Sequence[Claim], *, headlines: Sequence[Headline] | None = None,
+        title: str = "Findings of this run") -> str:
+    """The findings box as MyST Markdown: grade counts, then headline verdicts one line each."""
+    pairs = headline_claims(claims, headlines)
+    if pairs:
+        lines = [_line(c, f"Paper {h.paper}, {h.label}") for h, c in pairs]
+        intro = "The abstracts' claims this chapter tests:"
+    else:
+        judged = [c for c in claims if c.verdict.grade in JUDGED] or list(claims)
+        lines = [_line(c) for c in judged]
+        intro = "No abstract sentence rests on this chapter; its verdicts:"
+    more = len(lines) - MAX_LINES
+    lines = lines[:MAX_LINES] + ([f"- … and {more} more in the table at the end"]
+                                 if more > 0 else [])
+    return "\n".join([f":::{{admonition}} {title}", ":class: tip findings", "",
+                      counts_line([c.verdict.grade for c in claims]), "", intro, "", *lines,
+                      "", f"Each number is the estimate with its {round(100 * LEVEL)} % bootstrap "
+                      "interval; the table at the end gives the rule and the reason for every "
+                      "grade.", ":::"])
+
+
+def publish_findings(claims: Sequence[Claim], *, key: str = SCORECARD_KEY,
+                     glue: Callable[..., object]) -> None:
+    """Glue the box and the claim records of one published table (see the module docstring)."""
+    from IPython.display import Markdown
+
+    title = TITLES.get(key, "Findings of this run" if key == SCORECARD_KEY
+                       else f"Findings of this run: {key}")
+    glue(findings_key(key), Markdown(box(claims, title=title)), display=False)
+    glue(records_key(key), json.dumps([record(c) for c in claims]), display=False)

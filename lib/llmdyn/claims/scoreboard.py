@@ -1,0 +1,114 @@
+"""The scorecard's summary grid and its one interactive table of every claim, built with the book.
+
+Both are generated from the claim records the executed chapters glued
+(:mod:`llmdyn.claims.collected`), never typed:
+
+- the **summary grid**: one row per chapter table and model, one column per grade
+  (`llmdyn.claims.GRADES`, those that occur), each count a link to the chapter's section on the
+  scorecard page (the label ``scorecard-<chapter>`` or ``scorecard-<key>``);
+- the **claims table**: every claim of every chapter as one row, interactive with ITables
+  (DataTables) in its offline mode: the library's JavaScript and CSS are inlined in the page, so
+  it filters (search panes for paper, chapter, model and grade), sorts and searches from the
+  built HTML with no network. Without JavaScript, ITables shows its static preview, and the
+  per-chapter tables below it on the page are plain HTML.
+"""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+from collections.abc import Sequence
+
+from llmdyn.claims.claim import GRADES, JUDGED, slug
+from llmdyn.claims.collected import Published, Record, build_models
+from llmdyn.claims.findings import SCORECARD_KEY
+
+TABLE_ID = "scorecard-claims"
+COLUMNS = ("paper", "chapter", "model", "claim", "paper says", "this run", "grade", "rule")
+# "this run" is the estimate and its interval; the full result (quantity, n, detail) folds
+# away with the rule.
+FILTERED = ("paper", "chapter", "model", "grade")  # the columns with a search pane
+
+
+def section_label(table: Published) -> str:
+    """The scorecard's label of a published table's section (``scorecard-05``, ``-table1``)."""
+    return f"scorecard-{table.chapter[:2]}" if table.key == SCORECARD_KEY else \
+        f"scorecard-{slug(table.key)}"
+
+
+def table_name(table: Published) -> str:
+    """The chapter's number and short title, e.g. "05 Coupling across depth".
+
+    The title is cut at a colon and to 32 characters; a second table of a chapter names its key.
+    """
+    short = table.title.split(":")[0]
+    short = short if len(short) <= 32 else short[:31].rstrip() + "…"
+    extra = "" if table.key == SCORECARD_KEY else f" ({table.key})"
+    return f"{table.chapter[:2]} {short}{extra}"
+
+
+def summary(published: Sequence[Published]) -> str:
+    """The grid as HTML: chapter table × model rows, grade columns, each count a link.
+
+    Raw HTML (one block, no blank line) so that it can use the page's margin ("full-width").
+    """
+    grades = [g for g in GRADES if any(r.grade == g for p in published for r in p.records)]
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in ["chapter", "model", *grades, "all"])
+    rows, totals = [], {}
+    for table in published:
+        for model in build_models([table]):
+            n = Counter(r.grade for r in table.records if r.model == model)
+            totals.setdefault(model, Counter()).update(n)
+            link = f'href="#{section_label(table)}"'
+            cells = "".join(f"<td><a {link}>{n[g]}</a></td>" if n[g] else "<td>·</td>"
+                            for g in grades)
+            rows.append(f"<tr><td>{html.escape(table_name(table))}</td><td>"
+                        f"{html.escape(model)}</td>{cells}<td><a {link}>{sum(n.values())}</a>"
+                        "</td></tr>")
+    for model, n in totals.items():
+        cells = "".join(f"<td><strong>{n[g]}</strong></td>" if g in JUDGED else f"<td>{n[g]}</td>"
+                        for g in grades)
+        rows.append(f"<tr><td><strong>all chapters</strong></td><td>{html.escape(model)}</td>"
+                    f"{cells}<td><strong>{sum(n.values())}</strong></td></tr>")
+    return ('<div class="full-width"><table class="table scorecard-summary"><thead><tr>'
+            f"{head}</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>\n")
+
+
+def _row(rec: Record, table: Published) -> list[str]:
+    """One row of the interactive table, cells as HTML (the rule and the details fold away).
+
+    The filtered columns hold plain text (a search pane lists their values as they are); the
+    link to the chapter's section sits in the claim cell.
+    """
+    esc = html.escape
+    reason = f"<br><small>({esc(rec.reason)})</small>" if rec.reason else ""
+    return [rec.paper, esc(table_name(table)), esc(rec.model),
+            f'{esc(rec.statement)} <small>({esc(rec.section)}; <a href="{table.href}">'
+            f"chapter {table.chapter[:2]}</a>)</small>", esc(rec.paper_value),
+            f"{esc(rec.number)}{reason}", esc(rec.grade),
+            f"<details><summary>rule</summary>{esc(rec.rule)}<br><small>{esc(rec.result)}"
+            "</small></details>"]
+
+
+def interactive(published: Sequence[Published]) -> str:
+    """Every claim in one ITables table (offline: its JavaScript and CSS inlined)."""
+    import pandas as pd  # optional heavy dependencies: only the book build needs them
+    from itables import options, to_html_datatable
+    from itables.javascript import generate_init_offline_itables_html
+
+    rows = [_row(rec, table) for table in published for rec in table.records]
+    df = pd.DataFrame(rows, columns=list(COLUMNS))
+    panes = [COLUMNS.index(c) for c in FILTERED]
+    init = generate_init_offline_itables_html(options.dt_bundle)  # the library, inlined
+    init = init[:init.index("<div")]  # less its notice for notebooks that are not trusted
+    # "full-width": sphinx-book-theme lets the wide table use the page's margin too
+    return init + '<div class="full-width">' + to_html_datatable(
+        df, connected=False, table_id=TABLE_ID, allow_html=True, maxBytes=0, showIndex=False,
+        classes="display compact", pageLength=25, lengthMenu=[10, 25, 100, -1],
+        layout={"top1": "searchPanes", "topStart": "pageLength", "topEnd": "search",
+                "bottomStart": "info", "bottomEnd": "paging"},
+        searchPanes={"columns": panes, "layout": f"columns-{len(panes)}", "cascadePanes": True,
+                     "initCollapsed": False, "viewTotal": True},
+        columnDefs=[{"searchPanes": {"show": True}, "targets": panes},
+                    {"width": "28%", "targets": [COLUMNS.index("claim")]}],
+        autoWidth=False, scrollX=True) + "</div>"
