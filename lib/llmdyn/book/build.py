@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from llmdyn import LlmdynError, __version__
-from llmdyn.book import buildfacts, figures, gallery
+from llmdyn.book import buildfacts, buildtimes, figures, gallery
 from llmdyn.models.files import looks_like_path
 
 KERNEL = "llmdyn"
@@ -157,6 +157,7 @@ def write_generated(book_root: Path) -> Path:
         (generated / "gallery.md").write_text(gallery.gallery_markdown(executed, names))
     (generated / "build_facts.md").write_text(
         buildfacts.render(buildfacts.collect(executed, names)))
+    (generated / "build_times.md").write_text(buildtimes.report(book_root))  # Performance page
     return generated
 
 
