@@ -142,6 +142,11 @@ def kind_totals(jobs: Sequence[Job], training: dict[str, list[tuple[str, float]]
     return sorted(out, key=lambda t: -(t.cpu_s if t.cpu_s is not None else t.wall_s))
 
 
+def _code(line: str, width: int = 40) -> str:
+    """A cell's first line, shortened, safe inside a Markdown table's inline code."""
+    return line[:width].replace("|", "/").replace("`", "'")
+
+
 def _seconds(value: float | None) -> str:
     return "–" if value is None else f"{value:,.0f}"
 
@@ -170,7 +175,7 @@ def render(jobs: Sequence[Job], cells: Sequence[Cell],
     for ch in chapters:
         mine = [c for c in cells if c.chapter == ch]
         hot = sorted(mine, key=lambda c: -c.seconds)[:HOT_CELLS]
-        text = "; ".join(f"[{c.index}] `{c.first_line[:40].replace('|', '/')}` {c.seconds:.0f}"
+        text = "; ".join(f"[{c.index}] `{_code(c.first_line)}` {c.seconds:.0f}"
                          for c in hot)
         lines.append(f"| {ch} | {sum(c.seconds for c in mine):,.0f} | "
                      f"{_seconds(chapter_cpu.get(ch))} | {text} |")
