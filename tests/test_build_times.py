@@ -84,3 +84,10 @@ def test_the_tool_prints_and_writes_the_table(tmp_path):
     done = subprocess.run([sys.executable, str(tool), str(root), "--out", str(out)],
                           capture_output=True, text=True, check=True)
     assert done.stdout == out.read_text() == buildtimes.report(root)
+
+
+def test_a_build_without_benchmark_files_shows_no_cpu_total(tmp_path):
+    _run(tmp_path, "vit", "small", "digits", "a", wall=12.0)
+    text = buildtimes.report(tmp_path)
+    assert "| vit_run (no benchmark) | 1 | – | – | 12 | run.json |" in text
+    assert "| **all** | 1 | **–** |" in text

@@ -155,7 +155,8 @@ def render(jobs: Sequence[Job], cells: Sequence[Cell],
            training: dict[str, list[tuple[str, float]]]) -> str:
     """Markdown: CPU seconds per job kind, then each chapter's time and its hottest cells."""
     totals = kind_totals(jobs, training)
-    cpu_all = sum(t.cpu_s for t in totals if t.cpu_s is not None)
+    cpus = [t.cpu_s for t in totals if t.cpu_s is not None]
+    cpu_all = sum(cpus) if cpus else None  # None: no job recorded its CPU time
     lines = ["| job kind | jobs | CPU s | share of CPU | wall s (summed over jobs) | from |",
              "| --- | ---: | ---: | ---: | ---: | --- |"]
     for t in totals:
