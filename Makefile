@@ -6,7 +6,7 @@ MODEL   ?= smollm2-135m
 PROFILE ?=
 STAMP   := $(VENV)/.installed
 
-.PHONY: book test test-models test-fast bench lint strip clean setup lab git-filter
+.PHONY: book test test-models test-fast bench build-times gpu-check lint strip clean setup lab git-filter
 
 setup: $(STAMP)
 
@@ -66,6 +66,17 @@ bench: $(STAMP)
 	$(BIN)/python bench/jacobians.py --models smollm2-135m gemma3-270m --out bench/results.json
 	$(BIN)/python bench/training.py --suite default --out bench/training.json
 	OMP_NUM_THREADS=1 $(BIN)/python bench/twins.py --out bench/twins.json
+
+# CPU seconds per job kind and each chapter's hot cells, from the last build's own records
+# (Snakemake's benchmark files, papermill's cell durations, the runs' run.json).
+build-times: $(STAMP)
+	$(BIN)/python tools/build_times.py .
+
+# The GPU path in one command: chapters 05 and 08 with device cuda (08 on the tiny suite) and
+# the Jacobian routes on the GPU in float32 and bfloat16; writes gpu_check/report.md. Without
+# a CUDA device it says so and exits 0.
+gpu-check: $(STAMP)
+	$(BIN)/python tools/gpu_check.py --out gpu_check
 
 lint: $(STAMP)
 	$(BIN)/ruff check lib tests bench tools

@@ -21,12 +21,47 @@ def smoke_parameters(name: str) -> dict:
     return yaml.safe_load((REPO / "tests" / "smoke" / f"{name}.yaml").read_text())
 
 
+# Chapters that share cached measurements (04, 05 and 11 ask for the same questions' Jacobians)
+# or a training root (08 and 09) run one after the other in the same lane.
+SAME_LANE = (("04_jacobian_alignment", "05_depth_coupling", "11_spectra_and_prompts"),
+             ("08_training", "09_generalization"))
+
+
+def lanes(names: list[str]) -> tuple[list[str], list[str]]:
+    """Two lanes of chapters, run side by side; the others fill the shorter lane in turn."""
+    a = [n for n in names if n in SAME_LANE[0]]
+    b = [n for n in names if n in SAME_LANE[1]]
+    for name in (n for n in names if n not in a and n not in b):
+        (a if len(a) <= len(b) else b).append(name)
+    return a, b
+
+
 @pytest.fixture(scope="module")
 def built_book(tmp_path_factory):
+    """Every chapter at smoke size, two kernels at a time, then the HTML.
+
+    A chapter's kernel mostly waits on one core (one thread, small models), so two lanes side by
+    side take about half the time on a 2-core machine, as the any-model matrix found
+    (tests/test_any_model.py); every chapter still runs, and a failure stops the fixture.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
     root = stage(tmp_path_factory.mktemp("book"))
-    for name in chapters():
-        run_chapter(name, root / "book" / "executed", smoke_parameters(name), cwd=root)
+
+    def run_lane(names):
+        for name in names:
+            run_chapter(name, root / "book" / "executed", smoke_parameters(name), cwd=root)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for done in [pool.submit(run_lane, lane) for lane in lanes(chapters())]:
+            done.result()  # re-raises a chapter's failure
     return root, build_html(root)
+
+
+def test_lanes_keep_sharing_chapters_together_and_run_every_chapter():
+    a, b = lanes(chapters())
+    assert sorted(a + b) == chapters() and abs(len(a) - len(b)) <= 1
+    assert set(SAME_LANE[0]) <= set(a) and set(SAME_LANE[1]) <= set(b)
 
 
 def test_every_toc_chapter_has_a_notebook():

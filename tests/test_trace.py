@@ -69,3 +69,19 @@ def test_conventions_refuse_unknown_names(tiny64):
         logit_lens(tiny64, torch.zeros(3, 32), lens="tuned")
     with pytest.raises(LlmdynError, match="layer axis"):
         logit_lens(tiny64, torch.zeros(32))
+
+
+def test_trajectory_skips_the_head_and_keeps_the_same_bits(tiny64):
+    # The trace asks for one token's logits only; the blocks' inputs are unchanged, so every
+    # hidden state must be bitwise the one of a full forward pass (tolerance 0).
+    import llmdyn.trace as trace
+
+    assert trace.one_logit(tiny64) in ({"logits_to_keep": 1}, {})
+    fast = trajectory(tiny64, FRANCE).states
+    full_forward = trace.one_logit
+    try:
+        trace.one_logit = lambda model: {}
+        full = trajectory(tiny64, FRANCE).states
+    finally:
+        trace.one_logit = full_forward
+    assert torch.equal(fast, full)

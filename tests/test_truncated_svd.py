@@ -162,8 +162,8 @@ def test_bad_inputs_raise():
 
 
 @pytest.mark.slow
-def test_smollm2_truncated_svd_agrees_with_exact_on_one_block():
-    model = load_model("smollm2-135m")
+def test_smollm2_truncated_svd_agrees_with_exact_on_one_block(smollm2):
+    model = smollm2  # the session's copy (conftest), loaded once for every slow test
     prompt = "What is the capital of France? The capital is"
     jac = block_jacobians(model, prompt, layers=[3]).double()  # [1, tok, d_model, d_model]
     U, S, Vh = torch.linalg.svd(jac)

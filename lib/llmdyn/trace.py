@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from inspect import signature
 from typing import Literal
 
 import torch
@@ -148,6 +149,17 @@ def context_note(model: LoadedModel, prompts: list[str]) -> str:
             f"{lost[-1]} tokens, median {statistics.median(lost):g})")
 
 
+def one_logit(model: LoadedModel) -> dict[str, int]:
+    """``logits_to_keep=1`` where the model's forward takes it (the head on one token only).
+
+    A trace that reads hidden states needs no logits; on Gemma-3-270M the 262k × 640 head is
+    most of a forward pass's work. The blocks see the same inputs, so the states are the same
+    bits with or without it.
+    """
+    keep = "logits_to_keep" in signature(model.hf.forward).parameters
+    return {"logits_to_keep": 1} if keep else {}
+
+
 def _nn_blocks(model: LoadedModel):
     blocks = model.nn
     for part in model.arch.blocks.split("."):
@@ -178,7 +190,7 @@ def trajectory(model: LoadedModel, prompt: str, *,
     ids = encode(model, prompt)
     blocks = _nn_blocks(model)
     saved = []  # nnsight keeps only objects created outside the trace context
-    with torch.no_grad(), model.nn.trace(ids, use_cache=False):
+    with torch.no_grad(), model.nn.trace(ids, use_cache=False, **one_logit(model)):
         saved.append(blocks[0].inputs.save())
         for block in blocks:  # in execution order, as nnsight requires
             saved.append(block.output.save())

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from llmdyn import LlmdynError, __version__
-from llmdyn.book import buildfacts, figures, gallery
+from llmdyn.book import buildfacts, buildtimes, figures, gallery
 from llmdyn.claims import pages
 from llmdyn.models.files import looks_like_path
 
@@ -209,6 +209,7 @@ def write_generated(book_root: Path) -> Path:
     measured = pages.write(generated, executed, names)  # the abstracts checked, the scorecard's
     (generated / "build_facts.md").write_text(
         buildfacts.render(buildfacts.collect(executed, names), measured=measured))
+    (generated / "build_times.md").write_text(buildtimes.report(book_root))  # Performance page
     return generated
 
 

@@ -7,7 +7,7 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["depth", "spectra", "summary", "tokens"],
+    submodules=["depth", "spectra", "summary", "tokens", "topk"],
     submod_attrs={
         "depth": ["DepthCoupling", "coupling_from_jacobians",
                   "depth_coupling", "diagonal_share", "offdiagonal_mean"],
@@ -15,6 +15,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "summary": ["coupling_strength", "chance_strength", "layer_coupling", "mean_coupling",
                     "adjacency_weights", "AuthorsSplit", "authors_split", "DepthSummary",
                     "summarize_depth", "PromptScores", "prompt_scores"],
+        "topk": ["top_singular"],
         "tokens": ["Kind", "KINDS", "KIND_TITLES", "kind_pairs", "cross_coupling", "TokenCoupling",
                    "token_coupling", "token_coupling_with_control", "CouplingSummary",
                    "tile_shares", "summarize", "summarize_kinds", "kind_shares"],

@@ -11,6 +11,7 @@ import torch
 from llmdyn import LlmdynError, metrics
 from llmdyn.core import checks
 from llmdyn.core.store import ResultStore
+from llmdyn.coupling.topk import top_singular
 from llmdyn.jacobians.full import block_jacobians
 from llmdyn.jacobians.last_token import last_token_jacobians
 from llmdyn.models.loading import LoadedModel
@@ -64,7 +65,7 @@ def coupling_from_jacobians(jacobians: torch.Tensor, k: int) -> DepthCoupling:
         The coupling matrices and their scores.
     """
     checks.k_value(k, jacobians.shape[-1], minimum=2, why="r(A) divides by k - 1")
-    svd = metrics.svd_sorted(jacobians)
+    svd = top_singular(jacobians, k)  # only the top k triplets are used
     A = metrics.coupling_matrices(jacobians, k, svd=svd)  # (layer, layer, k, k)
     n = A.shape[0]
     s = svd.S[:, :k]  # (layer, k)

@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 from llmdyn import LlmdynError
 from llmdyn.core import checks
 from llmdyn.models.loading import LoadedModel
-from llmdyn.trace import LastPoint, check_last_point
+from llmdyn.trace import LastPoint, check_last_point, one_logit
 
 Pairs = Literal["diagonal", "last"] | Sequence[tuple[int, int]]
 
@@ -72,7 +72,8 @@ def record_block_calls(blocks: Sequence[torch.nn.Module], run: Callable[[], Any]
 
 def capture_block_calls(model: LoadedModel, input_ids: torch.Tensor) -> list[BlockCall]:
     """Run the language model once and record each block's call arguments (no cache)."""
-    return record_block_calls(model.blocks, lambda: model.hf(input_ids, use_cache=False))
+    return record_block_calls(model.blocks, lambda: model.hf(input_ids, use_cache=False,
+                                                              **one_logit(model)))
 
 
 def residual_map(block: Callable[..., Any], call: BlockCall) -> Callable:

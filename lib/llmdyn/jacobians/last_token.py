@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from inspect import signature
 from typing import Any
 
 import torch
@@ -15,7 +14,7 @@ from llmdyn.core import checks
 from llmdyn.jacobians.attention import frozen_prefix, supports_frozen_prefix
 from llmdyn.jacobians.blocks import BlockCall, block_function, progress_bar, resolve_layers
 from llmdyn.models.loading import LoadedModel
-from llmdyn.trace import LastPoint, check_last_point, encode
+from llmdyn.trace import LastPoint, check_last_point, encode, one_logit
 
 
 class FrozenPrefix:
@@ -45,12 +44,6 @@ class FrozenPrefix:
 
 def _swap_cache(value: Any, frozen: FrozenPrefix) -> Any:
     return frozen if isinstance(value, Cache) else value
-
-
-def _one_logit(model: LoadedModel) -> dict[str, int]:
-    """``logits_to_keep=1`` where the model's forward takes it (the head on one token only)."""
-    keep = "logits_to_keep" in signature(model.hf.forward).parameters
-    return {"logits_to_keep": 1} if keep else {}
 
 
 def capture_last_step(model: LoadedModel, input_ids: torch.Tensor) -> list[BlockCall]:
@@ -88,7 +81,7 @@ def capture_last_step(model: LoadedModel, input_ids: torch.Tensor) -> list[Block
     with torch.no_grad():
         recording = False
         if input_ids.shape[1] > 1:  # the prefix: its keys and values, not its logits
-            model.hf(input_ids[:, :-1], past_key_values=cache, use_cache=True, **_one_logit(model))
+            model.hf(input_ids[:, :-1], past_key_values=cache, use_cache=True, **one_logit(model))
         recording = True
         handles = [b.register_forward_pre_hook(record, with_kwargs=True) for b in model.blocks]
         try:

@@ -12,7 +12,7 @@ import torch
 from llmdyn import LlmdynError
 from llmdyn.jacobians.last_token import last_token_jacobians
 from llmdyn.models.loading import LoadedModel
-from llmdyn.trace import LastPoint, check_last_point, encode, with_final_norm
+from llmdyn.trace import LastPoint, check_last_point, encode, one_logit, with_final_norm
 
 NoiseTokens = Literal["all", "last"]
 
@@ -115,7 +115,7 @@ def perturbed_last_states(model: LoadedModel, input_ids: torch.Tensor,
     handles += [b.register_forward_hook(keep) for b in blocks]
     try:
         with torch.no_grad():
-            model.hf(input_ids.expand(n_draws, -1), use_cache=False)
+            model.hf(input_ids.expand(n_draws, -1), use_cache=False, **one_logit(model))
     finally:
         for handle in handles:
             handle.remove()

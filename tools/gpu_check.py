@@ -1,0 +1,148 @@
+"""`make gpu-check`: the GPU path in one command, with one report.
+
+On a CUDA machine it runs chapters 05 and 08 with ``-p device cuda`` (08 on a suite small enough
+for about ten minutes) and times the Jacobian routes on the GPU in float32 and, where the route
+supports it, bfloat16, each checked against the same route in float32 on the CPU. It writes
+``gpu_check/report.md`` and ``gpu_check/report.json``. On a machine without CUDA it says so and
+exits 0, so the target is safe everywhere.
+
+    python tools/gpu_check.py                       # everything
+    python tools/gpu_check.py --skip-chapters       # the Jacobian timings only
+    python tools/gpu_check.py --suite tiny --out gpu_check
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+PROMPT = "What is the capital of France? The capital is"
+NO_GPU = "no CUDA device: `make gpu-check` ran nothing (it needs a machine with an NVIDIA GPU)"
+
+
+def _timed(fn, device: str) -> tuple[object, float]:
+    """``fn()`` and its wall seconds, with the GPU's queue drained before and after."""
+    if device == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    out = fn()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return out, time.perf_counter() - start
+
+
+def _rel(a: torch.Tensor, ref: torch.Tensor) -> float:
+    """Relative Frobenius distance ‖a − ref‖ / ‖ref‖ (on the CPU, in float64)."""
+    a, ref = a.detach().cpu().double(), ref.detach().cpu().double()
+    return float(torch.linalg.norm(a - ref) / torch.linalg.norm(ref))
+
+
+def jacobian_rows(model_name: str) -> list[dict]:
+    """Last-token J_nn (every block) and J_tt (three blocks) on CUDA against the CPU route."""
+    from llmdyn.jacobians import block_jacobians, last_token_jacobians
+    from llmdyn.models import load_model
+
+    routes = {
+        "last-token J_nn, every block": lambda m: last_token_jacobians(m, PROMPT),
+        "J_tt, every token, 3 blocks": lambda m: block_jacobians(m, PROMPT, [0, 1, 2],
+                                                                  progress=False),
+    }
+    on_cpu = load_model(model_name)
+    reference = {}
+    for name, route in routes.items():
+        reference[name] = _timed(lambda r=route, m=on_cpu: r(m), "cpu")
+    on_cpu = None  # free the CPU copy before the GPU ones load
+    rows = []
+    for dtype in (torch.float32, torch.bfloat16):
+        model = load_model(model_name, device="cuda", dtype=dtype)
+        for name, route in routes.items():
+            row = {"model": model_name, "route": name, "dtype": str(dtype).removeprefix("torch."),
+                   "cpu_s": reference[name][1]}
+            try:
+                route(model)  # warm-up: kernels, cuBLAS handles
+                out, seconds = _timed(lambda r=route, m=model: r(m), "cuda")
+                row.update(gpu_s=seconds, speedup=reference[name][1] / seconds,
+                           rel_error_vs_cpu_fp32=_rel(out, reference[name][0]))
+            except Exception as err:  # a route without bf16 support is a finding, not a crash
+                row.update(error=f"{type(err).__name__}: {err}"[:300])
+            rows.append(row)
+        del model
+        torch.cuda.empty_cache()
+    return rows
+
+
+def chapter_rows(out: Path, suite: str) -> list[dict]:
+    """Chapters 05 and 08 with ``device="cuda"``; seconds and whether each finished."""
+    from llmdyn.book.build import run_chapter
+
+    rows = []
+    for chapter, params in (("05_depth_coupling", {"device": "cuda"}),
+                            ("08_training", {"device": "cuda", "suite": suite,
+                                             "suite_root": str(out / "suite")})):
+        start = time.perf_counter()
+        try:
+            run_chapter(chapter, out / "executed", params)
+            rows.append({"chapter": chapter, "params": params, "ok": True,
+                         "seconds": time.perf_counter() - start})
+        except Exception as err:
+            rows.append({"chapter": chapter, "params": params, "ok": False,
+                         "seconds": time.perf_counter() - start,
+                         "error": "".join(traceback.format_exception_only(err))[-1500:]})
+    return rows
+
+
+def render(report: dict) -> str:
+    """The report as Markdown."""
+    lines = [f"# GPU check on {report['gpu']}", "",
+             f"torch {report['torch']}, CUDA {report['cuda']}, {report['host']}", "",
+             "| chapter | parameters | finished | seconds |", "| --- | --- | --- | ---: |"]
+    lines += [f"| {r['chapter']} | `{json.dumps(r['params'])}` | {'yes' if r['ok'] else 'NO'} | "
+              f"{r['seconds']:.0f} |" for r in report["chapters"]]
+    lines += ["", "| model | route | dtype | CPU s (fp32) | GPU s | speed-up | rel. error vs CPU "
+              "fp32 |", "| --- | --- | --- | ---: | ---: | ---: | ---: |"]
+    for r in report["jacobians"]:
+        if "error" in r:
+            lines.append(f"| {r['model']} | {r['route']} | {r['dtype']} | {r['cpu_s']:.2f} | "
+                         f"not supported: {r['error'][:80]} | | |")
+        else:
+            lines.append(f"| {r['model']} | {r['route']} | {r['dtype']} | {r['cpu_s']:.2f} | "
+                         f"{r['gpu_s']:.3f} | {r['speedup']:.1f}× | "
+                         f"{r['rel_error_vs_cpu_fp32']:.1e} |")
+    errors = [r for r in report["chapters"] if not r["ok"]]
+    lines += ["", *(f"**{r['chapter']} failed:**\n\n```\n{r['error']}\n```\n" for r in errors)]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the check, or say that there is no GPU and exit 0."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "gpu_check")
+    parser.add_argument("--suite", default="tiny", help="chapter 08's suite (default: tiny)")
+    parser.add_argument("--models", nargs="+", default=["smollm2-135m"])
+    parser.add_argument("--skip-chapters", action="store_true")
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        print(NO_GPU)
+        return 0
+    args.out.mkdir(parents=True, exist_ok=True)
+    report = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
+              "cuda": torch.version.cuda, "host": platform.node(),
+              "bf16_supported": torch.cuda.is_bf16_supported(),
+              "jacobians": [row for name in args.models for row in jacobian_rows(name)],
+              "chapters": [] if args.skip_chapters else chapter_rows(args.out, args.suite)}
+    (args.out / "report.json").write_text(json.dumps(report, indent=1))
+    (args.out / "report.md").write_text(render(report))
+    print(render(report))
+    return 0 if all(r["ok"] for r in report["chapters"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
