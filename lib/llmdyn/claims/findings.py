@@ -115,7 +115,7 @@ def box(claims: Sequence[Claim], *, headlines: Sequence[Headline] | None = None,
                                  if more > 0 else [])
     return "\n".join([f":::{{admonition}} {title}", ":class: tip findings", "",
                       counts_line([c.verdict.grade for c in claims]), "", intro, "", *lines,
-                      "", f"Each number is the estimate with its {round(100 * LEVEL)} % bootstrap "
+                      "", f"Each number is the estimate with its {round(100 * LEVEL)} % "
                       "interval; the table at the end gives the rule and the reason for every "
                       "grade.", ":::"])
 
