@@ -7,6 +7,7 @@ from llmdyn.jacobians import attention, block_jacobians, block_residual, capture
 from llmdyn.metrics import svd_sorted
 from llmdyn.trace import encode
 from tests.conftest import FRANCE
+from tests.helpers import route_rtol
 
 SHORT = "Hi, you there"  # 13 byte tokens on the tiny models
 PAIRS = [(0, 0), (2, 5), (5, 5), (1, 12), (-1, -1)]
@@ -94,7 +95,8 @@ def test_causal_zero_for_later_inputs(tiny64):
 def test_last_pair_is_the_final_diagonal_block(tiny64):
     last = block_jacobians(tiny64, SHORT, pairs="last")
     diag = block_jacobians(tiny64, SHORT, pairs="diagonal")
-    assert torch.allclose(last[:, 0], diag[:, -1], rtol=0, atol=1e-12)
+    scale = diag[:, -1].abs().max()
+    assert torch.allclose(last[:, 0], diag[:, -1], rtol=0, atol=route_rtol(tiny64) * scale)
 
 
 def test_svd_is_sorted_and_rebuilds(tiny64):
@@ -214,5 +216,6 @@ def test_last_block_includes_the_final_norm(tiny64):
                             last_point="block_output")[:, 0]
     torch.testing.assert_close(fast[:-1], other[:-1], rtol=0, atol=0)
     exact = block_jacobians(tiny64, SHORT, pairs="last", method="exact", progress=False)[:, 0]
-    torch.testing.assert_close(fast, exact, rtol=1e-6, atol=1e-8)
+    torch.testing.assert_close(fast, exact, rtol=0,
+                               atol=max(1e-8, route_rtol(tiny64) * float(exact.abs().max())))
     assert not torch.allclose(fast[-1], other[-1])

@@ -6,6 +6,7 @@ from llmdyn.coupling.depth import depth_coupling
 from llmdyn.jacobians.full import block_jacobians
 from llmdyn.jacobians.last_token import FrozenPrefix, last_token_jacobians
 from tests.conftest import FRANCE
+from tests.helpers import route_rtol
 
 # Longer than tiny Gemma 3's sliding window (4), so the window trimming is exercised.
 PROMPTS = ["Hi, you there", "x", FRANCE]
@@ -48,7 +49,7 @@ def test_depth_coupling_last_token_matches_exact_jacobians(tiny64):
     (fast,) = depth_coupling(tiny64, ["Hi, you there"], k=4)
     J = block_jacobians(tiny64, "Hi, you there", pairs="last", method="exact", progress=False)
     exact = coupling_from_jacobians(J[:, 0], 4)
-    assert abs(fast.S - exact.S).max() < 1e-9 * abs(exact.S).max()
+    assert abs(fast.S - exact.S).max() < max(1e-9, route_rtol(tiny64)) * abs(exact.S).max()
     assert abs(fast.normalized - exact.normalized).max() < 1e-7
 
 
