@@ -11,15 +11,19 @@ from llmdyn.claims.abstracts import assign, uncovered
 from llmdyn.claims.collected import OWN, Published, Record, build_models, subject
 from llmdyn.claims.findings import box, counts_line, publish_findings, record, short
 from llmdyn.claims.headlines import Headline, best, headline_map, parse
+from llmdyn.stats.bootstrap import Estimate
 
 TABLE1 = ("LINEAR", "EQUISPACED", "ALIGNED", "CONFIDENT")
 
 
 def _claim(cid, values, statement="s", rule=None):
+    """A claim whose estimate is the mean of ``values`` with the interval [min, max]: the box
+    and records are about formatting and grades, not about how an interval is computed."""
     rule = rule or at_least(2)
+    values = np.asarray(values, dtype=float)
+    est = Estimate(float(values.mean()), float(values.min()), float(values.max()), values.size)
     return Claim(cid, "A", "§5.1", statement, "p",
-                 Measure.ratio(np.array(values), np.ones(len(values)), "ratio", unit="×",
-                               fmt=".1f"), rule)
+                 Measure("ratio", est, unit="×", fmt=".1f"), rule)
 
 
 def test_map_gives_every_sentence_claims_or_a_reason_and_all_of_table1():
