@@ -35,6 +35,21 @@ def _train(root, corpus_dir):
                              progress=False)
 
 
+def train_killed_at_step(root, corpus_dir, monkeypatch, step: int = 6) -> None:
+    """Train the tiny run until a KeyboardInterrupt at ``step`` (a kill between checkpoints)."""
+    real_batch = suite.LanguageModelTask.batch
+
+    def dies(self, at):
+        if at == step:
+            raise KeyboardInterrupt
+        return real_batch(self, at)
+
+    monkeypatch.setattr(suite.LanguageModelTask, "batch", dies)
+    with pytest.raises(KeyboardInterrupt):
+        _train(root, corpus_dir)
+    monkeypatch.setattr(suite.LanguageModelTask, "batch", real_batch)
+
+
 def _digests(run_dir):
     return {s: training.read_metrics(run_dir / f"step{s}")["weights_sha256"]
             for s in TINY.checkpoint_steps()}
@@ -69,17 +84,7 @@ def test_corrupt_checkpoint_is_rebuilt(tmp_path, corpus_dir, reference):
 
 def test_killed_run_resumes_before_its_first_bad_checkpoint(tmp_path, corpus_dir, reference,
                                                            monkeypatch):
-    real_batch = suite.LanguageModelTask.batch
-
-    def dies_at_step_6(self, step):
-        if step == 6:
-            raise KeyboardInterrupt
-        return real_batch(self, step)
-
-    monkeypatch.setattr(suite.LanguageModelTask, "batch", dies_at_step_6)
-    with pytest.raises(KeyboardInterrupt):
-        _train(tmp_path, corpus_dir)
-    monkeypatch.setattr(suite.LanguageModelTask, "batch", real_batch)
+    train_killed_at_step(tmp_path, corpus_dir, monkeypatch)
     run_dir = tmp_path / RUN.name
     assert (run_dir / "step4" / training.OPTIMIZER).exists()  # resume state at step 4
     shutil.rmtree(run_dir / "step2")  # ... but step 2 is gone: resuming at 4 never rebuilds it

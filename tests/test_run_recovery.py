@@ -19,7 +19,10 @@ from llmdyn.cli import main
 from llmdyn.training import loop as training
 from llmdyn.training import run_files, suite
 from llmdyn.vision import suite as vit
-from tests.test_checkpoint_recovery import reference  # noqa: F401 -- the fixture, reused
+from tests.test_checkpoint_recovery import (
+    reference,  # noqa: F401 -- the fixture, reused
+    train_killed_at_step,
+)
 from tests.test_images import write_fashion_mnist
 
 TINY = suite.SUITES["tiny"]
@@ -47,17 +50,7 @@ def _no_space(*args, **kwargs):
 
 def test_truncated_optimizer_state_falls_back_to_step_0(tmp_path, corpus_dir, monkeypatch,
                                                         reference, caplog):  # noqa: F811
-    real_batch = suite.LanguageModelTask.batch
-
-    def dies_at_step_6(self, step):
-        if step == 6:
-            raise KeyboardInterrupt
-        return real_batch(self, step)
-
-    monkeypatch.setattr(suite.LanguageModelTask, "batch", dies_at_step_6)
-    with pytest.raises(KeyboardInterrupt):
-        _train(tmp_path, corpus_dir)
-    monkeypatch.undo()
+    train_killed_at_step(tmp_path, corpus_dir, monkeypatch)
     run_dir = tmp_path / RUN.name
     state = run_dir / "step4" / training.OPTIMIZER  # the only resume point
     state.write_bytes(state.read_bytes()[:1000])  # truncated: failed on every retry before
