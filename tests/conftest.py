@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import resource
+import time
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -39,13 +43,49 @@ def corpus_dir(tmp_path_factory):
 def pytest_addoption(parser):
     parser.addoption("--models", action="store_true",
                      help="also run the full chapters × models matrix (make test-models)")
+    parser.addoption("--cpu-times", metavar="TSV", default=None,
+                     help="append each test's wall and CPU seconds (itself and its reaped "
+                          "child processes: kernels, Snakemake) to TSV")
+
+
+# Modules whose tests must share one xdist worker (`make test` runs `-n 2 --dist loadgroup`):
+# every module keeps its module-scoped fixtures on one worker, and the two modules that submit to
+# the one-node SLURM run one after the other, so no job waits behind the other's.
+SHARED_WORKER = {"test_workflow": "slurm", "test_workflow_slurm": "slurm"}
+
+
+def _group(item) -> str:
+    module = Path(str(item.fspath)).stem
+    return SHARED_WORKER.get(module, module)
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked `models` (the full matrix of tests/test_any_model.py) need --models."""
+    """Group tests by module for xdist; tests marked `models` (the full matrix) need --models."""
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(_group(item)))
     if config.getoption("--models"):
         return
     skip = pytest.mark.skip(reason="the full chapters × models matrix: make test-models")
     for item in items:
         if item.get_closest_marker("models") is not None:
             item.add_marker(skip)
+
+
+def _cpu_seconds() -> float:
+    own, children = (resource.getrusage(w) for w in (resource.RUSAGE_SELF,
+                                                      resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """With --cpu-times: where the suite's CPU goes, robust to a busy machine (wall is not)."""
+    path = item.config.getoption("--cpu-times")
+    if path is None:
+        yield
+        return
+    wall, cpu = time.perf_counter(), _cpu_seconds()
+    yield
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(f"{item.nodeid}\t{time.perf_counter() - wall:.2f}\t"
+                  f"{_cpu_seconds() - cpu:.2f}\n")
