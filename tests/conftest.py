@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import os
 import resource
 import time
 from pathlib import Path
 
-import pytest
-import torch
+# One BLAS/OpenMP thread in every test process and in what it starts (kernels, Snakemake, CLIs),
+# as the workflow's jobs run (workflow/Snakefile, ONE_THREAD). Two processes side by side (two
+# xdist workers, or the two lanes of a smoke build) with two threads each oversubscribe a 2-core
+# machine, and OpenMP's spinning threads then burn CPU: a batched SVD of 45 32x32 matrices took
+# 1.5 CPU-s on 2 threads beside other work, against 6.5 ms on one.
+for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_name] = "1"
 
-from llmdyn.models.loading import load_model
-from tests.helpers import write_corpus
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from llmdyn.models.loading import load_model  # noqa: E402
+from tests.helpers import write_corpus  # noqa: E402
+
+torch.set_num_threads(1)
 
 TINY = ["tiny-gpt2", "tiny-llama", "tiny-neox", "tiny-gemma3"]
 FRANCE = "What is the capital of France? The capital is"
