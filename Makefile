@@ -55,14 +55,14 @@ book: $(STAMP)
 # One xdist worker per core; tests/conftest.py keeps each module (and its module-scoped
 # fixtures) on one worker and the two SLURM modules on the same one. `pytest` alone runs serially.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n auto --dist loadgroup
+	$(BIN)/python -m pytest -q -n auto
 
 # Every model-taking chapter on every test model with only `-p model` (issue 24); not in CI.
 test-models: $(STAMP)
 	$(BIN)/python -m pytest -q --models tests/test_any_model.py
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -n auto --dist loadgroup -m "not slow"
+	$(BIN)/python -m pytest -q -n auto -m "not slow"
 
 bench: $(STAMP)
 	$(BIN)/python bench/jacobians.py --models smollm2-135m gemma3-270m --out bench/results.json

@@ -59,21 +59,33 @@ def pytest_addoption(parser):
                           "child processes: kernels, Snakemake) to TSV")
 
 
-# Modules whose tests must share one xdist worker (`make test` runs `-n 2 --dist loadgroup`):
-# every module keeps its module-scoped fixtures on one worker, and the two modules that submit to
-# the one-node SLURM run one after the other, so no job waits behind the other's.
+# `make test` runs two xdist workers (`-n auto`). Each module goes to one worker, so its
+# module-scoped fixtures (a smoke book, the any-model matrix) are built once; the two modules that
+# submit to the one-node SLURM share a worker, so that neither's jobs wait behind the other's.
 SHARED_WORKER = {"test_workflow": "slurm", "test_workflow_slurm": "slurm"}
 
 
-def _group(item) -> str:
-    module = Path(str(item.fspath)).stem
+def worker_unit(nodeid: str) -> str:
+    """The unit of tests that one xdist worker runs together: the module, or its shared name."""
+    module = Path(nodeid.split("::", 1)[0]).stem
     return SHARED_WORKER.get(module, module)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Schedule by `worker_unit`. (xdist's own ``--dist loadgroup`` marks do not reach the
+    scheduler under pytest 9, which no longer reads the node id xdist rewrites.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_unit(nodeid)
+
+    return ModuleScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
-    """Group tests by module for xdist; tests marked `models` (the full matrix) need --models."""
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(_group(item)))
+    """Tests marked `models` (the full matrix of tests/test_any_model.py) need --models."""
     if config.getoption("--models"):
         return
     skip = pytest.mark.skip(reason="the full chapters × models matrix: make test-models")
