@@ -97,6 +97,7 @@ def report(before: dict, after: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Print the report for two folders of executed chapters; exit 2 on a folder with none."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("before", type=Path, help="executed notebooks of the earlier build")
     parser.add_argument("after", type=Path, help="executed notebooks of the later build")
