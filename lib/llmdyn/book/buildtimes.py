@@ -134,8 +134,11 @@ def kind_totals(jobs: Sequence[Job], training: dict[str, list[tuple[str, float]]
         out.append(KindTotal(kind, len(mine), sum(cpu) if cpu else None,
                              sum(j.wall_s for j in mine), "benchmark"))
     for kind, runs in training.items():
-        covered = {j.name.split(".")[-1] for j in jobs if j.kind == kind}
-        rest = [(run, s) for run, s in runs if run not in covered]
+        # A benchmark file is named after the job's wildcards joined by dots, the run last
+        # (``default.fashion-mnist.sd0-wd0.125-seed0``); run names hold dots of their own.
+        names = [j.name for j in jobs if j.kind == kind]
+        rest = [(run, s) for run, s in runs
+                if not any(n == run or n.endswith(f".{run}") for n in names)]
         if rest:
             out.append(KindTotal(f"{kind} (no benchmark)", len(rest), None,
                                  sum(s for _, s in rest), "run.json"))
