@@ -152,3 +152,16 @@ def test_topk_refuses_non_integer_layers(tiny):
         truncated_block_svd(tiny, "hello", [1.7], k=2)
     with pytest.raises(LlmdynError, match="integer block indices"):
         truncated_coupling_matrices(tiny, "hello", ["1"], k=2)
+
+
+def test_nonfinite_rows_is_isfinite_per_row_even_where_the_sum_overflows():
+    from llmdyn.core.checks import nonfinite_rows
+
+    x = torch.ones(5, 3, 4)
+    x[1, 2, 3] = float("nan")
+    x[2, 0, 0], x[2, 1, 1] = float("inf"), -float("inf")  # their sum is NaN
+    x[3] = 3e38  # finite entries whose float32 sum overflows
+    x[4, 0, 1] = -float("inf")
+    assert nonfinite_rows(x).tolist() == [False, True, True, False, True]
+    assert nonfinite_rows(x).tolist() == (~torch.isfinite(x.flatten(1)).all(1)).tolist()
+    assert not nonfinite_rows(torch.zeros(2, 2, dtype=torch.float64)).any()

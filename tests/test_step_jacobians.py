@@ -155,3 +155,31 @@ def test_a_cached_value_does_not_depend_on_the_prompts_computed_with_it(tmp_path
                                store=ResultStore(model.model_id, root=tmp_path / f"b{i}"))[0]
         for name, value in alone.as_arrays().items():
             assert np.array_equal(value, getattr(with_others[i], name)), (together[i], name)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_starting_from_the_mlp_projection_rows_changes_no_bit(monkeypatch, dtype):
+    # e_k W is exactly W's row k, so cotangents (e_k, W[k]) with the projection's output
+    # detached give the same rows as e_k alone, bit for bit, single and batched.
+    from llmdyn.jacobians import last_token as lt
+    from llmdyn.models.loading import load_model
+
+    model = load_model("tiny-llama", seed=0, dtype=dtype)
+    assert [lt.direct_mlp_output(model, b) is not None for b in range(model.n_layers)] == [
+        True] * (model.n_layers - 1) + [False]  # the papers' last block ends in the final norm
+    assert lt.direct_mlp_output(model, model.n_layers - 1, "block_output") is not None
+    routes = {}
+    for name, table in (("direct", lt.DIRECT_MLP_OUTPUT), ("generic", {})):
+        monkeypatch.setattr(lt, "DIRECT_MLP_OUTPUT", table)
+        routes[name] = (lt.last_token_jacobians(model, FRANCE, last_point="block_output"),
+                        lt.last_token_jacobians_batched(model, PROMPTS, prompts_per_batch=3))
+    assert all(torch.equal(a, b) for a, b in zip(*routes.values(), strict=True))
+
+
+def test_a_norm_after_the_mlp_takes_the_generic_route():
+    from llmdyn.jacobians.last_token import direct_mlp_output
+    from llmdyn.models.loading import load_model
+
+    gemma = load_model("tiny-gemma3", seed=0)  # post-feedforward norm after down_proj
+    assert all(direct_mlp_output(gemma, b, "block_output") is None
+               for b in range(gemma.n_layers))

