@@ -58,8 +58,10 @@ def last_token_workload(model, spec: dict, gflops: float) -> dict:
     def authors(b, chunk):
         return authors_last_block(model, ids, calls[b].hidden.detach(), b, chunk)
 
-    def library(blocks, chunk):
-        return last_token_jacobians(model, prompt, blocks, chunk_size=chunk)
+    def library(blocks, chunk):  # the quantity the authors' hooks read: the last block's own
+        # output, without the final norm (common.leaf_through_model); their agreement says so
+        return last_token_jacobians(model, prompt, blocks, chunk_size=chunk,
+                                    last_point="block_output")
 
     candidates = chunk_candidates(d, d)  # d products per block for both routes
     a_chunk, a_tuning = tune_chunk(lambda c: authors(mid, c), candidates)

@@ -126,3 +126,15 @@ def test_baseline_routes_agree_with_the_library(bench, tiny_model_and_calls, mon
     assert (diagonal - ours).abs().max() < 1e-10
     last = last_token.authors_last_block(model, ids, x, b)
     assert (last - last_token_jacobians(model, prompt, [b])[0]).abs().max() < 1e-10
+
+
+def test_the_last_token_workload_compares_the_same_quantity_on_both_routes():
+    # The authors' hooks read the last block's own output; the library must be asked for the
+    # same quantity, or the agreement column compares two conventions (it read 0.28 on SmolLM2).
+    from llmdyn.models.loading import load_model
+
+    last_token = _load("last_token")
+    model = load_model("tiny-llama", seed=0)
+    spec = {"layers": [0, model.n_layers - 1], "long_prompt": "The capital of France is Paris"}
+    row = last_token.last_token_workload(model, spec, gflops=1.0)
+    assert row["rel_fro_library_vs_authors"] < 1e-5
