@@ -56,8 +56,9 @@ book: $(STAMP)
 	$(BIN)/llmdyn workflow --model $(MODEL) --cores $(shell nproc) $(if $(PROFILE),--profile $(PROFILE))
 	@echo "open _build/html/index.html"
 
-# One xdist worker per core; tests/conftest.py keeps each module (and its module-scoped
-# fixtures) on one worker and the two SLURM modules on the same one. `pytest` alone runs serially.
+# xdist workers: the cores plus one (tests/conftest.py), since many tests wait on kernels and
+# Snakemake. Each module (and its module-scoped fixtures) stays on one worker, the two SLURM
+# modules on the same one. `pytest` alone runs serially.
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n auto
 

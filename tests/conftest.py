@@ -72,6 +72,17 @@ def worker_unit(nodeid: str) -> str:
 
 
 @pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: one worker more than the cores this process may use.
+
+    Many tests wait (on a kernel starting, Snakemake polling, a SLURM queue); the extra worker
+    runs while they do. Measured on 2 cores: 15 min 26 s with 2 workers, 14 min 0 s with 3, the
+    same CPU seconds.
+    """
+    return len(os.sched_getaffinity(0)) + 1
+
+
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """Schedule by `worker_unit`. (xdist's own ``--dist loadgroup`` marks do not reach the
     scheduler under pytest 9, which no longer reads the node id xdist rewrites.)"""
