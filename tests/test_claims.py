@@ -178,7 +178,6 @@ def test_facts_are_judged_on_the_value_and_name_the_papers_case():
 @pytest.mark.parametrize("measure", [
     Measure.single(5.0, "ratio over one prompt"),
     Measure.single(0.01, "p of a coefficient", n=70),  # a statistic without an interval
-    Measure.exact(5.0, "old name of single"),
 ])
 @pytest.mark.parametrize("rule", [at_least(2), at_most(2)])  # cleared and not cleared
 def test_an_estimate_without_interval_gets_no_verdict(measure, rule):

@@ -47,7 +47,7 @@ def test_cells_that_differ_pass_and_identical_cells_do_not():
 
 def test_gates_withhold_verdicts_but_keep_the_numbers():
     check = va.check_cells(_grid(0.0, dict.fromkeys(SLOPES, 0.0)))
-    m = Measure.exact(0.9, "R²")
+    m = Measure.single(0.9, "R²")
     held = check.for_sd(m, 0.3)
     claim = Claim("x", "A", "§3.4", "s", "p", held, at_least(0.3))
     assert claim.verdict.grade == "no verdict" and "cannot test it" in claim.verdict.reason
@@ -64,7 +64,7 @@ def test_rate_that_fails_alone_withholds_its_r2_and_the_trend():
     table.loc[at_zero, "test_accuracy"] -= cell_means - 0.7  # SD 0's cells made identical
     check = va.check_cells(table)
     assert check.overall.differs() and not check.by_sd[0.0].differs()
-    m = Measure.exact(0.5, "R²")
+    m = Measure.single(0.5, "R²")
     assert check.for_sd(m, 0.0).missing == "no verdict" and check.for_sd(m, 0.3) is m
     assert "SD 0 do not move" in check.for_trend(m).reason
 

@@ -275,15 +275,6 @@ class Measure:
                    **kw)
 
     @classmethod
-    def exact(cls, value: float, quantity: str, **kw) -> Measure:
-        """Old name of :meth:`single` (an estimate with no interval, never judged).
-
-        Kept while chapters written before the fact/estimate rule still call it; a fact is
-        :meth:`fact` with the paper's case.
-        """
-        return cls.single(value, quantity, **kw)
-
-    @classmethod
     def not_testable(cls, quantity: str, reason: str, *, detail: str = "") -> Measure:
         """A claim that needs what is not available offline (checkpoints, datasets)."""
         return cls(quantity, None, detail=detail, missing="not testable offline", reason=reason)
@@ -300,5 +291,3 @@ class Measure:
         if self.fmt == "yes/no":
             return "yes" if x >= 0.5 else "no"
         return f"{x:{self.fmt}}{self.unit}"
-
-
