@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from llmdyn import LlmdynError, metrics
+from llmdyn import LlmdynError
 from llmdyn.core.store import ResultStore
 from llmdyn.models.loading import load_model
 from llmdyn.phases.split import window_that_fits
@@ -15,6 +15,7 @@ from llmdyn.training.emergence import (
 )
 from llmdyn.training.suite import SUITES, train_suite
 from llmdyn.trajectories.regularity import with_final_norm
+from llmdyn.trajectories.shape import expodistance, line_shape_score, windowed
 from tests.helpers import write_corpus
 
 PROMPTS = ["the whale sailed to the harbour", "congress made a new law for the union"]
@@ -51,12 +52,12 @@ def test_window_scores_match_the_windowed_metric():
     raw = trajectory(m, PROMPTS[0], last_point="block_output").states.double()
     states = with_final_norm(m, raw)  # the papers' end point, built independently
     x = states.transpose(0, 1).numpy()  # (tok, layer+1, d_model)
-    ref = metrics.windowed(metrics.line_shape_score, x, 3)[:, 1:-1].mean(0)
+    ref = windowed(line_shape_score, x, 3)[:, 1:-1].mean(0)
     np.testing.assert_allclose(scores["window_lss"], ref, rtol=1e-12)
-    ref_ed = np.median(metrics.windowed(metrics.expodistance, x, 3)[:, 1:-1], 0)
+    ref_ed = np.median(windowed(expodistance, x, 3)[:, 1:-1], 0)
     np.testing.assert_allclose(scores["window_ed"], ref_ed, rtol=1e-12)
     np.testing.assert_allclose(scores["norms"], np.linalg.norm(x, axis=-1).mean(0))
-    assert scores["lss"] == pytest.approx(metrics.line_shape_score(x).mean())
+    assert scores["lss"] == pytest.approx(line_shape_score(x).mean())
 
 
 def test_measure_checkpoint_shapes_and_cache(tmp_path):

@@ -4,7 +4,7 @@ from torch.func import vmap
 
 from llmdyn import LlmdynError
 from llmdyn.jacobians import attention, block_jacobians, block_residual, capture_block_calls, full
-from llmdyn.metrics import svd_sorted
+from llmdyn.jacobians.svd import svd_sorted
 from llmdyn.trace import encode
 from tests.conftest import FRANCE
 from tests.helpers import route_rtol

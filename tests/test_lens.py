@@ -4,11 +4,10 @@ import numpy as np
 import pytest
 import torch
 
-from llmdyn import metrics
 from llmdyn.core.store import ResultStore
 from llmdyn.models.loading import load_model
 from llmdyn.trace import encode, logit_lens, trajectory
-from llmdyn.trajectories.lens import lens_entropy
+from llmdyn.trajectories.lens import entropy, lens_entropy
 from tests.conftest import FRANCE
 
 PROMPTS = [FRANCE, "United States of", "What month was I born in?"]
@@ -19,14 +18,14 @@ def test_lens_entropy_matches_the_logit_lens(tiny64, tmp_path):
     got = lens_entropy(tiny64, PROMPTS, store)
     assert got.shape == (3, tiny64.n_layers + 1)
     tr = trajectory(tiny64, PROMPTS[2])
-    want = metrics.entropy(logit_lens(tiny64, tr.states[:, -1].float()).double()).numpy()
+    want = entropy(logit_lens(tiny64, tr.states[:, -1].float()).double()).numpy()
     np.testing.assert_allclose(got[2], want, rtol=1e-5)
     normed = lens_entropy(tiny64, PROMPTS, store, lens="normed")  # same cached states
     np.testing.assert_allclose(normed[:, -1], got[:, -1], rtol=1e-12)  # l = L: both agree
     assert not np.allclose(normed[:, :-1], got[:, :-1])
     with torch.no_grad():  # the last layer reads the model's real prediction
         logits = tiny64.hf(tr.input_ids[None]).logits[0, -1]
-    assert got[2, -1] == pytest.approx(float(metrics.entropy(logits)), rel=1e-5)
+    assert got[2, -1] == pytest.approx(float(entropy(logits)), rel=1e-5)
     assert (got <= np.log(tiny64.vocab_size) + 1e-9).all() and (got >= 0).all()
 
 
@@ -92,7 +91,7 @@ def test_paper_lens_and_normed_lens_by_hand(tiny_norm):
             torch.testing.assert_close(logits, model_logits, rtol=0, atol=1e-10)
         assert not torch.allclose(paper[:L], normed[:L], atol=1e-3)
     got = lens_entropy(m, [FRANCE], lens="paper")[0]
-    want = metrics.entropy(raw[:L].double() @ W.T).numpy()
+    want = entropy(raw[:L].double() @ W.T).numpy()
     np.testing.assert_allclose(got[:L], want, rtol=1e-5)  # token_states is float32
 
 
@@ -104,7 +103,7 @@ def test_paper_lens_sharpens_as_the_norm_grows(tiny_norm):
     raw = trajectory(m, FRANCE, last_point="block_output").states[:, -1]
     x, last = raw[L // 2] / raw[L // 2].pow(2).mean().sqrt(), raw[L:]
     scales = [1.0, 2.0, 4.0, 8.0]
-    entropies = {lens: [float(metrics.entropy(logit_lens(
+    entropies = {lens: [float(entropy(logit_lens(
         m, torch.cat([c * x[None], last]), lens=lens, last_point="block_output")[0]))
         for c in scales] for lens in ("paper", "normed")}
     assert all(a > b for a, b in zip(entropies["paper"][:-1], entropies["paper"][1:],

@@ -11,10 +11,12 @@ import numpy as np
 import pytest
 import torch
 
-from llmdyn import LlmdynError, metrics
+from llmdyn import LlmdynError
 from llmdyn.core.store import ResultStore
+from llmdyn.coupling.matrix import coupling_matrices
 from llmdyn.jacobians.full import block_jacobians
 from llmdyn.jacobians.last_token import last_token_jacobians
+from llmdyn.jacobians.svd import svd_sorted
 from llmdyn.models import packaged
 from llmdyn.models.files import looks_like_path
 from llmdyn.models.loading import load_model
@@ -125,10 +127,10 @@ def test_half_precision_and_integer_inputs(tiny):
     for half in (torch.float16, torch.bfloat16):
         with pytest.raises(LlmdynError, match=r"jacobians: dtype .* has no SVD in torch; pass "
                                               "float32 or float64"):
-            metrics.coupling_matrices(J.to(half), 3)  # NotImplementedError before
+            coupling_matrices(J.to(half), 3)  # NotImplementedError before
         with pytest.raises(LlmdynError, match="has no SVD"):
-            metrics.svd_sorted(J[0].numpy().astype(np.float16))
-    assert metrics.coupling_matrices(J.to(torch.int32), 3).dtype == torch.float64  # as before
+            svd_sorted(J[0].numpy().astype(np.float16))
+    assert coupling_matrices(J.to(torch.int32), 3).dtype == torch.float64  # as before
     for dtype in (torch.int32, "float32"):
         with pytest.raises(LlmdynError, match="dtype must be a floating torch dtype"):
             load_model("tiny-llama", dtype=dtype)  # TypeError before

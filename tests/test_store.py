@@ -281,7 +281,7 @@ def test_code_hash_covers_computing_source_but_not_presentation(tmp_path):
                  "coupling/__init__.py"):
         (copy / kept).write_text((copy / kept).read_text() + "\n# presentation edit\n")
     assert source_hash(copy) == before  # presentation edits keep the cache
-    for computing in ("metrics.py", "coupling/depth.py", "jacobians/blocks.py", "trace.py"):
+    for computing in ("coupling/matrix.py", "coupling/depth.py", "jacobians/blocks.py", "trace.py"):
         edited = copy / computing
         original = edited.read_text()
         edited.write_text(original + "\n# computing edit\n")

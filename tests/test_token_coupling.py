@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 import torch
 
-from llmdyn import LlmdynError, metrics
+from llmdyn import LlmdynError
 from llmdyn.book.params import TokenCouplingParams
 from llmdyn.core.store import ResultStore
+from llmdyn.coupling.matrix import coupling_matrices
 from llmdyn.coupling.tokens import (
     KINDS,
     CouplingSummary,
@@ -68,7 +69,7 @@ def test_kind_pairs_rejects_bad_input(kwargs, match):
 
 def test_cross_coupling_of_a_stack_with_itself_is_coupling_matrices():
     J = torch.randn(3, 8, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
-    torch.testing.assert_close(cross_coupling(J, J, 4), metrics.coupling_matrices(J, 4))
+    torch.testing.assert_close(cross_coupling(J, J, 4), coupling_matrices(J, 4))
 
 
 def test_shared_singular_vectors_give_diagonal_tiles():

@@ -2,8 +2,9 @@
 
 import torch
 
-from llmdyn import metrics as M
 from llmdyn.coupling import coupling_from_jacobians, top_singular
+from llmdyn.coupling.matrix import coupling_matrices, offdiag_ratio
+from llmdyn.jacobians.svd import svd_sorted
 
 
 def _stack(seed: int, dtype=torch.float64) -> torch.Tensor:
@@ -14,7 +15,7 @@ def _stack(seed: int, dtype=torch.float64) -> torch.Tensor:
 def test_top_singular_equals_the_full_svd_in_float64():
     # Tolerance 1e-10: both are float64; the Gram route's error is eps * (s_1/s_k)^2.
     J = _stack(0)
-    full, top = M.svd_sorted(J), top_singular(J, 6)
+    full, top = svd_sorted(J), top_singular(J, 6)
     assert top.U.shape == (4, 24, 6) and top.S.shape == (4, 6) and top.Vh.shape == (4, 6, 24)
     torch.testing.assert_close(top.S, full.S[:, :6], atol=1e-10, rtol=0)
     torch.testing.assert_close(top.U, full.U[..., :6], atol=1e-10, rtol=0)  # same signs
@@ -40,14 +41,14 @@ def test_top_singular_of_a_rank_deficient_stack_falls_back_to_the_svd():
     J[0, 0, 0] = 1.0  # rank 1: s_2 = 0, so V = J^T U / S would divide by zero
     top = top_singular(J, 3)
     assert torch.isfinite(top.Vh).all() and top.S.dtype == torch.float32
-    torch.testing.assert_close(top.S, M.svd_sorted(J).S[:, :3])
+    torch.testing.assert_close(top.S, svd_sorted(J).S[:, :3])
 
 
 def test_coupling_from_jacobians_matches_the_full_svd_route_in_float32():
     # float32 input, float64 reference: scores agree to 1e-5, A to 1e-4 (float32 rounding).
     J = _stack(2, torch.float32)
     got = coupling_from_jacobians(J, 5)
-    A = M.coupling_matrices(J.double(), 5)  # full float64 SVD inside
+    A = coupling_matrices(J.double(), 5)  # full float64 SVD inside
     torch.testing.assert_close(torch.from_numpy(got.A).double(), A, atol=1e-4, rtol=0)
-    torch.testing.assert_close(torch.from_numpy(got.ratio).double(), M.offdiag_ratio(A),
+    torch.testing.assert_close(torch.from_numpy(got.ratio).double(), offdiag_ratio(A),
                                atol=1e-5, rtol=0)

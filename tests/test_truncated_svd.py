@@ -6,8 +6,9 @@ import pytest
 import torch
 
 from llmdyn import LlmdynError
-from llmdyn import metrics as M
+from llmdyn.coupling.matrix import coupling_matrices
 from llmdyn.jacobians.full import block_jacobians
+from llmdyn.jacobians.svd import svd_sorted
 from llmdyn.jacobians.truncated import (
     TruncatedSVD,
     _krylov_svd,
@@ -34,7 +35,7 @@ def tiny(name: str):
     if name not in _LOADED:
         model = load_model(name, seed=0, dtype=torch.float64)
         jac = block_jacobians(model, PROMPT)  # [layer, tok, d_model, d_model]
-        _LOADED[name] = model, jac, M.svd_sorted(jac)
+        _LOADED[name] = model, jac, svd_sorted(jac)
     return _LOADED[name]
 
 
@@ -86,7 +87,7 @@ def test_coupling_matrices_from_products_match_exact(name):
     model, _, _ = tiny(name)
     s_tol, _ = TIGHT[model.name]
     last = block_jacobians(model, PROMPT, pairs="last")[:, 0]  # [layer, d_model, d_model]
-    expected = M.coupling_matrices(last, K)  # [layer, layer, K, K]
+    expected = coupling_matrices(last, K)  # [layer, layer, K, K]
     got = truncated_coupling_matrices(model, PROMPT, k=K, oversample=model.d_model)
     assert got.shape == expected.shape
     torch.testing.assert_close(got, expected, rtol=0, atol=s_tol * 1e2 * expected.abs().max())

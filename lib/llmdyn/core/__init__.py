@@ -1,4 +1,4 @@
-"""Shared plumbing with no model code: input checks, NaN-aware curve statistics, the results store.
+"""Shared plumbing with no model code: input and array checks, NaN-aware curves, the results store.
 
 May import: nothing from llmdyn but ``LlmdynError``.
 """
@@ -7,8 +7,9 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["atomic", "checks", "failures", "masked", "store", "streams"],
+    submodules=["arrays", "atomic", "checks", "failures", "masked", "store", "streams"],
     submod_attrs={
+        "arrays": ["ArrayLike", "check_values", "checked_tensor", "checked_array"],
         "checks": ["prompt_texts", "is_int", "layer_indices", "k_value", "choice", "positive_int",
                    "torch_device"],
         "masked": ["columns", "finite_mean"],

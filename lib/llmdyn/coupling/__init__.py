@@ -1,16 +1,18 @@
 """Paper A's coupling: A = U^T J V across depth and tokens, its summaries, and Jacobian spectra.
 
-May import: ``jacobians``, ``trace``, ``models``, ``metrics``, ``stats``, ``core``.
+May import: ``jacobians``, ``trace``, ``models``, ``stats``, ``core``.
 """
 
 import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["depth", "spectra", "summary", "tokens", "topk"],
+    submodules=["depth", "matrix", "spectra", "summary", "tokens", "topk"],
     submod_attrs={
         "depth": ["DepthCoupling", "coupling_from_jacobians",
                   "depth_coupling", "diagonal_share", "offdiagonal_mean"],
+        "matrix": ["coupling_matrix", "coupling_matrices", "miscoupling", "normalized_miscoupling",
+                   "offdiag_ratio", "authors_miscoupling"],
         "spectra": ["depth_axis", "inverse_top_fit", "inverse_depth_r2_gain", "power_law_fit"],
         "summary": ["coupling_strength", "chance_strength", "layer_coupling", "mean_coupling",
                     "adjacency_weights", "AuthorsSplit", "authors_split", "DepthSummary",

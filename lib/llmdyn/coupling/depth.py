@@ -8,9 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from llmdyn import LlmdynError, metrics
+from llmdyn import LlmdynError
 from llmdyn.core import checks
 from llmdyn.core.store import ResultStore
+from llmdyn.coupling import matrix
 from llmdyn.coupling.topk import top_singular
 from llmdyn.jacobians.full import block_jacobians
 from llmdyn.jacobians.last_token import last_token_jacobians
@@ -66,14 +67,14 @@ def coupling_from_jacobians(jacobians: torch.Tensor, k: int) -> DepthCoupling:
     """
     checks.k_value(k, jacobians.shape[-1], minimum=2, why="r(A) divides by k - 1")
     svd = top_singular(jacobians, k)  # only the top k triplets are used
-    A = metrics.coupling_matrices(jacobians, k, svd=svd)  # (layer, layer, k, k)
+    A = matrix.coupling_matrices(jacobians, k, svd=svd)  # (layer, layer, k, k)
     n = A.shape[0]
     s = svd.S[:, :k]  # (layer, k)
-    authors = metrics.authors_miscoupling(A, s[:, None, :].expand(n, n, k))
+    authors = matrix.authors_miscoupling(A, s[:, None, :].expand(n, n, k))
     return DepthCoupling(
         A=A.numpy(), S=s.numpy(),
-        normalized=metrics.normalized_miscoupling(A).numpy(),
-        ratio=metrics.offdiag_ratio(A).numpy(),
+        normalized=matrix.normalized_miscoupling(A).numpy(),
+        ratio=matrix.offdiag_ratio(A).numpy(),
         authors=authors.numpy(),
     )
 

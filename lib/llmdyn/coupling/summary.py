@@ -7,7 +7,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from llmdyn import LlmdynError, metrics
+from llmdyn import LlmdynError
+from llmdyn.coupling import matrix
 from llmdyn.coupling.depth import DepthCoupling, diagonal_share, offdiagonal_mean
 
 
@@ -133,7 +134,7 @@ def authors_split(A, S) -> AuthorsSplit:
     diag = np.diagonal(A, axis1=-2, axis2=-1)  # (..., layer, layer, k)
     s = S[..., :, None, :]  # (..., layer, 1, k): J_i's own values for every reference j
     norm = np.linalg.norm(S, axis=-1)[..., :, None]  # (..., layer, 1)
-    off = metrics.miscoupling(A).numpy()  # ||A - Diag A||_F (eq 13), exactly 0 for diagonal A
+    off = matrix.miscoupling(A).numpy()  # ||A - Diag A||_F (eq 13), exactly 0 for diagonal A
     return AuthorsSplit(off / norm, np.linalg.norm(np.abs(diag) - s, axis=-1) / norm)
 
 

@@ -9,10 +9,11 @@ from typing import Literal
 import numpy as np
 import torch
 
-from llmdyn import LlmdynError, metrics
+from llmdyn import LlmdynError
 from llmdyn.core import checks
 from llmdyn.core.store import ResultStore
 from llmdyn.jacobians.full import block_jacobians
+from llmdyn.jacobians.svd import square_jacobians, svd_sorted
 from llmdyn.models.loading import LoadedModel
 from llmdyn.trace import LastPoint, check_last_point, encode
 
@@ -64,8 +65,8 @@ def cross_coupling(J: torch.Tensor, J_ref: torch.Tensor, k: int) -> torch.Tensor
     """Coupling of every J_i in the top-k singular bases of every J_ref[j] (paper A eq. 10).
 
     ``A[i, j] = U_j,k^T J[i] V_j,k`` where ``J_ref[j] = U_j S_j V_j^T``. When ``J_ref`` is ``J``
-    this is ``metrics.coupling_matrices``; here the rows and the references may differ (layer l
-    against layer l′).
+    this is :func:`llmdyn.coupling.matrix.coupling_matrices`; here the rows and the references
+    may differ (layer l against layer l′).
 
     Args:
         J: ``[tok, d_model, d_model]`` Jacobians being coupled (rows = outputs).
@@ -75,13 +76,13 @@ def cross_coupling(J: torch.Tensor, J_ref: torch.Tensor, k: int) -> torch.Tensor
     Returns:
         ``[tok, tok, k, k]`` (axis 0: coupled Jacobian i, axis 1: reference j).
     """
-    J = metrics._square(J, "J", stack=True)
-    J_ref = metrics._square(J_ref, "J_ref", stack=True)
+    J = square_jacobians(J, "J", stack=True)
+    J_ref = square_jacobians(J_ref, "J_ref", stack=True)
     if J.shape[1:] != J_ref.shape[1:]:
         raise LlmdynError(f"J_ref: got shape {tuple(J_ref.shape)}; expected [tok, "
                           f"{J.shape[1]}, {J.shape[2]}] like J {tuple(J.shape)}")
     checks.k_value(k, J.shape[-1])
-    U, _, Vh = metrics.svd_sorted(J_ref)  # [tok, d_model, d_model] each
+    U, _, Vh = svd_sorted(J_ref)  # [tok, d_model, d_model] each
     Uk, Vk = U[..., :, :k], Vh[..., :k, :].mT  # [tok, d_model, k] each
     J = J.to(Uk.dtype)
     cols = [torch.einsum("da,ide,eb->iab", Uk[j], J, Vk[j]) for j in range(len(J_ref))]

@@ -1,13 +1,14 @@
-"""Block Jacobians J_{t1 t2}: block calls, exact and last-token routes, truncated SVD, linear maps.
+"""Block Jacobians J_{t1 t2}: block calls, exact and last-token routes, their SVD, linear maps.
 
-May import: ``trace``, ``models``, ``metrics``, ``core``.
+May import: ``trace``, ``models``, ``core``.
 """
 
 import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["attention", "blocks", "full", "last_token", "linearization", "truncated"],
+    submodules=["attention", "blocks", "full", "last_token", "linearization", "svd",
+                "truncated"],
     submod_attrs={
         "attention": ["OWN_POSITION_ATTENTION", "FROZEN_PREFIX_ATTENTION", "STANDARD_EAGER",
                       "attention_implementation", "own_position_attention",
@@ -20,6 +21,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
                        "last_token_jacobians_batched", "last_token_jacobians"],
         "linearization": ["NoiseTokens", "propagate", "cosine", "relative_noise",
                           "perturbed_last_states", "LinearizationCheck", "linearization_check"],
+        "svd": ["Svd", "square_jacobians", "svd_sorted"],
         "truncated": ["Tokens", "Products", "TruncatedSVD", "principal_angles",
                       "truncated_block_svd", "truncated_coupling_matrices"],
     },

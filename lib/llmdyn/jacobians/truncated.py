@@ -105,7 +105,7 @@ def _ritz(Q: torch.Tensor, Z: torch.Tensor, k: int):
     S = evals.flip(-1)[..., :k].clamp_min(0).sqrt()  # [tok, k]
     U = Q @ top  # [tok, d_model, k]
     V = (Z @ top) / torch.where(S > 0, S, torch.ones_like(S))[..., None, :]  # [tok, d_model, k]
-    idx = U.abs().argmax(dim=-2, keepdim=True)  # [tok, 1, k]; signs as metrics.svd_sorted
+    idx = U.abs().argmax(dim=-2, keepdim=True)  # [tok, 1, k]; signs as jacobians.svd.svd_sorted
     sign = torch.sign(torch.gather(U, -2, idx))
     sign = torch.where(sign == 0, torch.ones_like(sign), sign)
     return U * sign, S[..., :k], V * sign

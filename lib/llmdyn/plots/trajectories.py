@@ -30,7 +30,7 @@ def pc_trajectories(
     x^first; the last token is black and on top, the others take a qualitative colour map.
 
     Args:
-        proj: ``[tok, layer+1, 2]`` projected trajectories (``metrics.pca_projection``).
+        proj: ``[tok, layer+1, 2]`` projected trajectories (``llmdyn.stats.pca.pca_projection``).
         ax: where to draw.
         tokens: the token strings, ``[tok]`` (legend labels).
         title: names the model, the prompt and the layers.

@@ -1,4 +1,4 @@
-"""Regressions, correlations and seeded bootstrap intervals, on plain arrays.
+"""Regressions, correlations, seeded bootstrap intervals and PCA, on plain arrays.
 
 May import: ``core``.
 """
@@ -7,8 +7,8 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["anova", "bootstrap", "cluster", "coverage", "intervals", "power",
-                "regression", "replicates"],
+    submodules=["anova", "bootstrap", "cluster", "coverage", "intervals", "pca",
+                "power", "regression", "replicates"],
     submod_attrs={
         "anova": ["ALPHA", "OneWayAnova", "one_way_anova", "cell_summary", "min_detectable_ratio"],
         "bootstrap": ["N_RESAMPLES", "LEVEL", "MIN_ITEMS", "Statistic", "Estimate", "exact", "bca",
@@ -19,6 +19,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "coverage": ["KINDS", "SIZES", "METHODS", "choose"],
         "intervals": ["t_mean", "t_difference", "delta_t", "ols_t", "fisher_z", "clopper_pearson",
                       "order_median"],
+        "pca": ["pca_projection"],
         "power": ["min_detectable_r2", "power_sentence", "RulePower", "rule_power", "linear_draw",
                   "f_test_judge"],
         "regression": ["LinearFit", "ols", "ols_or_none", "ExponentialFit", "exponential_fit",

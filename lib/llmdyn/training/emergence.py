@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm.auto import tqdm
 
-from llmdyn import LlmdynError, metrics
+from llmdyn import LlmdynError
 from llmdyn.core.store import ResultStore
 from llmdyn.coupling.depth import depth_coupling, diagonal_share, offdiagonal_mean
 from llmdyn.models.loading import LoadedModel, load_model
@@ -26,6 +26,7 @@ from llmdyn.phases.split import window_that_fits
 from llmdyn.trace import LAST_POINTS, LastPoint, trajectory, with_final_norm
 from llmdyn.training import suite as suites
 from llmdyn.training.checkpoints import Checkpoint, by_run, suite_checkpoints
+from llmdyn.trajectories import shape
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ class CheckpointProfile:
         rows = {k: getattr(self, k).shape for k in ("share", "lss", "expodistance", "norms",
                                                      "window_lss", "window_ed", "share_map",
                                                      "lss_by_end", "expodistance_by_end")}
-        if any(shape[0] != n for shape in rows.values()) or \
+        if any(dims[0] != n for dims in rows.values()) or \
                 self.window_lss.shape[1:] != self.centres.shape:
             raise LlmdynError(f"CheckpointProfile: every field needs {n} prompt rows and "
                               f"{len(self.centres)} window centres, got {rows}")
@@ -91,14 +92,14 @@ def _trajectory_scores(model: LoadedModel, prompt: str, window: int,
     x = whole[last_point]
     views = np.lib.stride_tricks.sliding_window_view(x, window, axis=1)  # (tok, c, d, w)
     windows = np.swapaxes(views, -1, -2)  # (tok, centre, window, d_model)
-    return {"lss": metrics.line_shape_score(x).mean(),
-            "expodistance": np.median(metrics.expodistance(x)),
-            "norms": metrics.norms(x).mean(0),  # (layer+1,)
-            "window_lss": metrics.line_shape_score(windows).mean(0),  # (centre,)
-            "window_ed": np.median(metrics.expodistance(windows), 0),
-            "lss_by_end": np.array([metrics.line_shape_score(whole[e]).mean()
+    return {"lss": shape.line_shape_score(x).mean(),
+            "expodistance": np.median(shape.expodistance(x)),
+            "norms": shape.norms(x).mean(0),  # (layer+1,)
+            "window_lss": shape.line_shape_score(windows).mean(0),  # (centre,)
+            "window_ed": np.median(shape.expodistance(windows), 0),
+            "lss_by_end": np.array([shape.line_shape_score(whole[e]).mean()
                                     for e in LAST_POINTS]),  # (end,)
-            "expodistance_by_end": np.array([np.median(metrics.expodistance(whole[e]))
+            "expodistance_by_end": np.array([np.median(shape.expodistance(whole[e]))
                                              for e in LAST_POINTS])}
 
 

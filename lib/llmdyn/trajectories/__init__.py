@@ -1,20 +1,24 @@
 """Token trajectories along depth: norms, LSS, equidistance, expodistance and the logit lens.
 
-May import: ``trace``, ``models``, ``data``, ``metrics``, ``core``.
+May import: ``trace``, ``models``, ``data``, ``core``.
 """
 
 import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["geometry", "lens", "regularity"],
+    submodules=["geometry", "lens", "regularity", "shape"],
     submod_attrs={
         "geometry": ["token_states", "DepthProfile", "depth_profile", "seed_mean", "residuals",
                      "layer_mean", "layer_range", "step_lengths", "last_step_ratio",
                      "TrajectorySummary", "trajectory_summary"],
         "lens": ["PromptLike", "LensReadout", "readout_from_logits", "lens_readouts",
-                 "lens_entropy", "decode_top", "entropy_spread", "top_text"],
+                 "lens_entropy", "decode_top", "entropy_spread", "top_text", "entropy",
+                 "total_variation", "tv_to_token"],
         "regularity": ["Score", "SCORES", "Regularity", "trajectory_regularity", "alpha_profiles",
                        "per_prompt", "series"],
+        "shape": ["Metric", "norms", "line_shape_score", "equidistance", "layerwise_alpha",
+                  "expodistance", "windowed", "windowed_line_shape_score",
+                  "windowed_equidistance"],
     },
 )

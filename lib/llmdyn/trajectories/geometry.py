@@ -8,11 +8,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from llmdyn import LlmdynError, metrics
+from llmdyn import LlmdynError
 from llmdyn.core import checks, masked
 from llmdyn.core.store import ResultStore
 from llmdyn.models.loading import LoadedModel
 from llmdyn.trace import LastPoint, check_last_point, final_norm, trajectory
+from llmdyn.trajectories import shape
 
 
 def _prompts(prompts: Sequence[str]) -> list[str]:
@@ -114,9 +115,9 @@ def depth_profile(states: np.ndarray, window: int = 11) -> DepthProfile:
     x = np.asarray(states, dtype=np.float64)
     if x.ndim != 3:
         raise LlmdynError(f"states must be [prompt, layer+1, d_model], got shape {x.shape}")
-    return DepthProfile(norms=metrics.norms(x),  # (prompt, layer+1)
-                        lss=metrics.windowed_line_shape_score(x, window),
-                        equidistance=metrics.windowed_equidistance(x, window),
+    return DepthProfile(norms=shape.norms(x),  # (prompt, layer+1)
+                        lss=shape.windowed_line_shape_score(x, window),
+                        equidistance=shape.windowed_equidistance(x, window),
                         window=int(window))
 
 
@@ -246,8 +247,8 @@ def trajectory_summary(traj: np.ndarray, window: tuple[int, int]) -> TrajectoryS
     if not 0 <= first < last < x.shape[1]:
         raise LlmdynError(f"window must be (first, last) with 0 <= first < last <= "
                           f"{x.shape[1] - 1}, got {window!r}")
-    n = metrics.norms(x)  # (tok, layer+1)
+    n = shape.norms(x)  # (tok, layer+1)
     return TrajectorySummary(growth=n[:, last] / n[:, first],
-                             window_lss=metrics.line_shape_score(x[:, first:last + 1]),
-                             full_lss=metrics.line_shape_score(x),
+                             window_lss=shape.line_shape_score(x[:, first:last + 1]),
+                             full_lss=shape.line_shape_score(x),
                              last_step=last_step_ratio(x))

@@ -8,18 +8,64 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from llmdyn import LlmdynError, metrics
+from llmdyn import LlmdynError
 from llmdyn.core import checks
+from llmdyn.core.arrays import ArrayLike, checked_tensor
 from llmdyn.core.store import ResultStore
 from llmdyn.data.named import Prompt
 from llmdyn.models.loading import LoadedModel
 from llmdyn.trace import Lens, check_lens, logit_lens
 from llmdyn.trajectories.geometry import token_states
 
-__all__ = ["LensReadout", "decode_top", "entropy_spread", "lens_entropy", "lens_readouts",
-           "readout_from_logits", "top_text"]
+__all__ = ["LensReadout", "decode_top", "entropy", "entropy_spread", "lens_entropy",
+           "lens_readouts", "readout_from_logits", "top_text", "total_variation", "tv_to_token"]
 
 PromptLike = str | Prompt
+
+
+# The distributions the lens reads: torch tensors or numpy arrays in, torch tensors out.
+
+
+def entropy(logits: ArrayLike) -> torch.Tensor:
+    """Entropy S(P) = -sum_v P(v) ln P(v) of P = softmax(logits) (paper B §3.7), in nats.
+
+    Computed from log_softmax, so large logits are safe. [..., vocab] -> [...].
+    """
+    logp = torch.log_softmax(checked_tensor(logits, "logits", 1, "[..., vocab]"), dim=-1)
+    return -(logp.exp() * logp).sum(-1)
+
+
+def _probs(p: ArrayLike, name: str) -> torch.Tensor:
+    p = checked_tensor(p, name, 1, "[..., vocab]")
+    if (p < 0).any() or not torch.allclose(p.sum(-1), p.new_ones(()), atol=1e-2):
+        raise LlmdynError(f"{name}: expected probabilities (>= 0, summing to 1 over vocab)")
+    return p
+
+
+def total_variation(p: ArrayLike, q: ArrayLike) -> torch.Tensor:
+    """Total variation distance 0.5 sum_v |p(v) - q(v)|. [..., vocab] x [..., vocab] -> [...]."""
+    p, q = _probs(p, "p"), _probs(q, "q")
+    if p.shape != q.shape:
+        raise LlmdynError(f"q: got shape {tuple(q.shape)}; expected p's {tuple(p.shape)}")
+    return 0.5 * (p - q.to(p.dtype)).abs().sum(-1)
+
+
+def tv_to_token(probs: ArrayLike, token: int | ArrayLike) -> torch.Tensor:
+    """Total variation distance to the one-hot distribution of ``token``: 1 - probs[token].
+
+    ``probs`` [..., vocab] and ``token`` an int or integer ids [...] -> [...].
+    """
+    probs = _probs(probs, "probs")
+    tok = torch.as_tensor(np.asarray(token) if not isinstance(token, torch.Tensor) else token)
+    try:
+        tok = tok.to(torch.long).expand(probs.shape[:-1])  # [...]
+    except RuntimeError as err:
+        want = tuple(probs.shape[:-1])
+        raise LlmdynError(f"token: got shape {tuple(tok.shape)}; expected int or {want}") from err
+    vocab = probs.shape[-1]
+    if ((tok < 0) | (tok >= vocab)).any():
+        raise LlmdynError(f"token: got ids outside [0, {vocab}); expected 0 <= token < vocab")
+    return 1 - torch.gather(probs, -1, tok.unsqueeze(-1)).squeeze(-1)
 
 
 @dataclass(frozen=True)
@@ -92,11 +138,11 @@ def readout_from_logits(logits: torch.Tensor, top_k: int = 5) -> LensReadout:
     probs = torch.softmax(logits, dim=-1)  # (layer+1, vocab)
     top = torch.topk(probs, top_k, dim=-1)  # (layer+1, k) each
     final = int(probs[-1].argmax())
-    return LensReadout(entropy=metrics.entropy(logits).numpy(),
+    return LensReadout(entropy=entropy(logits).numpy(),
                        top_ids=top.indices.numpy().astype(np.int64),
                        top_probs=top.values.numpy(),
-                       tv_final=metrics.tv_to_token(probs, final).numpy(),
-                       tv_dist=metrics.total_variation(probs, probs[-1:].expand_as(probs)).numpy(),
+                       tv_final=tv_to_token(probs, final).numpy(),
+                       tv_dist=total_variation(probs, probs[-1:].expand_as(probs)).numpy(),
                        log_vocab=float(np.log(logits.shape[1])))
 
 

@@ -9,11 +9,13 @@ from typing import Literal
 import numpy as np
 import torch
 
-from llmdyn import LlmdynError, metrics
+from llmdyn import LlmdynError
 from llmdyn.core import checks
+from llmdyn.core.arrays import checked_array
 from llmdyn.core.store import ResultStore
 from llmdyn.models.loading import LoadedModel
 from llmdyn.trace import LastPoint, check_last_point, trajectory, with_final_norm
+from llmdyn.trajectories import shape
 
 Score = Literal["lss", "expodistance", "step_cv", "expodistance_no_first"]
 SCORES: tuple[Score, ...] = ("lss", "expodistance", "step_cv", "expodistance_no_first")
@@ -69,9 +71,9 @@ def trajectory_regularity(traj: np.ndarray | torch.Tensor) -> Regularity:
     Returns:
         The scores, each ``[tok]``, float64.
     """
-    x = metrics._array(traj, "traj", 3, "[tok, layer+1, d_model]", exact=True)
-    return Regularity(lss=metrics.line_shape_score(x), expodistance=metrics.expodistance(x),
-                      step_cv=metrics.equidistance(x), alpha=metrics.layerwise_alpha(x))
+    x = checked_array(traj, "traj", 3, "[tok, layer+1, d_model]", exact=True)
+    return Regularity(lss=shape.line_shape_score(x), expodistance=shape.expodistance(x),
+                      step_cv=shape.equidistance(x), alpha=shape.layerwise_alpha(x))
 
 
 def regularity(

@@ -1,0 +1,42 @@
+"""Array inputs of the paper formulas: torch or numpy, checked for shape and finite values."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from llmdyn import LlmdynError
+
+ArrayLike = np.ndarray | torch.Tensor
+
+
+def check_values(x: ArrayLike, name: str, min_ndim: int, expected: str,
+                 exact: bool = False) -> None:
+    """Raise LlmdynError if ``x`` has the wrong ndim or non-finite entries."""
+    shape = tuple(x.shape)
+    if (x.ndim != min_ndim) if exact else (x.ndim < min_ndim):
+        raise LlmdynError(f"{name}: got shape {shape} (ndim {x.ndim}); expected {expected}")
+    finite = torch.isfinite(x) if isinstance(x, torch.Tensor) else np.isfinite(x)
+    if not bool(finite.all()):
+        bad, total = int((~finite).sum()), int(np.prod(x.shape))
+        raise LlmdynError(
+            f"{name}: has {bad} NaN/inf value(s) among {total} entries of shape {shape};"
+            " expected finite values"
+        )
+
+
+def checked_tensor(x: ArrayLike, name: str, min_ndim: int, expected: str,
+                   exact: bool = False) -> torch.Tensor:
+    """Checked torch tensor; floating dtypes are kept, others become float64."""
+    t = x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x))
+    t = t if t.is_floating_point() else t.to(torch.float64)
+    check_values(t, name, min_ndim, expected, exact)
+    return t
+
+
+def checked_array(x: ArrayLike, name: str, min_ndim: int, expected: str,
+                  exact: bool = False) -> np.ndarray:
+    """Checked float64 numpy array."""
+    a = np.asarray(x.detach().cpu() if isinstance(x, torch.Tensor) else x, dtype=np.float64)
+    check_values(a, name, min_ndim, expected, exact)
+    return a

@@ -1,0 +1,115 @@
+"""Paper A's coupling matrix A = U_ref,k^T J V_ref,k and its scores (miscoupling, r(A))."""
+
+from __future__ import annotations
+
+import torch
+
+from llmdyn import LlmdynError
+from llmdyn.core import checks
+from llmdyn.core.arrays import ArrayLike, checked_tensor
+from llmdyn.jacobians.svd import Svd, square_jacobians, svd_sorted
+
+# Convention: inputs are torch tensors or numpy arrays; outputs are torch tensors in the input's
+# floating dtype (integer input becomes float64).
+
+
+def coupling_matrix(J: ArrayLike, J_ref: ArrayLike, k: int) -> torch.Tensor:
+    """Coupling matrix A = U_ref,k^T J V_ref,k (paper A §3.1 eq 10; paper B §3.6 A_{i,j,K}).
+
+    Returns A, [..., k, k]; A = diag(S[:k]) when J == J_ref.
+
+    Args:
+        J: Jacobian being coupled, [..., d_model, d_model].
+        J_ref: Jacobian whose top-k singular vectors form the basis; same shape as ``J``.
+        k: number of singular vectors kept, 1 <= k <= d_model.
+    """
+    J, J_ref = square_jacobians(J, "J"), square_jacobians(J_ref, "J_ref")
+    if J.shape != J_ref.shape:
+        raise LlmdynError(f"J_ref: got shape {tuple(J_ref.shape)}; expected J's {tuple(J.shape)}")
+    checks.k_value(k, J.shape[-1])
+    U, _, Vh = svd_sorted(J_ref)
+    Uk, Vk = U[..., :, :k], Vh[..., :k, :].mT  # [..., d_model, k] each
+    return torch.einsum("...da,...de,...eb->...ab", Uk, J.to(Uk.dtype), Vk)  # [..., k, k]
+
+
+def coupling_matrices(jacobians: ArrayLike, k: int, svd: Svd | None = None) -> torch.Tensor:
+    """All pairwise coupling matrices A[i, j] = U_j,k^T J_i V_j,k (paper A eq 10, paper B §3.6).
+
+    A[i, j] is paper B's A_{i,j,K} and paper A's A^{l l'} with l = i, l' = j; the diagonal blocks
+    are A[i, i] = diag(S_i[:k]). Returns A, [layer, layer, k, k] (axis 0: coupled Jacobian i,
+    axis 1: reference j).
+
+    Args:
+        jacobians: [layer, d_model, d_model].
+        k: number of top singular vectors kept, 1 <= k <= d_model.
+        svd: optional precomputed ``svd_sorted(jacobians)``.
+    """
+    J = square_jacobians(jacobians, "jacobians", stack=True)
+    checks.k_value(k, J.shape[-1])
+    U, _, Vh = svd if svd is not None else svd_sorted(J)
+    n, d = J.shape[0], J.shape[-1]
+    if U.shape[:2] != J.shape[:2] or U.shape[-1] < k or Vh.shape[-2] < k:
+        raise LlmdynError(f"svd: got U of shape {tuple(U.shape)}; expected [{n}, {d}, >= {k}]")
+    Uk, Vk = U[..., :, :k], Vh[..., :k, :].mT  # [layer, d_model, k] each
+    # Two plain matrix products (about 4x faster than one einsum per reference layer j):
+    # every J_i times every layer's V_k at once, then each U_j,k^T on its own columns.
+    JV = (J.reshape(n * d, d) @ Vk.transpose(0, 1).reshape(d, n * k))  # (layer*d, layer*k)
+    JV = JV.reshape(n, d, n, k).permute(2, 0, 1, 3)  # (j, i, d_model, k)
+    return (Uk.mT[:, None] @ JV).transpose(0, 1)  # [layer i, layer j, k, k]
+
+
+def _coupling(A: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
+    A = checked_tensor(A, "A", 2, "[..., k, k]")
+    if A.shape[-1] != A.shape[-2]:
+        raise LlmdynError(f"A: got shape {tuple(A.shape)}; expected square [..., k, k]")
+    return A, torch.diagonal(A, dim1=-2, dim2=-1)  # [..., k, k], [..., k]
+
+
+def miscoupling(A: ArrayLike) -> torch.Tensor:
+    """Miscoupling m(A) = ||A - Diag(A)||_F (paper A §3.1 eq 13). [..., k, k] -> [...]."""
+    A, d = _coupling(A)
+    return torch.linalg.matrix_norm(A - torch.diag_embed(d))
+
+
+def normalized_miscoupling(A: ArrayLike) -> torch.Tensor:
+    """Normalised miscoupling ||A - Diag(A)||_F / ||A||_F (paper A §3.1 eq 14).
+
+    [..., k, k] -> [...], in [0, 1]; NaN where A is all zeros.
+    """
+    A, _ = _coupling(A)
+    return miscoupling(A) / torch.linalg.matrix_norm(A)
+
+
+def offdiag_ratio(A: ArrayLike) -> torch.Tensor:
+    """Paper B §3.6 r(A) = [sum_{a != b} |A_ab| / (K(K-1))] / [sum_a |A_aa| / K].
+
+    [..., k, k] with k >= 2 -> [...]; inf or NaN where the diagonal is all zeros.
+    """
+    A, d = _coupling(A)
+    K = A.shape[-1]
+    if K < 2:
+        raise LlmdynError(f"A: got k = {K}; expected k >= 2 (r(A) divides by K - 1)")
+    diag_sum = d.abs().sum(-1)
+    off_sum = A.abs().sum((-2, -1)) - diag_sum
+    return off_sum / ((K - 1) * diag_sum)
+
+
+def authors_miscoupling(A: ArrayLike, s: ArrayLike, p: float = 2) -> torch.Tensor:
+    """Variant from the authors' released code for paper A: || |A| - diag(s) ||_F / ||s||_p.
+
+    This is NOT the paper's eq 13/14: it takes entrywise |A| and subtracts the singular values of
+    the coupled Jacobian J_i instead of Diag(A). It is 0 when J_i shares J_j's top-k singular
+    vectors (then A = diag(s)). Returns shape [...].
+
+    Args:
+        A: coupling matrices U_j,k^T J_i V_j,k, [..., k, k].
+        s: top-k singular values of J_i, [..., k] with exactly A's leading axes; for
+            ``coupling_matrices`` output pass ``S[:, None, :k].expand(layer, layer, k)``.
+        p: order of the vector norm of ``s`` (as torch.linalg.vector_norm).
+    """
+    A, _ = _coupling(A)
+    s = checked_tensor(s, "s", 1, "[..., k]").to(A.dtype)
+    if s.shape != A.shape[:-1]:
+        raise LlmdynError(f"s: got shape {tuple(s.shape)}; expected {tuple(A.shape[:-1])}")
+    num = torch.linalg.matrix_norm(A.abs() - torch.diag_embed(s))
+    return num / torch.linalg.vector_norm(s, ord=p, dim=-1)
