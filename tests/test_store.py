@@ -278,15 +278,31 @@ def test_code_hash_covers_computing_source_but_not_presentation(tmp_path):
     shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
     before = source_hash(copy)
     for kept in ("plots/depth.py", "book/params/base.py", "claims/render.py",
-                 "coupling/__init__.py"):
+                 "coupling/__init__.py", "training/loop.py"):
         (copy / kept).write_text((copy / kept).read_text() + "\n# presentation edit\n")
     assert source_hash(copy) == before  # presentation edits keep the cache
+    # The marker is the rule: taken off a module, that module's edits recompute again.
+    loop = copy / "training" / "loop.py"
+    loop.write_text(loop.read_text().replace(store_module.OUTSIDE_CODE_HASH, "# was marked"))
+    assert source_hash(copy) != before
     for computing in ("coupling/matrix.py", "coupling/depth.py", "jacobians/blocks.py", "trace.py"):
         edited = copy / computing
         original = edited.read_text()
         edited.write_text(original + "\n# computing edit\n")
         assert source_hash(copy) != before, computing  # a metric edit recomputes
         edited.write_text(original)
+
+
+def test_the_modules_outside_the_code_hash_are_the_marked_ones():
+    from llmdyn.core import store as store_module
+
+    package = Path(store_module.__file__).resolve().parents[1]
+    marked = sorted(p.relative_to(package).as_posix() for p in package.rglob("*.py")
+                    if any(line.startswith(store_module.OUTSIDE_CODE_HASH)
+                           for line in p.read_text().splitlines()))
+    assert "training/loop.py" in marked and "core/store.py" not in marked
+    for relative in ("coupling/matrix.py", "jacobians/last_token.py", "trace.py"):
+        assert relative not in marked  # computing modules are never marked
 
 
 def test_stale_temp_files_of_a_killed_writer_are_swept_on_open(store, tmp_path):

@@ -4,6 +4,8 @@ Every subcommand's options live with the module that does the work (``add_parser
 module only assembles them and dispatches.
 """
 
+# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
+
 from __future__ import annotations
 
 import argparse

@@ -1,5 +1,7 @@
 """Files that appear whole or not at all, with the umask's mode, and who is writing a temp file."""
 
+# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
+
 from __future__ import annotations
 
 import os

@@ -42,18 +42,13 @@ _FORMAT = 2  # bump when the on-disk layout or sidecar schema changes
 # hours, not minutes, so that clock skew between that machine and the disk cannot make a live
 # writer's file look dead. A writer on this machine is judged by its pid alone.
 _STALE_TMP_S = 6 * 3600
-# Source that never changes a stored array, by path inside the package: presentation (the book,
-# figures, the CLI), verdicts and their statistics, and training runs, whose outputs live in
-# checkpoint directories with digests of their own. Editing it keeps the cache; every other
-# module is part of the code hash. Package __init__ files hold only docstrings and lazy tables.
+# Source that never changes a stored array is left out of the code hash, so that editing it
+# keeps the cache: the book's and the figures' folders, package __init__ files (docstrings and
+# lazy tables only), and any module that says so itself with a line starting with
+# OUTSIDE_CODE_HASH (presentation, verdicts and their statistics, and training runs, whose
+# outputs live in checkpoint directories with digests of their own).
 _PRESENTATION_DIRS = ("book/", "plots/")
-_PRESENTATION = ("cli.py", "__main__.py", "claims/claim.py", "claims/render.py",
-                 "core/atomic.py", "core/failures.py", "core/streams.py",
-                 "stats/bootstrap.py", "phases/curves.py", "data/figures.py",
-                 "training/summary.py", "training/generalization.py", "training/suite.py",
-                 "training/loop.py", "training/schedule.py", "training/corpus.py",
-                 "training/checkpoints.py", "training/run_files.py",
-                 "sweep/join.py", "sweep/measure.py")
+OUTSIDE_CODE_HASH = "# llmdyn: outside the code hash"
 _CODE_HASH: str | None = None
 
 
@@ -61,8 +56,8 @@ def code_hash() -> str:
     """First 12 hex digits of sha256 over the library's computing source files.
 
     Stored in every sidecar and compared on load, so a result computed by other code (a
-    changed metric, a fixed bug) is recomputed, never read back. The presentation source in
-    ``_PRESENTATION`` and ``_PRESENTATION_DIRS`` is left out (see :func:`source_hash`).
+    changed metric, a fixed bug) is recomputed, never read back. Presentation source is left
+    out (see :func:`outside_code_hash`).
     """
     global _CODE_HASH
     if _CODE_HASH is None:
@@ -74,13 +69,24 @@ def source_hash(package: Path) -> str:
     """The code hash of the ``llmdyn`` source tree at ``package`` (a copy works too)."""
     digest = hashlib.sha256()
     for path in sorted(package.rglob("*.py")):
-        relative = path.relative_to(package).as_posix()
-        if (relative in _PRESENTATION or relative.startswith(_PRESENTATION_DIRS)
-                or path.name == "__init__.py" or "__pycache__" in path.parts):
+        relative, source = path.relative_to(package).as_posix(), path.read_bytes()
+        if "__pycache__" in path.parts or outside_code_hash(relative, source):
             continue
         digest.update(relative.encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
+        digest.update(source + b"\0")
     return digest.hexdigest()[:12]
+
+
+def outside_code_hash(relative: str, source: bytes) -> bool:
+    """Whether the module at ``relative`` (inside the package) is left out of the code hash.
+
+    The book's and the figures' folders and ``__init__`` files are, and any module with a line
+    that starts with :data:`OUTSIDE_CODE_HASH`.
+    """
+    if relative.startswith(_PRESENTATION_DIRS) or relative.rsplit("/", 1)[-1] == "__init__.py":
+        return True
+    marker = OUTSIDE_CODE_HASH.encode()
+    return any(line.startswith(marker) for line in source.splitlines())
 
 
 def content_hash(arrays: Mapping[str, np.ndarray]) -> str:

@@ -16,6 +16,8 @@ Layout of a run directory::
     <run>/run.json             written last: the run is complete
 """
 
+# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
+
 from __future__ import annotations
 
 import json

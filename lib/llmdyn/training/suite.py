@@ -1,20 +1,20 @@
 """A Pythia-style training suite trained here: sizes, seeds, checkpoints (paper A §5.3).
 
-Pythia (Biderman et al., 2023) trains GPT-NeoX models of growing depth and width on the same
-data in the same order and publishes checkpoints at log-spaced then evenly spaced steps. Its
-checkpoints live on the Hugging Face hub, which this machine cannot reach, so we train a scaled
-down suite of the same architecture (parallel attention and MLP, rotary embeddings on a quarter
-of each head, untied embeddings) on offline public-domain text (`llmdyn.training.corpus`), with
-Pythia's optimiser recipe (`llmdyn.training.loop`). Every checkpoint is a directory that
+Pythia (Biderman et al., 2023) trains GPT-NeoX models of growing depth and width on the same data
+in the same order and publishes checkpoints at log-spaced then evenly spaced steps. Its checkpoints
+live on the Hugging Face hub, which this machine cannot reach, so we train a scaled down suite of
+the same architecture (parallel attention and MLP, rotary embeddings on a quarter of each head,
+untied embeddings) on offline public-domain text (`llmdyn.training.corpus`), with Pythia's
+optimiser recipe (`llmdyn.training.loop`). Every checkpoint is a directory that
 ``AutoModelForCausalLM.from_pretrained`` and ``llmdyn.models.load_model`` both load.
 """
 
+# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -294,7 +294,7 @@ def matmul_params(model: torch.nn.Module) -> int:
 
 def run_config(run: Run, suite: Suite, data: PreparedData) -> dict[str, Any]:
     """The JSON that identifies a run (a resume must match it)."""
-    return {"run": run.name, "size": dataclasses.asdict(run.size), "seed": run.seed,
+    return {"run": run.name, "size": asdict(run.size), "seed": run.seed,
             "lr": run.lr, "weight_decay": run.weight_decay, "dropout": run.dropout,
             "steps": suite.run_steps(run), "batch_size": suite.batch_size,
             "seq_len": suite.seq_len,
@@ -341,7 +341,7 @@ def train_suite(suite: Suite | str, root: str | Path = "results/suite", *,
     """
     suite = get_suite(suite) if isinstance(suite, str) else suite
     if device is not None:
-        suite = dataclasses.replace(suite, device=torch_device(device))
+        suite = replace(suite, device=torch_device(device))
     torch_device(suite.device, f"suite {suite.name!r}'s device")  # before any work
     if suite.device.startswith("cuda"):  # cuBLAS is deterministic only with a fixed workspace
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")

@@ -1,5 +1,7 @@
 """Summaries of a suite measured over training: runs table, timing, endpoints, locality, claims."""
 
+# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
+
 from __future__ import annotations
 
 import json
