@@ -3,16 +3,16 @@ import pytest
 
 from llmdyn import LlmdynError
 from llmdyn.core.store import ResultStore
-from llmdyn.models.loading import load_model
-from llmdyn.phases.split import window_that_fits
-from llmdyn.trace import trajectory
-from llmdyn.training.checkpoints import Checkpoint, by_run, suite_checkpoints
-from llmdyn.training.emergence import (
+from llmdyn.emergence.profiles import (
     _trajectory_scores,
     half_rise_step,
     measure_checkpoint,
     measure_checkpoints,
 )
+from llmdyn.models.loading import load_model
+from llmdyn.phases.split import window_that_fits
+from llmdyn.trace import trajectory
+from llmdyn.training.checkpoints import Checkpoint, by_run, suite_checkpoints
 from llmdyn.training.suite import SUITES, train_suite
 from llmdyn.trajectories.regularity import with_final_norm
 from llmdyn.trajectories.shape import expodistance, line_shape_score, windowed

@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from llmdyn import LlmdynError
+from llmdyn.generalization import published as gen
 from llmdyn.models.loading import load_model
 from llmdyn.stats import regression as stats
-from llmdyn.training import generalization as gen
 
 
 def test_model_facts_join_scores_and_shapes():

@@ -5,8 +5,7 @@ import pytest
 
 from llmdyn import LlmdynError
 from llmdyn.claims import Claim, Measure
-from llmdyn.training.emergence import RunSeries
-from llmdyn.training.persistence import (
+from llmdyn.emergence.persistence import (
     LateTrendRule,
     late_slope,
     peak_sentence,
@@ -15,6 +14,7 @@ from llmdyn.training.persistence import (
     second_half,
     trend_table,
 )
+from llmdyn.emergence.profiles import RunSeries
 from tests.test_training_summary import _profile
 
 STEPS = (0, 1, 2, 4, 8, 16, 32, 64)

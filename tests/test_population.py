@@ -10,7 +10,8 @@ import pytest
 
 from llmdyn import LlmdynError, stats
 from llmdyn.coupling.depth import DepthCoupling
-from llmdyn.training import baselines, corpus, population, scale, suite
+from llmdyn.generalization import population, scale
+from llmdyn.training import baselines, corpus, suite
 from llmdyn.training.checkpoints import Checkpoint, suite_checkpoints
 from tests.helpers import write_corpus
 
@@ -209,8 +210,8 @@ def test_partial_coefficient_is_the_ols_t_interval_known_answer():
     """With one predictor the partial coefficient is the simple slope: its interval is OLS t."""
     import pandas as pd
 
+    from llmdyn.generalization.population import partial_coefficient
     from llmdyn.stats.intervals import ols_t
-    from llmdyn.training.population import partial_coefficient
 
     rng = np.random.default_rng(3)
     x = rng.normal(size=27)

@@ -6,7 +6,7 @@ import pytest
 
 from llmdyn import LlmdynError
 from llmdyn.claims import Measure, at_least
-from llmdyn.training import scale
+from llmdyn.generalization import scale
 
 
 def test_position_counts_split_the_models_at_the_two_references():

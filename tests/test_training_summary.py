@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 from llmdyn import LlmdynError
-from llmdyn.training.emergence import CheckpointProfile, RunSeries, spread_steps
-from llmdyn.training.summary import (
+from llmdyn.emergence.profiles import CheckpointProfile, RunSeries, spread_steps
+from llmdyn.emergence.suite_summary import (
     adjacent_over_distant,
     direction_claim,
     emergence_timing,

@@ -13,16 +13,16 @@ import numpy as np
 
 from llmdyn import LlmdynError
 from llmdyn.claims.claim import Claim, Measure, above, at_least, below, slug, within
-from llmdyn.stats.regression import spearman
-from llmdyn.trace import LAST_POINTS, LastPoint
-from llmdyn.training import suite as suites
-from llmdyn.training.baselines import reference_losses
-from llmdyn.training.emergence import RunSeries, half_rise_step
-from llmdyn.training.persistence import (
+from llmdyn.emergence.persistence import (
     LateTrendRule,
     late_measure,
     run_trend,
 )
+from llmdyn.emergence.profiles import RunSeries, half_rise_step
+from llmdyn.stats.regression import spearman
+from llmdyn.trace import LAST_POINTS, LastPoint
+from llmdyn.training import suite as suites
+from llmdyn.training.baselines import reference_losses
 
 
 def suite_table(series: dict[str, RunSeries], root: str | Path | None = None) -> str:
@@ -308,7 +308,7 @@ def locality_claims(series: dict[str, RunSeries]) -> list[Claim]:
 
     Per prompt, `adjacent_over_distant` is averaged over those runs at every checkpoint. Two
     rules: at the end it is > 1 (neighbours couple more), and it concentrates during training
-    by the second-half rule (`llmdyn.training.persistence`): the last − first difference lies
+    by the second-half rule (`llmdyn.emergence.persistence`): the last − first difference lies
     above 0 and the ratio's second-half slope does not lie wholly below 0.
     """
     deep = {r: s for r, s in series.items() if s.n_layers >= 3}

@@ -202,7 +202,7 @@ def coefficient_rows(frame: pd.DataFrame, measures: Mapping[str, str],
     """Markdown: ``name``'s coefficient (95 % interval, p) for each measure and predictor set.
 
     ``coefficient(frame, y, predictors, name) -> Estimate`` is the bootstrapped coefficient
-    (`llmdyn.training.population.partial_coefficient`).
+    (`llmdyn.generalization.population.partial_coefficient`).
     """
     lines = ["| measure | " + " | ".join(sets) + " |", "|" + " --- |" * (1 + len(sets))]
     for y, label in measures.items():

@@ -33,9 +33,9 @@ import numpy as np
 
 from llmdyn import LlmdynError
 from llmdyn.claims.claim import Claim, Grade, Measure, Op, Rule
+from llmdyn.emergence.profiles import RunSeries
 from llmdyn.stats.bootstrap import LEVEL, Estimate
 from llmdyn.stats.regression import spearman
-from llmdyn.training.emergence import RunSeries
 
 MIN_RHO = 0.7  # "persistently": ρ(step, coupling) over all checkpoints at least this
 Rise = Literal["met", "failed", "unclear"]
