@@ -17,10 +17,10 @@ import yaml
 from llmdyn import LlmdynError, __version__
 from llmdyn.book import buildfacts, buildtimes, figures, gallery
 from llmdyn.claims import pages
+from llmdyn.core.paths import REPO
 from llmdyn.models.files import looks_like_path
 
 KERNEL = "llmdyn"
-REPO = Path(__file__).resolve().parents[3]  # lib/llmdyn/book/build.py -> repository root
 BOOK_FILES = ("_config.yml", "_toc.yml", "book")
 MARKER = ".llmdyn-book"  # written by stage(): this directory is an llmdyn build, safe to update
 

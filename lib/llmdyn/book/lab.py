@@ -17,8 +17,8 @@ from typing import Any
 
 from llmdyn import LlmdynError
 from llmdyn.book import lab_settings
+from llmdyn.core.paths import REPO
 
-REPO = Path(__file__).resolve().parents[3]  # lib/llmdyn/book/lab.py -> repository root
 KERNEL = "llmdyn"
 EXAMPLE = """\
 examples:

@@ -31,8 +31,8 @@ from llmdyn.book.conversion import convert_packaged
 from llmdyn.book.runlock import WorkflowLock, workflow_lock
 from llmdyn.book.signals import PARENT_DIED_ENV, die_with_parent, forwarding_signals
 from llmdyn.book.slurm import PendingWatch, check_slurm, resource_arguments, sbatch_refusal
+from llmdyn.core.paths import REPO
 
-REPO = Path(__file__).resolve().parents[3]  # lib/llmdyn/book/workflow.py -> repository root
 SNAKEFILE = REPO / "workflow" / "Snakefile"
 PROFILES = REPO / "workflow" / "profiles"
 CONFIG = REPO / "workflow" / "config.yaml"

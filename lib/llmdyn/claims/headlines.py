@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Literal
 
 from llmdyn import LlmdynError
+from llmdyn.core.paths import data_file
 
-HEADLINES_CSV = Path(__file__).resolve().parents[3] / "data" / "headlines.csv"
+HEADLINES_CSV = data_file("headlines.csv")
 COLUMNS = ("paper", "item", "kind", "label", "words", "claims", "reason")
 KINDS = ("abstract", "table1")
 _SLOT = re.compile(r"\{(model|split)\}")

@@ -7,12 +7,13 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["arrays", "atomic", "checks", "failures", "masked", "store", "streams"],
+    submodules=["arrays", "atomic", "checks", "failures", "masked", "paths", "store", "streams"],
     submod_attrs={
         "arrays": ["ArrayLike", "check_values", "checked_tensor", "checked_array"],
         "checks": ["prompt_texts", "is_int", "layer_indices", "k_value", "choice", "positive_int",
                    "torch_device"],
         "masked": ["columns", "finite_mean"],
+        "paths": ["REPO", "DATA", "data_file"],
         "store": ["Arrays", "code_hash", "source_hash", "content_hash", "safe_name",
                   "canonical_params", "params_hash", "versions", "umask", "apply_umask",
                   "atomic_write", "ResultStore", "writer_alive"],

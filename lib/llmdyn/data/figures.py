@@ -34,8 +34,8 @@ from functools import cache
 from pathlib import Path
 
 from llmdyn import LlmdynError
+from llmdyn.core.paths import DATA
 
-DATA = Path(__file__).resolve().parents[3] / "data"
 STATUSES = {
     "regenerated": "regenerated here on the book's models",
     "stand-in": "regenerated with an offline stand-in",

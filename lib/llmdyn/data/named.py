@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from llmdyn import LlmdynError
+from llmdyn.core.paths import data_file
 
 __all__ = ["NAMED_PROMPTS", "Prompt", "shorten_prompt"]
 
@@ -39,7 +39,7 @@ class Prompt:
 # The UK paragraph is in our own words (data/uk_context.txt): a neutral description that, like the
 # first paragraph of the Wikipedia article paper B prepends (Fig. 8), does not name the capital.
 # The packaged SQuAD v1.1 dev sample has no United Kingdom article, so no SQuAD paragraph fits.
-_UK_CONTEXT_FILE = Path(__file__).resolve().parents[3] / "data" / "uk_context.txt"
+_UK_CONTEXT_FILE = data_file("uk_context.txt")
 
 
 def _named_prompts() -> dict[str, Prompt]:

@@ -14,12 +14,12 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from llmdyn import LlmdynError
+from llmdyn.core.paths import data_file
 from llmdyn.core.store import ResultStore
 from llmdyn.coupling.depth import depth_coupling, diagonal_share, offdiagonal_mean
 from llmdyn.models.loading import load_model
@@ -27,7 +27,7 @@ from llmdyn.stats.regression import LinearFit, ols
 from llmdyn.sweep.join import SCORE_COLUMNS, leaderboard
 from llmdyn.trace import encode
 
-SHAPES_CSV = Path(__file__).resolve().parents[3] / "data" / "model_shapes.csv"
+SHAPES_CSV = data_file("model_shapes.csv")
 
 
 def model_facts() -> pd.DataFrame:

@@ -39,6 +39,7 @@ import numpy as np
 from scipy import stats as sps
 
 from llmdyn import LlmdynError
+from llmdyn.core.paths import data_file
 from llmdyn.stats import bootstrap, intervals
 from llmdyn.stats.bootstrap import LEVEL, N_RESAMPLES
 
@@ -57,7 +58,7 @@ BOOTSTRAP_MIN_N = 6  # ≤ 5 independent units: a t or exact interval, never the
 N_SIMS = {"bca": 1000}  # simulated samples per (kind, n, method): bootstrap rows are costly
 N_SIMS_CLOSED = 10_000  # closed-form and exact intervals
 SEED = 2029  # seed of the simulated samples and of their bootstrap draws
-TABLE = Path(__file__).resolve().parents[3] / "data" / "coverage.csv"
+TABLE = data_file("coverage.csv")
 COLUMNS = ("kind", "n", "method", "coverage", "n_sims", "margin", "status")
 USABLE = ("calibrated", "conservative")
 

@@ -9,14 +9,14 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from llmdyn import LlmdynError
+from llmdyn.core.paths import data_file
 from llmdyn.sweep.measure import CouplingResult, MeasureParams, read_results, result_path
 
-LEADERBOARD_CSV = Path(__file__).resolve().parents[3] / "data" / "leaderboard_v1.csv"
+LEADERBOARD_CSV = data_file("leaderboard_v1.csv")
 # The six Open LLM Leaderboard v1 tasks, as the CSV's columns (source: data/README.md).
 SCORE_COLUMNS = ("MMLU", "ARC-C", "HellaSwag", "Winograd", "TruthfulQA", "GSM8K")
 
