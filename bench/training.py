@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from transformers import GPTNeoXForCausalLM
 
 from llmdyn.training.suite import get_suite, gpt_neox_config, matmul_params
-from llmdyn.vision.suite import get_grid
+from llmdyn.vision.grids import get_grid
 from llmdyn.vision.vit import ViT, ViTShape
 
 

@@ -32,7 +32,7 @@ def test_mfu_is_model_flops_over_peak():
 
 
 def test_vit_mfu_and_grid_time():
-    from llmdyn.vision.suite import GRIDS
+    from llmdyn.vision.grids import GRIDS
 
     grid = GRIDS["default"]
     row = {"grid": "default", "depth": 6, "d_model": 64, "tokens": 17, "batch_size": 128,

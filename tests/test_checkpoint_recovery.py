@@ -14,7 +14,7 @@ from llmdyn.training import loop as training
 from llmdyn.training import suite
 from llmdyn.training.checkpoints import suite_checkpoints
 from llmdyn.vision import coupling as vit_coupling
-from llmdyn.vision import suite as vit
+from llmdyn.vision import grids as vit
 from tests.test_images import write_fashion_mnist
 
 TINY = suite.SUITES["tiny"]

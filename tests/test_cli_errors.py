@@ -12,7 +12,7 @@ import torch
 
 from llmdyn.book.build import REPO
 from llmdyn.cli import build_parser, main
-from llmdyn.sweep import measure
+from llmdyn.sweep import job as measure_job
 
 CUDA = torch.cuda.is_available()
 
@@ -97,7 +97,7 @@ def test_measure_checks_out_before_measuring(tmp_path, monkeypatch, capsys):
     def never(*args, **kwargs):
         raise AssertionError("measured before checking --out")
 
-    monkeypatch.setattr(measure, "measure_coupling", never)
+    monkeypatch.setattr(measure_job, "measure_coupling", never)
     assert main(["measure", "coupling", "--model", "tiny-llama", "--out", str(tmp_path)]) == 2
     assert "llmdyn measure coupling: error: --out" in capsys.readouterr().err
     (tmp_path / "file").write_text("x")

@@ -14,7 +14,7 @@ import pytest  # noqa: E402
 from llmdyn import LlmdynError, __version__  # noqa: E402
 from llmdyn.book import buildfacts, gallery
 from llmdyn.book.build import REPO, chapters  # noqa: E402
-from llmdyn.book.figures import publish
+from llmdyn.book.figure_files import write_figure_files
 from llmdyn.data import figures
 from llmdyn.plots import output  # noqa: E402
 
@@ -64,7 +64,7 @@ def test_publish_writes_the_vector_file_and_captions_with_paper_figure_and_cell(
     bundle, metadata = shown_bundle(monkeypatch, "coupling-grid")
     path = executed_chapter(tmp_path, "05_depth_coupling",
                             [display_output(bundle, metadata)] * 2)  # a cell that loops
-    svgs = publish(tmp_path, "https://example.org/r/blob/main")
+    svgs = write_figure_files(tmp_path, "https://example.org/r/blob/main")
     folder = tmp_path / "figures" / "05_depth_coupling"
     assert svgs == [folder / "coupling-grid.svg", folder / "coupling-grid-2.svg"]
     assert "<svg" in svgs[0].read_text() and (folder / "coupling-grid.png").stat().st_size > 0
@@ -78,14 +78,14 @@ def test_publish_writes_the_vector_file_and_captions_with_paper_figure_and_cell(
     html = nbformat.read(path, as_version=4).cells[0].outputs[0].data["text/html"]
     assert html.startswith('<figure><img src="data:image/png;base64,' + bundle["image/png"])
     assert "<strong>Regenerates Paper A, Fig 3.</strong>" in html and "cell-04" in html
-    assert publish(tmp_path, "https://example.org/r/blob/main") == svgs  # rerun: same
+    assert write_figure_files(tmp_path, "https://example.org/r/blob/main") == svgs  # rerun: same
 
 
 def test_publish_refuses_a_figure_shown_by_another_chapter(monkeypatch, tmp_path):
     bundle, metadata = shown_bundle(monkeypatch, "coupling-grid")
     executed_chapter(tmp_path, "07_regularity", [display_output(bundle, metadata)])
     with pytest.raises(LlmdynError, match="gives to chapter 05_depth_coupling"):
-        publish(tmp_path, "https://example.org")
+        write_figure_files(tmp_path, "https://example.org")
 
 
 def test_caption_text_joins_papers_and_panels():

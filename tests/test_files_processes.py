@@ -20,7 +20,7 @@ from llmdyn import LlmdynError
 from llmdyn.book.build import REPO
 from llmdyn.core.store import ResultStore, atomic_write
 from llmdyn.models import files
-from llmdyn.sweep.measure import write_result
+from llmdyn.sweep.job import write_result
 from llmdyn.training import corpus, suite
 from llmdyn.training import loop as training
 from tests.helpers import write_corpus

@@ -20,7 +20,7 @@ from llmdyn.jacobians.svd import svd_sorted
 from llmdyn.models import packaged
 from llmdyn.models.files import looks_like_path
 from llmdyn.models.loading import load_model
-from llmdyn.sweep.measure import read_result, write_result
+from llmdyn.sweep.job import read_result, write_result
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +96,7 @@ def test_truncated_gguf_names_the_file(tmp_path, monkeypatch):
 
 
 def test_measure_file_without_aggregate(tmp_path):
-    from llmdyn.sweep.measure import FORMAT
+    from llmdyn.sweep.job import FORMAT
 
     path = write_result({"format": FORMAT, "model": {}, "params": {}, "prompts": []},
                         tmp_path / "r.json")

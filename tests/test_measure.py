@@ -8,7 +8,7 @@ from llmdyn.cli import main
 from llmdyn.coupling.depth import depth_coupling, diagonal_share, offdiagonal_mean
 from llmdyn.data.prompts import sample_leaderboard
 from llmdyn.models.loading import load_model
-from llmdyn.sweep.measure import (
+from llmdyn.sweep.job import (
     FORMAT,
     MeasureParams,
     measure_coupling,

@@ -18,7 +18,7 @@ from llmdyn import LlmdynError
 from llmdyn.cli import main
 from llmdyn.training import loop as training
 from llmdyn.training import run_files, suite
-from llmdyn.vision import suite as vit
+from llmdyn.vision import grids as vit
 from tests.test_checkpoint_recovery import (
     reference,  # noqa: F401 -- the fixture, reused
     train_killed_at_step,

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from llmdyn import LlmdynError
+from llmdyn.sweep.job import FORMAT, MeasureParams, read_results, result_path
 from llmdyn.sweep.join import check_regression, leaderboard, leaderboard_score, sweep_table
-from llmdyn.sweep.measure import FORMAT, MeasureParams, read_results, result_path
 
 PARAMS = MeasureParams(k=4, n_per_task=1, tasks=("gsm8k",), max_chars=40)
 MODELS = ["EleutherAI/pythia-70m-deduped", "EleutherAI/pythia-160m-deduped",

@@ -14,7 +14,7 @@ from llmdyn import LlmdynError
 from llmdyn.models import convert
 from llmdyn.models.loading import load_model
 from llmdyn.training import suite
-from llmdyn.vision import suite as vit
+from llmdyn.vision import grids as vit
 from tests.test_convert import fake_packaged  # noqa: F401 -- the fixture, reused
 from tests.test_images import write_fashion_mnist
 

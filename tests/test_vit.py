@@ -11,11 +11,11 @@ from llmdyn import LlmdynError
 from llmdyn.jacobians.blocks import record_block_calls, residual_map, stack_jacobians
 from llmdyn.training import loop as training
 from llmdyn.vision import coupling as vit_coupling
-from llmdyn.vision import suite as vit_suite
+from llmdyn.vision import grids as vit_grids
 from llmdyn.vision.vit import ViT, ViTShape, drop_path
 from tests.test_images import write_fashion_mnist
 
-TINY = vit_suite.GRIDS["tiny"]
+TINY = vit_grids.GRIDS["tiny"]
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,7 @@ def dataset(tmp_path_factory):
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, dataset):
     root = tmp_path_factory.mktemp("vit")
-    return root, vit_suite.train_grid(TINY, root, dataset=dataset, progress=False)
+    return root, vit_grids.train_grid(TINY, root, dataset=dataset, progress=False)
 
 
 def _fd_rows(f, x, t1, t2, h=1e-4):
@@ -91,7 +91,7 @@ def test_tiny_grid_trains_once_and_learns(trained, dataset):
     last = training.read_metrics(results[0].directory / "step6")
     assert last["train_loss"] < first["train_loss"] and 0 <= last["test_accuracy"] <= 1
     before = {p: p.stat().st_mtime_ns for p in root.rglob("model.safetensors")}
-    vit_suite.train_grid(TINY, root, dataset=dataset, progress=False)
+    vit_grids.train_grid(TINY, root, dataset=dataset, progress=False)
     assert before == {p: p.stat().st_mtime_ns for p in root.rglob("model.safetensors")}
     config = json.loads((results[0].directory / "run_config.json").read_text())
     assert config["dataset"] == "Fashion-MNIST" and config["n_train"] == TINY.n_train
@@ -100,18 +100,18 @@ def test_tiny_grid_trains_once_and_learns(trained, dataset):
 def test_tiny_grid_is_bitwise_deterministic_and_resumes(trained, tmp_path, dataset, monkeypatch):
     root, _ = trained
     run = TINY.runs[-1].name  # SD 0.3: the drop masks come from the restored RNG state
-    real_batch = vit_suite.ImageTask.batch
+    real_batch = vit_grids.ImageTask.batch
 
     def dies_at_step_4(self, step):
         if step == 4:
             raise KeyboardInterrupt  # killed between checkpoints 3 and 6
         return real_batch(self, step)
 
-    monkeypatch.setattr(vit_suite.ImageTask, "batch", dies_at_step_4)
+    monkeypatch.setattr(vit_grids.ImageTask, "batch", dies_at_step_4)
     with pytest.raises(KeyboardInterrupt):
-        vit_suite.train_grid(TINY, tmp_path, runs=[run], dataset=dataset, progress=False)
-    monkeypatch.setattr(vit_suite.ImageTask, "batch", real_batch)
-    vit_suite.train_grid(TINY, tmp_path, runs=[run], dataset=dataset, progress=False)
+        vit_grids.train_grid(TINY, tmp_path, runs=[run], dataset=dataset, progress=False)
+    monkeypatch.setattr(vit_grids.ImageTask, "batch", real_batch)
+    vit_grids.train_grid(TINY, tmp_path, runs=[run], dataset=dataset, progress=False)
     a = load_file(root / run / "step6" / training.WEIGHTS)
     b = load_file(tmp_path / run / "step6" / training.WEIGHTS)
     assert all(torch.equal(a[k], b[k]) for k in a)
@@ -136,9 +136,9 @@ def test_grid_coupling_table(trained, dataset):
 
 def test_bad_grids_are_clear_errors():
     with pytest.raises(LlmdynError, match="unknown ViT grid 'nope'"):
-        vit_suite.get_grid("nope")
+        vit_grids.get_grid("nope")
     with pytest.raises(LlmdynError, match="SD rates must be in"):
-        vit_suite.VitGrid("x", (1.2,), (0.1,))
+        vit_grids.VitGrid("x", (1.2,), (0.1,))
     with pytest.raises(LlmdynError, match="not divisible by 5 heads"):
         ViTShape(d_model=64, heads=5)
 
@@ -161,7 +161,7 @@ def test_seeds_are_independent_across_cells(trained):
     assert len(set(seeds)) == len(seeds)
     first = [load_file(root / r.name / "step0" / training.WEIGHTS)["pos_embed"] for r in TINY.runs]
     assert all(not torch.equal(a, b) for i, a in enumerate(first) for b in first[i + 1:])
-    assert TINY.runs[0].init_seed == vit_suite.VitRun(0.0, 0.01, 0).init_seed  # stable
+    assert TINY.runs[0].init_seed == vit_grids.VitRun(0.0, 0.01, 0).init_seed  # stable
 
 
 def test_both_endpoints_match_each_convention():
@@ -183,14 +183,14 @@ def test_both_endpoints_match_each_convention():
 
 
 def test_decay_factor_is_the_product_of_decoupled_shrinks():
-    grid = vit_suite.VitGrid("x", (0.0,), (1.0,), steps=10, lr=0.1, warmup_fraction=0.1)
-    sched = vit_suite.schedule_for(grid, 1.0)
+    grid = vit_grids.VitGrid("x", (0.0,), (1.0,), steps=10, lr=0.1, warmup_fraction=0.1)
+    sched = vit_grids.schedule_for(grid, 1.0)
     expected = np.prod([1 - 0.1 * sched.lr_at(t) / 0.1 * 1.0 for t in range(10)])
-    assert vit_suite.decay_factor(grid, 1.0) == pytest.approx(expected)
-    assert vit_suite.decay_factor(grid, 0.0) == 1.0
-    default = vit_suite.GRIDS["default"]
-    paper = vit_suite.GRIDS["paper"]
+    assert vit_grids.decay_factor(grid, 1.0) == pytest.approx(expected)
+    assert vit_grids.decay_factor(grid, 0.0) == 1.0
+    default = vit_grids.GRIDS["default"]
+    paper = vit_grids.GRIDS["paper"]
     for ours, theirs in zip(default.weight_decays, (0.005, 0.02, 0.04, 0.2), strict=True):
         # the default grid's weight decays shrink as much as the paper's over the paper grid
-        assert vit_suite.decay_factor(default, ours) == pytest.approx(
-            vit_suite.decay_factor(paper, theirs), abs=0.01)
+        assert vit_grids.decay_factor(default, ours) == pytest.approx(
+            vit_grids.decay_factor(paper, theirs), abs=0.01)

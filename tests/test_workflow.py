@@ -97,7 +97,7 @@ def test_dry_run_lists_every_chapter_and_the_html(tmp_path):
             assert f"Train run {run.name} of suite" in out.stdout
         assert out.stdout.count("Tokenise the training corpus once") == 1
     if "10_vit" in chapters():  # chapter 10 waits for every ViT of its grid, one job each
-        from llmdyn.vision.suite import GRIDS
+        from llmdyn.vision.grids import GRIDS
 
         for run in GRIDS["default"].runs:
             assert f"Train ViT {run.name} of grid default on fashion-mnist" in out.stdout

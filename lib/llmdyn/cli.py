@@ -18,9 +18,9 @@ from llmdyn import LlmdynError
 from llmdyn.book import build, lab, workflow_cli
 from llmdyn.core.failures import os_error_message
 from llmdyn.core.streams import safe_streams
-from llmdyn.sweep import measure
+from llmdyn.sweep import job as measure_job
 from llmdyn.training import suite
-from llmdyn.vision import suite as vit_suite
+from llmdyn.vision import grids as vit_grids
 
 EXAMPLES = {  # subcommand -> example shown in its --help (unless its parser already has one)
     "models": "llmdyn models",
@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     book.add_argument("--force", action="store_true",
                       help="let --out overwrite a non-empty directory that is not an llmdyn build")
     book.add_argument("--no-strict", action="store_true", help="do not treat warnings as errors")
-    for module in (measure, workflow_cli, suite, vit_suite, lab):
+    for module in (measure_job, workflow_cli, suite, vit_grids, lab):
         module.add_parser(sub)
     _add_examples(sub)
     return parser
@@ -116,11 +116,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = {
         "lab": lambda: lab.run_cli(args),
         "chapters": _list_chapters,
-        "measure": lambda: measure.run_cli(args),
+        "measure": lambda: measure_job.run_cli(args),
         "workflow": lambda: workflow_cli.run_cli(args),
         "train": lambda: suite.run_cli(args),
         "fetch-corpus": lambda: suite.run_cli(args),
-        "train-vit": lambda: vit_suite.run_cli(args),
+        "train-vit": lambda: vit_grids.run_cli(args),
         "models": _list_models,
         "book": lambda: _build_book(args),
     }

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from llmdyn import LlmdynError, __version__
-from llmdyn.book import buildfacts, buildtimes, figures, gallery
+from llmdyn.book import buildfacts, buildtimes, figure_files, gallery
 from llmdyn.claims import pages
 from llmdyn.core.paths import REPO
 from llmdyn.models.files import looks_like_path
@@ -193,15 +193,15 @@ def source_url(book_root: Path) -> str:
 
 
 def write_generated(book_root: Path) -> Path:
-    """Before the HTML build: publish the chapters' figures, write the gallery and build facts.
+    """Before the HTML build: write the chapters' figure files, write the gallery and build facts.
 
     The figures go to ``book/executed/figures/<chapter>/`` (see
-    :func:`llmdyn.book.figures.publish`); the gallery cards and the landing page's build facts go to
-    ``book/generated/``, which the committed pages ``book/gallery.md`` and ``book/intro.md``
-    include. Returns that directory.
+    :func:`llmdyn.book.figure_files.write_figure_files`); the gallery cards and the landing
+    page's build facts go to ``book/generated/``, which the committed pages
+    ``book/gallery.md`` and ``book/intro.md`` include. Returns that directory.
     """
     executed, names = book_root / "book" / "executed", chapters(book_root)
-    figures.publish(executed, source_url(book_root))
+    figure_files.write_figure_files(executed, source_url(book_root))
     generated = book_root / "book" / "generated"
     generated.mkdir(parents=True, exist_ok=True)
     if "book/gallery" in toc_files(book_root):  # a partial book has no gallery page

@@ -13,9 +13,10 @@ Two committed tables hold the facts; nothing about a figure is typed into a note
 
 A chapter draws a registered figure with one call, ``plots.show("coupling-grid")`` in place of
 ``plt.show()`` (see :mod:`llmdyn.plots.output`); when the book is built,
-:func:`llmdyn.book.figures.publish` writes ``<name>.png`` and ``<name>.svg`` beside the executed
-notebook and captions the figure with the paper figures it regenerates and the notebook cell
-that made it. The gallery page (:mod:`llmdyn.book.gallery`) is built from the same tables.
+:func:`llmdyn.book.figure_files.write_figure_files` writes ``<name>.png`` and ``<name>.svg``
+beside the executed notebook and captions the figure with the paper figures it regenerates and
+the notebook cell that made it. The gallery page (:mod:`llmdyn.book.gallery`) is built from the
+same tables.
 
 To add a chapter's figures (e.g. ``10_vit``): add one row per figure to ``book_figures.csv``
 (its ``chapter`` must be in ``_toc.yml``), end each figure cell with ``plots.show("<name>")``,

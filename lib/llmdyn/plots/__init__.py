@@ -4,7 +4,8 @@
 ``llmdyn.plots``; the families live in ``plots.base``, ``matrices``, ``depth``, ``lens``,
 ``trajectories``, ``spectra`` and ``layout`` (figure grids shared by the chapters).
 ``plots.show("<name>")`` (module ``output``) ends a figure cell: it shows the figure captioned
-with the paper figure it regenerates and keeps its SVG for the book (see ``llmdyn.book.figures``).
+with the paper figure it regenerates and keeps its SVG for the book (see
+``llmdyn.book.figure_files``).
 
 Names resolve lazily (``lazy_loader``): ``plots.band`` imports ``plots.depth`` alone, so a
 chapter depends on the figure families it draws with and no other.

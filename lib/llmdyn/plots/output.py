@@ -4,8 +4,9 @@ A figure cell ends with ``plots.show("<name>")`` instead of ``plt.show()``; ``<n
 of ``data/book_figures.csv`` (see :mod:`llmdyn.data.figures`). The figure is displayed as one output
 holding a PNG, an SVG and a plain-text caption, tagged with the figure's name in the output's
 metadata. Nothing is written while the chapter runs: when the book is built,
-:func:`llmdyn.book.figures.publish` reads those outputs from the executed notebook, writes
-``figures/<chapter>/<name>.{png,svg}`` beside it and captions the figure on the page.
+:func:`llmdyn.book.figure_files.write_figure_files` reads those outputs from the executed
+notebook, writes ``figures/<chapter>/<name>.{png,svg}`` beside it and captions the figure on
+the page.
 """
 
 from __future__ import annotations

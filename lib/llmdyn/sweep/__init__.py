@@ -1,4 +1,4 @@
-"""The standalone measurement job (one model in, one result file out) and many results joined.
+"""The standalone measurement job (``job``: one model in, one result file out), results joined.
 
 May import: ``coupling``, ``models``, ``data`` and everything below them.
 """
@@ -7,11 +7,11 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["join", "measure"],
+    submodules=["job", "join"],
     submod_attrs={
         "join": ["LEADERBOARD_CSV", "SCORE_COLUMNS", "LeaderboardRow", "leaderboard",
                  "leaderboard_score", "SweepTable", "sweep_table", "check_regression"],
-        "measure": ["FORMAT", "MeasureParams", "CouplingResult", "result_path", "measure_coupling",
+        "job": ["FORMAT", "MeasureParams", "CouplingResult", "result_path", "measure_coupling",
                     "check_out", "write_result", "read_result", "read_results", "add_parser",
                     "run_cli"],
     },

@@ -14,7 +14,7 @@ import numpy as np
 
 from llmdyn import LlmdynError
 from llmdyn.core.paths import data_file
-from llmdyn.sweep.measure import CouplingResult, MeasureParams, read_results, result_path
+from llmdyn.sweep.job import CouplingResult, MeasureParams, read_results, result_path
 
 LEADERBOARD_CSV = data_file("leaderboard_v1.csv")
 # The six Open LLM Leaderboard v1 tasks, as the CSV's columns (source: data/README.md).

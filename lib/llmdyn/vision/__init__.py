@@ -7,7 +7,7 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["analysis", "claims", "coupling", "images", "suite", "vit"],
+    submodules=["analysis", "claims", "coupling", "grids", "images", "vit"],
     submod_attrs={
         "analysis": ["COUPLING_COLUMNS", "NOT_FITTED_FACTOR", "FitCheck", "fit_check",
                      "CellCheck", "check_cells", "seed_spread", "signed_r2", "r2_by_sd",
@@ -20,7 +20,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "images": ["FASHION_MNIST_DIR", "FASHION_MNIST_FILES", "FASHION_MNIST_CLASSES",
                    "CIFAR10_CLASSES", "CIFAR10_RECORD", "INSTALL_HINT", "ImageData", "read_idx",
                    "load_fashion_mnist", "load_cifar10", "load_digits", "load_images"],
-        "suite": ["VitRun", "VitGrid", "PAPER_WEIGHT_DECAYS", "PAPER_DROP_PATHS",
+        "grids": ["VitRun", "VitGrid", "PAPER_WEIGHT_DECAYS", "PAPER_DROP_PATHS",
                   "SCALED_WEIGHT_DECAYS", "GRIDS", "get_grid", "grid_data", "shape_for",
                   "schedule_for", "decay_factor",
                   "ImageTask", "final_checkpoint", "load_vit", "run_config", "train_vit",

@@ -13,7 +13,7 @@ regularising a model that learns.
 
 R² intervals resample ViTs the way they were made: the cells (SD rate, WD) are the design, the
 seeds of a cell are its independent replicates (every ViT has its own initial weights and
-image order, `llmdyn.vision.suite.VitRun.init_seed`), so each bootstrap draw keeps every cell
+image order, `llmdyn.vision.grids.VitRun.init_seed`), so each bootstrap draw keeps every cell
 and redraws its seeds with replacement (`llmdyn.stats.replicates`). Slopes of coupling on the
 SD rate take the OLS t interval instead (`slope_measure`): with 2 seeds per cell the
 within-cell bootstrap is about √2 too narrow, while the t interval uses the seeds' pooled

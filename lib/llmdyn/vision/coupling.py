@@ -40,8 +40,7 @@ from llmdyn.stats.bootstrap import bootstrap, mean
 from llmdyn.stats.regression import ols_or_none
 from llmdyn.trace import LAST_POINTS, LastPoint, check_last_point
 from llmdyn.training import loop as training
-from llmdyn.vision.images import ImageData
-from llmdyn.vision.suite import (
+from llmdyn.vision.grids import (
     VitGrid,
     default_root,
     final_checkpoint,
@@ -50,6 +49,7 @@ from llmdyn.vision.suite import (
     load_vit,
     shape_for,
 )
+from llmdyn.vision.images import ImageData
 from llmdyn.vision.vit import ViT
 
 CLS = 0  # position of the class token

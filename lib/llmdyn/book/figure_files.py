@@ -48,7 +48,7 @@ def figure_html(entry: BookFigure, png_base64: str, cell_id: str | None, source_
             "</a>.</figcaption></figure>")
 
 
-def publish(executed: Path, source_url: str, data: Path = DATA) -> list[Path]:
+def write_figure_files(executed: Path, source_url: str, data: Path = DATA) -> list[Path]:
     """Write every shown figure of the executed chapters to files and caption it on the page.
 
     For each output that ``plots.show`` tagged, writes ``figures/<chapter>/<name>.png`` and
