@@ -16,12 +16,12 @@ def test_no_coupling_at_initialisation_measure_has_known_answers():
     rng = np.random.default_rng(0)
     d, k, layers = 40, 5, 8
     unrelated = torch.tensor(rng.normal(size=(layers, d, d)))
-    got = prompt_scores([coupling_from_jacobians(unrelated, k)]).share[0] * k
+    got = prompt_scores([coupling_from_jacobians(unrelated, k)]).diagonal_share[0] * k
     # 56 pairs of 5 × 5 matrices: over 30 seeds share·k was 1.02 ± 0.08; 0.6–1.4 is ±5 sd
     assert 0.6 < got < 1.4
     U, _ = np.linalg.qr(rng.normal(size=(d, d)))
     V, _ = np.linalg.qr(rng.normal(size=(d, d)))
     spectra = np.sort(rng.uniform(1, 2, size=(layers, d)), 1)[:, ::-1] * np.linspace(4, 1, d)
     shared = torch.tensor(np.stack([U @ np.diag(s) @ V.T for s in spectra]))
-    assert prompt_scores([coupling_from_jacobians(shared, k)]).share[0] * k == \
+    assert prompt_scores([coupling_from_jacobians(shared, k)]).diagonal_share[0] * k == \
         pytest.approx(k, rel=1e-6)

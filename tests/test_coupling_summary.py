@@ -8,16 +8,16 @@ from llmdyn.coupling.summary import (
     adjacency_weights,
     authors_split,
     chance_strength,
-    coupling_strength,
-    layer_coupling,
-    mean_coupling,
+    layer_strength,
+    mean_strength,
     prompt_scores,
+    strength,
     summarize_depth,
 )
 
 
 def test_strength_and_chance():
-    assert coupling_strength(np.zeros((2, 2))).tolist() == [[1, 1], [1, 1]]
+    assert strength(np.zeros((2, 2))).tolist() == [[1, 1], [1, 1]]
     assert chance_strength(1) == 1.0
     assert chance_strength(30) == pytest.approx(1 - np.sqrt(29 / 30))
 
@@ -28,12 +28,12 @@ def test_layer_and_mean_coupling_known_answer():
                   [0.4, 0.2, 0.0]])
     c = 1 - m
     # layer 0: pairs (0,1): (0.8 + 0.4)/2 = 0.6, (0,2): (0.6 + 0.6)/2 = 0.6
-    assert layer_coupling(m)[0] == pytest.approx(0.6)
-    assert layer_coupling(m)[1] == pytest.approx(((0.8 + 0.4) / 2 + (0.2 + 0.8) / 2) / 2)
-    assert mean_coupling(m) == pytest.approx(c[~np.eye(3, dtype=bool)].mean())
+    assert layer_strength(m)[0] == pytest.approx(0.6)
+    assert layer_strength(m)[1] == pytest.approx(((0.8 + 0.4) / 2 + (0.2 + 0.8) / 2) / 2)
+    assert mean_strength(m) == pytest.approx(c[~np.eye(3, dtype=bool)].mean())
     stacked = np.stack([m, np.zeros((3, 3))])
-    assert mean_coupling(stacked).tolist() == pytest.approx([mean_coupling(m), 1.0])
-    assert layer_coupling(stacked).shape == (2, 3)
+    assert mean_strength(stacked).tolist() == pytest.approx([mean_strength(m), 1.0])
+    assert layer_strength(stacked).shape == (2, 3)
 
 
 def test_adjacency_weights_share_one_scale():
@@ -78,19 +78,20 @@ def test_summarize_depth_averages_pairs():
     for value in (0.5, 0.7):
         M = np.full((n, n), value)
         np.fill_diagonal(M, 0)
-        results.append(DepthCoupling(A=np.zeros((n, n, k, k)), S=np.ones((n, k)), normalized=M,
+        results.append(DepthCoupling(A=np.zeros((n, n, k, k)), S=np.ones((n, k)), miscoupling=M,
                                      ratio=M, authors=2 * M))
     s = summarize_depth(results)
-    assert s.mis == pytest.approx(0.6) and s.authors == pytest.approx(1.2)
-    assert s.share == pytest.approx(1 - (0.25 + 0.49) / 2)
+    assert s.miscoupling == pytest.approx(0.6) and s.authors == pytest.approx(1.2)
+    assert s.diagonal_share == pytest.approx(1 - (0.25 + 0.49) / 2)
     per = prompt_scores(results)
-    assert per.mis == pytest.approx([0.5, 0.7]) and per.share == pytest.approx([0.75, 0.51])
-    assert per.share.mean() == pytest.approx(s.share)
+    assert per.miscoupling == pytest.approx([0.5, 0.7])
+    assert per.diagonal_share == pytest.approx([0.75, 0.51])
+    assert per.diagonal_share.mean() == pytest.approx(s.diagonal_share)
 
 
 def test_depth_coupling_with_mismatched_shapes_raises_a_clear_error():
     n, k = 3, 2
-    good = dict(A=np.zeros((n, n, k, k)), S=np.ones((n, k)), normalized=np.zeros((n, n)),
+    good = dict(A=np.zeros((n, n, k, k)), S=np.ones((n, k)), miscoupling=np.zeros((n, n)),
                 ratio=np.zeros((n, n)), authors=np.zeros((n, n)))
     DepthCoupling(**good)
     with pytest.raises(LlmdynError, match=r"DepthCoupling.S: got shape \(3, 3\).*delete it"):

@@ -66,18 +66,20 @@ def test_measure_checkpoint_shapes_and_cache(tmp_path):
     a = measure_checkpoint(m, PROMPTS, k=4, store=store)
     b = measure_checkpoint(m, PROMPTS, k=4, store=store)  # from the cache
     L = m.n_layers
-    assert a.mis.shape == (2,) and a.coupling_map.shape == (L, L)
+    assert a.miscoupling.shape == (2,) and a.miscoupling_map.shape == (L, L)
     assert a.norms.shape == (2, L + 1) and a.window_lss.shape == (2, L - 1)
     assert list(a.centres) == list(range(1, L))
-    assert np.all(a.share > 0) and np.all(a.share <= 1)
+    assert np.all(a.diagonal_share > 0) and np.all(a.diagonal_share <= 1)
     np.testing.assert_array_equal(a.window_ed, b.window_ed)
-    np.testing.assert_allclose(a.share, 1 - a.mis ** 2, atol=0.2)  # mean of 1-m² vs 1-mean²
+    # mean of 1 - m² against 1 - (mean m)²
+    np.testing.assert_allclose(a.diagonal_share, 1 - a.miscoupling ** 2, atol=0.2)
     # both ends of the whole trajectory in one pass: the chosen one equals the plain fields
-    assert a.lss_by_end.shape == (2, 2) and a.share_map.shape == (2, L, L)
+    assert a.lss_by_end.shape == (2, 2) and a.diagonal_share_map.shape == (2, L, L)
     np.testing.assert_allclose(a.whole("lss", "final_norm"), a.lss, rtol=1e-12)
     np.testing.assert_allclose(a.whole("expodistance", "final_norm"), a.expodistance, rtol=1e-12)
-    off = ~np.eye(L, dtype=bool)  # share is the mean of share_map over pairs l ≠ l′
-    np.testing.assert_allclose(a.share_map[:, off].mean(1), a.share, rtol=1e-6)  # float32 maps
+    off = ~np.eye(L, dtype=bool)  # share is the mean of diagonal_share_map over pairs l ≠ l′
+    np.testing.assert_allclose(a.diagonal_share_map[:, off].mean(1), a.diagonal_share,
+                               rtol=1e-6)  # float32 maps
     c = measure_checkpoint(m, PROMPTS, k=4, last_point="block_output")
     np.testing.assert_allclose(c.lss, a.whole("lss", "block_output"), rtol=1e-12)
     assert not np.allclose(a.whole("lss", "block_output"), a.lss)  # the final norm moves x^L

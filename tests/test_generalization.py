@@ -30,7 +30,7 @@ def test_fit_or_reason_refuses_meaningless_fits():
 
 
 def test_subset_and_k_tables():
-    frame = pd.DataFrame({"x": [0, 1, 2, 3], "y": [0, 2, 4, 7], "coupling_share_k10": [0, 1, 2, 3],
+    frame = pd.DataFrame({"x": [0, 1, 2, 3], "y": [0, 2, 4, 7], "diagonal_share_k10": [0, 1, 2, 3],
                           "heldout_loss": [1, 2, 3, 4]})
     table = gen.subset_table(frame, "x", "y", {"all": [True] * 4, "two": [1, 1, 0, 0]})
     assert "| all | 4 | 0.99 | 0.0056 | 2.3 |" in table

@@ -41,22 +41,22 @@ def test_per_prompt_values_are_depth_coupling_of_the_same_prompts(measured):
     name, result, _ = measured
     prompts = sample_leaderboard(2, tasks=("gsm8k", "arc_challenge"))
     couplings = depth_coupling(load_model(name), [p.text[-40:] for p in prompts], k=4)
-    expect = [offdiagonal_mean(c.normalized) for c in couplings]
-    got = [p["coupling_mis"] for p in result["prompts"]]
+    expect = [offdiagonal_mean(c.miscoupling) for c in couplings]
+    got = [p["miscoupling"] for p in result["prompts"]]
     np.testing.assert_allclose(got, expect, rtol=1e-6)
-    share = [offdiagonal_mean(diagonal_share(c.normalized)) for c in couplings]
-    np.testing.assert_allclose([p["coupling_share"] for p in result["prompts"]], share,
+    share = [offdiagonal_mean(diagonal_share(c.miscoupling)) for c in couplings]
+    np.testing.assert_allclose([p["diagonal_share"] for p in result["prompts"]], share,
                                rtol=1e-6)
     # the aggregate over prompt-mean maps equals the mean over prompts (both are linear)
-    assert result["aggregate"]["coupling_mis"] == pytest.approx(np.mean(got), rel=1e-6)
-    assert 0 < result["aggregate"]["coupling_share"] <= 1
+    assert result["aggregate"]["miscoupling"] == pytest.approx(np.mean(got), rel=1e-6)
+    assert 0 < result["aggregate"]["diagonal_share"] <= 1
 
 
 def test_read_back_and_check_parameters(measured):
     _, result, path = measured
     [r] = read_results([path], SMALL)
-    assert r.coupling_mis == result["aggregate"]["coupling_mis"]
-    assert r.prompt_mis.shape == (4,) and r.prompt_ids[0].startswith("gsm8k/")
+    assert r.miscoupling == result["aggregate"]["miscoupling"]
+    assert r.prompt_miscoupling.shape == (4,) and r.prompt_ids[0].startswith("gsm8k/")
     with pytest.raises(LlmdynError, match="other parameters.*'k': \\(4, 30\\)"):
         read_results([path], MeasureParams(k=30, n_per_task=2, tasks=("gsm8k", "arc_challenge"),
                                            max_chars=40))

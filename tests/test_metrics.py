@@ -13,8 +13,8 @@ from llmdyn.coupling.matrix import (
     coupling_matrices,
     coupling_matrix,
     miscoupling,
-    normalized_miscoupling,
     offdiag_ratio,
+    offdiagonal_norm,
 )
 from llmdyn.jacobians.svd import svd_sorted
 from llmdyn.stats.pca import pca_projection
@@ -81,8 +81,8 @@ def test_coupling_matrix_shared_singular_vectors(shared):
     assert A.shape == (k, k)
     # 1e-12 absolute: entries are O(10) and the SVD of an 8x8 matrix is backward-stable at ~1e-15
     assert torch.allclose(A, torch.diag(s1[:k]), atol=TIGHT)
+    assert offdiagonal_norm(A).item() == pytest.approx(0, abs=TIGHT)
     assert miscoupling(A).item() == pytest.approx(0, abs=TIGHT)
-    assert normalized_miscoupling(A).item() == pytest.approx(0, abs=TIGHT)
     assert offdiag_ratio(A).item() == pytest.approx(0, abs=TIGHT)
     # authors' variant: |A| - diag(s1) = 0 because the diagonal s1 is nonnegative
     assert authors_miscoupling(A, s1[:k]).item() == pytest.approx(0, abs=TIGHT)
@@ -97,10 +97,10 @@ def test_coupling_matrix_batched(shared):
 
 def test_random_matrices_are_miscoupled(gen):
     # For independent Haar bases the entries of U_j^T U_i are ~N(0, 1/d), so A is far from
-    # diagonal: its normalised miscoupling is close to 1; 0.5 is a safe lower bound.
+    # diagonal: its miscoupling is close to 1; 0.5 is a safe lower bound.
     J = torch.randn(2, 32, 32, generator=gen, dtype=torch.float64)
     A = coupling_matrix(J[0], J[1], 16)
-    assert normalized_miscoupling(A).item() > 0.5
+    assert miscoupling(A).item() > 0.5
     assert offdiag_ratio(A).item() > 0.1
 
 
@@ -134,15 +134,15 @@ def test_coupling_matrices_float32_matches_float64(gen):
 
 def test_miscoupling_known_matrix():
     A = np.array([[3.0, 4.0], [0.0, 0.0]])  # off-diagonal norm 4, full norm 5
-    assert miscoupling(A).item() == pytest.approx(4.0, abs=TIGHT)
-    assert normalized_miscoupling(A).item() == pytest.approx(0.8, abs=TIGHT)
+    assert offdiagonal_norm(A).item() == pytest.approx(4.0, abs=TIGHT)
+    assert miscoupling(A).item() == pytest.approx(0.8, abs=TIGHT)
     # r(A) = (4 / (2*1)) / (3 / 2) = 4/3
     assert offdiag_ratio(A).item() == pytest.approx(4 / 3, abs=TIGHT)
     # authors: || |A| - diag(1, 1) ||_F / ||(1, 1)||_2 = ||[[2, 4], [0, -1]]|| / sqrt 2
     assert authors_miscoupling(A, [1.0, 1.0]).item() == pytest.approx(math.sqrt(21 / 2))
     assert authors_miscoupling(A, [1.0, 1.0], p=1).item() == pytest.approx(math.sqrt(21) / 2)
     # leading axes are kept
-    assert miscoupling(np.stack([A, 2 * A])).shape == (2,)
+    assert offdiagonal_norm(np.stack([A, 2 * A])).shape == (2,)
 
 
 # ----------------------------------------------------------------------------- trajectories

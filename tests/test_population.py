@@ -102,7 +102,7 @@ def test_cluster_bootstrap_input_errors():
 def _coupling(normalized):
     n = len(normalized)
     z = np.zeros((n, n))
-    return DepthCoupling(A=np.zeros((n, n, 2, 2)), S=np.ones((n, 2)), normalized=normalized,
+    return DepthCoupling(A=np.zeros((n, n, 2, 2)), S=np.ones((n, 2)), miscoupling=normalized,
                          ratio=z, authors=z)
 
 
@@ -112,9 +112,9 @@ def test_paper54_coupling_is_the_off_diagonal_mean_scaled_by_depth():
         m = np.full((depth, depth), 0.6)
         np.fill_diagonal(m, 0.0)
         got = population.coupling_scores([_coupling(m), _coupling(m)])
-        assert got["mis"] == pytest.approx(0.6)
-        assert got["share"] == pytest.approx(1 - 0.36)
-        assert got["paper54"] == pytest.approx(-0.6 * (depth - 1) / depth)
+        assert got["miscoupling"] == pytest.approx(0.6)
+        assert got["diagonal_share"] == pytest.approx(1 - 0.36)
+        assert got["neg_miscoupling_all_pairs"] == pytest.approx(-0.6 * (depth - 1) / depth)
     with pytest.raises(LlmdynError, match="at least one prompt"):
         population.coupling_scores([])
 

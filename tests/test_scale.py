@@ -79,7 +79,7 @@ def test_verdict_power_reports_both_scenarios():
 
 
 def test_coefficient_rows_refuse_too_few_models():
-    frame = pd.DataFrame({"coupling_share": np.arange(6.0), "a": np.arange(6.0) ** 2,
+    frame = pd.DataFrame({"diagonal_share": np.arange(6.0), "a": np.arange(6.0) ** 2,
                           "b": np.ones(6), "y": np.arange(6.0)})
     text = scale.coefficient_rows(frame, {"y": "loss"}, {"two": ["a", "b"]},
                                   coefficient=lambda *a: None)

@@ -50,7 +50,7 @@ def test_depth_coupling_last_token_matches_exact_jacobians(tiny64):
     J = block_jacobians(tiny64, "Hi, you there", pairs="last", method="exact", progress=False)
     exact = coupling_from_jacobians(J[:, 0], 4)
     assert abs(fast.S - exact.S).max() < max(1e-9, route_rtol(tiny64)) * abs(exact.S).max()
-    assert abs(fast.normalized - exact.normalized).max() < 1e-7
+    assert abs(fast.miscoupling - exact.miscoupling).max() < 1e-7
 
 
 # Different lengths (1, 13 and 45 tokens on the tiny models), one twice: padding, masks and

@@ -86,8 +86,8 @@ def test_shared_singular_vectors_give_diagonal_tiles():
         for j in range(3):
             torch.testing.assert_close(A[i, j], torch.diag(s[i, :k]))
     tc = TokenCoupling("self", np.array([(t, t) for t in range(3)]), A.numpy())
-    np.testing.assert_allclose(tc.normalized, 0, atol=1e-12)
-    np.testing.assert_allclose(tc.share, 1)
+    np.testing.assert_allclose(tc.miscoupling, 0, atol=1e-12)
+    np.testing.assert_allclose(tc.diagonal_share, 1)
 
 
 def test_unrelated_bases_give_chance_diagonal_share():
@@ -98,7 +98,7 @@ def test_unrelated_bases_give_chance_diagonal_share():
     J_ref = torch.randn(12, 64, 64, generator=gen, dtype=torch.float64)
     tc = TokenCoupling("self", np.array([(t, t) for t in range(12)]),
                        cross_coupling(J, J_ref, k).numpy())
-    assert summarize([tc]).share == pytest.approx(1 / k, rel=0.25)
+    assert summarize([tc]).diagonal_share == pytest.approx(1 / k, rel=0.25)
 
 
 def test_cross_coupling_rejects_mismatched_shapes():
@@ -119,10 +119,10 @@ def _grid(tiles: list[list[np.ndarray]], kind: str = "self") -> TokenCoupling:
 def test_normalized_and_share_known_answers():
     diag, off, zero = np.diag([3.0, 4.0]), np.array([[3.0, 4.0], [0, 0]]), np.zeros((2, 2))
     tc = _grid([[diag, off], [zero, diag]])
-    assert tc.normalized[0, 0] == 0 and tc.normalized[0, 1] == pytest.approx(4 / 5)
-    assert np.isnan(tc.normalized[1, 0])  # all-zero tile: no direction to compare
-    assert tc.share[0, 1] == pytest.approx(9 / 25)
-    np.testing.assert_allclose(np.sort(tc.offdiagonal("normalized")), [0.8, np.nan])
+    assert tc.miscoupling[0, 0] == 0 and tc.miscoupling[0, 1] == pytest.approx(4 / 5)
+    assert np.isnan(tc.miscoupling[1, 0])  # all-zero tile: no direction to compare
+    assert tc.diagonal_share[0, 1] == pytest.approx(9 / 25)
+    np.testing.assert_allclose(np.sort(tc.offdiagonal("miscoupling")), [0.8, np.nan])
 
 
 def test_summarize_pools_offdiagonal_tiles_of_all_prompts():
@@ -131,8 +131,9 @@ def test_summarize_pools_offdiagonal_tiles_of_all_prompts():
     b = _grid([[diag, off], [off, diag]])  # share 1/2
     s = summarize([a, b])
     assert isinstance(s, CouplingSummary) and s.n_tiles == 4
-    assert s.share == pytest.approx(0.75) and s.normalized == pytest.approx(np.sqrt(0.5) / 2)
-    assert s.share_cv == pytest.approx(0.25 / 0.75)
+    assert s.diagonal_share == pytest.approx(0.75)
+    assert s.miscoupling == pytest.approx(np.sqrt(0.5) / 2)
+    assert s.diagonal_share_cv == pytest.approx(0.25 / 0.75)
     assert sorted(tile_shares([a, b])) == pytest.approx([0.5, 0.5, 1.0, 1.0])
 
 
@@ -144,8 +145,8 @@ def test_summarize_kinds_pools_each_kind_over_prompts():
               "fixed_input": _grid([[diag, off], [off, diag]], "fixed_input")}
     s = summarize_kinds([first, second])
     assert list(s) == ["self", "fixed_input"]
-    assert s["self"].share == pytest.approx(0.75) and s["self"].n_tiles == 4
-    assert s["fixed_input"].share == pytest.approx(0.5)
+    assert s["self"].diagonal_share == pytest.approx(0.75) and s["self"].n_tiles == 4
+    assert s["fixed_input"].diagonal_share == pytest.approx(0.5)
     shares = kind_shares([first, second])
     assert sorted(shares["self"]) == pytest.approx([0.5, 0.5, 1.0, 1.0])
     np.testing.assert_allclose(shares["fixed_input"], [0.5] * 4)
@@ -156,7 +157,7 @@ def test_summarize_kinds_pools_each_kind_over_prompts():
 
 def test_summarize_edge_cases():
     one = TokenCoupling("fixed_input", np.array([(3, 3)]), np.ones((1, 1, 2, 2)))
-    assert summarize([one]).n_tiles == 0 and np.isnan(summarize([one]).share)
+    assert summarize([one]).n_tiles == 0 and np.isnan(summarize([one]).diagonal_share)
     assert tile_shares([one]).size == 0
     with pytest.raises(LlmdynError, match="mix kinds"):
         summarize([one, _grid([[np.eye(2)]])])
@@ -197,7 +198,7 @@ def test_token_coupling_matches_direct_jacobians(tiny):
 def test_same_layer_makes_self_diagonal_tiles_trivial(tiny):
     (result,) = token_coupling(tiny, [PROMPT], layer=1, ref_layer=1, k=3, kinds=["self"])
     assert list(result) == ["self"]
-    np.testing.assert_allclose(np.diagonal(result["self"].normalized), 0, atol=1e-9)
+    np.testing.assert_allclose(np.diagonal(result["self"].miscoupling), 0, atol=1e-9)
 
 
 def test_with_control_equals_two_separate_calls(tiny, tmp_path):
@@ -318,7 +319,7 @@ def test_token_grid_and_bars_draw():
     assert ax1.get_xlabel() == "t′" and [t.get_text() for t in ax1.get_yticklabels()] == [
         "0: 'a'", "1: 'b'"]
     plots.grouped_bars({"trained": [0.3, 0.1], "untrained, l′ = l": [0.9, 0.8]}, ax2,
-                       groups=["self", "input"], ylabel="share", title="t", reference=0.1,
+                       groups=["self", "input"], ylabel="diagonal_share", title="t", reference=0.1,
                        hatched=["untrained, l′ = l"])
     assert len(ax2.patches) == 4 and ax2.patches[2].get_hatch() == "//"
     plt.close(fig)

@@ -28,13 +28,14 @@ def _profile(share, n_prompts: int = 3, layers: int = 2, neighbour: float | None
     """
     share = np.broadcast_to(np.asarray(share, float), (n_prompts,))
     gap = np.abs(np.subtract.outer(np.arange(layers), np.arange(layers)))
-    share_map = np.repeat(share[:, None, None], layers, 1).repeat(layers, 2)
+    diagonal_share_map = np.repeat(share[:, None, None], layers, 1).repeat(layers, 2)
     if neighbour is not None:
-        share_map[:, gap == 1] = neighbour
+        diagonal_share_map[:, gap == 1] = neighbour
     ones = np.ones(n_prompts)
     return CheckpointProfile(
-        mis=np.sqrt(1 - share), share=share.copy(), share_map=share_map,
-        coupling_map=np.sqrt(1 - share_map.mean(0)), lss=2 * ones,
+        miscoupling=np.sqrt(1 - share), diagonal_share=share.copy(),
+        diagonal_share_map=diagonal_share_map,
+        miscoupling_map=np.sqrt(1 - diagonal_share_map.mean(0)), lss=2 * ones,
         expodistance=ones, norms=np.ones((n_prompts, layers + 1)),
         window_lss=np.ones((n_prompts, layers - 1)), window_ed=np.ones((n_prompts, layers - 1)),
         centres=np.arange(1, layers), lss_by_end=np.tile(lss_ends, (n_prompts, 1)),
@@ -63,8 +64,8 @@ def test_endpoints_average_runs_per_prompt():
     series = {"a": _run([0.1, 0.2, 0.3, 0.5], [8, 7, 6, 4]), "b": _run([0.3, 0.2, 0.3, 0.7],
                                                                        [8, 7, 6, 4])}
     first, last = endpoints(series)
-    np.testing.assert_allclose(first["share"], [0.2] * 3)
-    np.testing.assert_allclose(last["share"], [0.6] * 3)
+    np.testing.assert_allclose(first["diagonal_share"], [0.2] * 3)
+    np.testing.assert_allclose(last["diagonal_share"], [0.6] * 3)
     series["c"] = RunSeries(**{**series["a"].__dict__,
                                "profiles": tuple(_profile(0.5, n_prompts=2) for _ in range(4))})
     with pytest.raises(LlmdynError, match="different prompts"):

@@ -122,7 +122,7 @@ def test_grid_coupling_table(trained, dataset):
     g = vit_coupling.measure_grid(TINY, root, n_images=3, k=4, dataset=dataset, progress=False)
     assert list(g.table.run) == [r.name for r in TINY.runs]
     assert list(g.table.cell) == [r.cell for r in TINY.runs]
-    for end, column in [("final_norm", "coupling"), ("block_output", "coupling_block_output")]:
+    for end, column in [("final_norm", "strength"), ("block_output", "strength_block_output")]:
         assert g.per_image[end].shape == (3, 8)
         assert np.all((g.per_image[end] > 0) & (g.per_image[end] <= 1))
         np.testing.assert_allclose(g.table[column], g.per_image[end].mean(0))

@@ -23,7 +23,7 @@ def _grid(effect_sd: float, slope_by_sd: dict[float, float], seeds: int = 3, see
             for s in range(seeds):
                 c = 0.1 * j + rng.normal(0, 0.01)
                 rows.append({"cell": f"sd{sd:g}-wd{wd:g}", "drop_path": sd, "weight_decay": wd,
-                             "seed": s, "coupling": c,
+                             "seed": s, "strength": c,
                              "test_accuracy": 0.7 + slope * c + cell_effect
                              + rng.normal(0, 0.002)})
     return pd.DataFrame(rows)
@@ -86,22 +86,22 @@ def test_slope_t_interval_known_answer():
     (the noise is orthogonal to sd), residual variance 8·0.01/6, se = sqrt(that / Sxx)."""
     sd = np.repeat([0.0, 0.05, 0.1, 0.3], 2)
     e = np.tile([0.1, -0.1], 4)
-    table = pd.DataFrame({"drop_path": sd, "weight_decay": 1.0, "coupling": 1 + 2 * sd + e})
-    m = va.slope_measure(table, "coupling", "slope")
+    table = pd.DataFrame({"drop_path": sd, "weight_decay": 1.0, "strength": 1 + 2 * sd + e})
+    m = va.slope_measure(table, "strength", "slope")
     se = np.sqrt(8 * 0.01 / 6 / ((sd - sd.mean()) ** 2).sum())
     half = 2.4469118511449692 * se  # t_{0.975, 6}
     assert m.estimate.value == pytest.approx(2.0)
     assert (m.estimate.lo, m.estimate.hi) == pytest.approx((2 - half, 2 + half))
     assert "6 residual df" in m.detail and m.estimate.n == 8
     # Pooled over two weight decays whose levels differ by 5: the offsets absorb the level.
-    other = table.assign(weight_decay=5.0, coupling=table.coupling + 5)
-    pooled = va.slope_measure(pd.concat([table, other]), "coupling", "pooled",
+    other = table.assign(weight_decay=5.0, strength=table.strength + 5)
+    pooled = va.slope_measure(pd.concat([table, other]), "strength", "pooled",
                               weight_decay_offsets=True)
     assert pooled.estimate.value == pytest.approx(2.0) and "13 residual df" in pooled.detail
     by_wd = va.slopes_by_wd(pd.concat([table, other]))
     assert list(by_wd) == [1.0, 5.0] and by_wd[5.0].estimate.value == pytest.approx(2.0)
     assert "| 5 (not fitted) | 2.000 |" in va.slope_table(by_wd, [5.0])
-    one_rate = va.slope_measure(table[table.drop_path == 0.0], "coupling", "s")
+    one_rate = va.slope_measure(table[table.drop_path == 0.0], "strength", "s")
     assert one_rate.missing == "not run"
 
 
@@ -123,11 +123,11 @@ def test_trend_interval_over_vits_clears_zero_when_fits_tighten():
     """Slopes 0 → 0.4 with tiny seed noise: the signed R² climbs from ≈ 0 to ≈ 1, and redrawing
     seeds within cells leaves the trend's interval above 0."""
     table = _grid(0.0, SLOPES, seed=1)
-    m = va.over_vits(va.r2_trend, table, ["drop_path", "coupling", "test_accuracy"], "trend")
+    m = va.over_vits(va.r2_trend, table, ["drop_path", "strength", "test_accuracy"], "trend")
     assert m.estimate.lo > 0 and m.estimate.n == len(table)
     assert Claim("t", "A", "§3.4", "s", "p", m, above(0)).verdict.grade == "holds"
     flat = va.over_vits(va.r2_trend, _grid(0.0, dict.fromkeys(SLOPES, 0.0), seed=1),
-                        ["drop_path", "coupling", "test_accuracy"], "trend")
+                        ["drop_path", "strength", "test_accuracy"], "trend")
     assert flat.estimate.lo < 0 < flat.estimate.hi  # nothing to find: the interval covers 0
 
 

@@ -12,9 +12,10 @@ from llmdyn import LlmdynError
 from llmdyn.core import checks
 from llmdyn.core.store import ResultStore
 from llmdyn.coupling import matrix
-from llmdyn.coupling.topk import top_singular
+from llmdyn.coupling.topk import top_singular_checked
 from llmdyn.jacobians.full import block_jacobians
 from llmdyn.jacobians.last_token import last_token_jacobians
+from llmdyn.jacobians.svd import square_jacobians
 from llmdyn.models.loading import LoadedModel
 from llmdyn.trace import LastPoint, check_last_point
 
@@ -27,21 +28,21 @@ class DepthCoupling:
         A: ``[layer, layer, k, k]`` coupling matrices (tile (i, j) compares J_i with layer j's
             singular vectors).
         S: ``[layer, k]`` top-k singular values of each J_i.
-        normalized: ``[layer, layer]`` normalised mis-coupling m̃(A) (paper A eq. 14).
+        miscoupling: ``[layer, layer]`` miscoupling m̃(A) (paper A eq. 14).
         ratio: ``[layer, layer]`` paper B's r(A) = mean|off-diag| / mean|diag|.
         authors: ``[layer, layer]`` the authors'-code variant ‖|A| − S_i‖_F / ‖s_i‖_2.
     """
 
     A: np.ndarray
     S: np.ndarray
-    normalized: np.ndarray
+    miscoupling: np.ndarray
     ratio: np.ndarray
     authors: np.ndarray
 
     def __post_init__(self) -> None:
         """Check that the fields describe the same layers and k."""
         n, _, k, _ = self.A.shape
-        expected = {"normalized": (n, n), "ratio": (n, n), "authors": (n, n), "S": (n, k)}
+        expected = {"miscoupling": (n, n), "ratio": (n, n), "authors": (n, n), "S": (n, k)}
         for name, shape in expected.items():
             got = tuple(getattr(self, name).shape)
             if got != shape:
@@ -52,7 +53,7 @@ class DepthCoupling:
     def as_arrays(self) -> dict[str, np.ndarray]:
         """The fields by name, for the results store."""
         return {name: getattr(self, name) for name in
-                ("A", "S", "normalized", "ratio", "authors")}
+                ("A", "S", "miscoupling", "ratio", "authors")}
 
 
 def coupling_from_jacobians(jacobians: torch.Tensor, k: int) -> DepthCoupling:
@@ -65,15 +66,21 @@ def coupling_from_jacobians(jacobians: torch.Tensor, k: int) -> DepthCoupling:
     Returns:
         The coupling matrices and their scores.
     """
-    checks.k_value(k, jacobians.shape[-1], minimum=2, why="r(A) divides by k - 1")
-    svd = top_singular(jacobians, k)  # only the top k triplets are used
-    A = matrix.coupling_matrices(jacobians, k, svd=svd)  # (layer, layer, k, k)
+    J = square_jacobians(jacobians, "jacobians", stack=True)
+    checks.k_value(k, J.shape[-1], minimum=2, why="r(A) divides by k - 1")
+    return _scores(J, k)
+
+
+def _scores(J: torch.Tensor, k: int) -> DepthCoupling:
+    """:func:`coupling_from_jacobians` once ``J`` and ``k`` are checked (k is checked once)."""
+    svd = top_singular_checked(J, k)  # only the top k triplets are used
+    A = matrix.coupling_matrices_checked(J, k, svd=svd)  # (layer, layer, k, k)
     n = A.shape[0]
     s = svd.S[:, :k]  # (layer, k)
     authors = matrix.authors_miscoupling(A, s[:, None, :].expand(n, n, k))
     return DepthCoupling(
         A=A.numpy(), S=s.numpy(),
-        normalized=matrix.normalized_miscoupling(A).numpy(),
+        miscoupling=matrix.miscoupling(A).numpy(),
         ratio=matrix.offdiag_ratio(A).numpy(),
         authors=authors.numpy(),
     )
@@ -128,7 +135,7 @@ def depth_coupling(
         else:
             J = block_jacobians(model, prompt, layers, pairs=[(token, token)], progress=False,
                                 last_point=last_point)[:, 0]
-        return coupling_from_jacobians(J, k).as_arrays()  # J: (layer, d_model, d_model)
+        return _scores(J, k).as_arrays()  # J: (layer, d_model, d_model), k checked above
 
     if store is None:
         results = [compute(p) for p in prompts]
@@ -140,6 +147,11 @@ def depth_coupling(
 def diagonal_share(normalized: np.ndarray) -> np.ndarray:
     """Share of ‖A‖_F² on the diagonal, 1 − m̃(A)²; about 1/k for unrelated bases."""
     return 1.0 - np.asarray(normalized) ** 2
+
+
+def mean_diagonal_share(miscoupling: np.ndarray) -> float:
+    """Mean diagonal share 1 − m̃² over pairs l ≠ l′ of one ``[layer, layer]`` m̃ map."""
+    return offdiagonal_mean(diagonal_share(miscoupling))
 
 
 def offdiagonal_mean(M: np.ndarray) -> float:

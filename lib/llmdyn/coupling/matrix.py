@@ -1,4 +1,4 @@
-"""Paper A's coupling matrix A = U_ref,k^T J V_ref,k and its scores (miscoupling, r(A))."""
+"""Paper A's coupling matrix A = U_ref,k^T J V_ref,k and its scores (m, m̃, r(A))."""
 
 from __future__ import annotations
 
@@ -46,6 +46,11 @@ def coupling_matrices(jacobians: ArrayLike, k: int, svd: Svd | None = None) -> t
     """
     J = square_jacobians(jacobians, "jacobians", stack=True)
     checks.k_value(k, J.shape[-1])
+    return coupling_matrices_checked(J, k, svd)
+
+
+def coupling_matrices_checked(J: torch.Tensor, k: int, svd: Svd | None = None) -> torch.Tensor:
+    """:func:`coupling_matrices` of a stack whose shape and ``k`` the caller has checked."""
     U, _, Vh = svd if svd is not None else svd_sorted(J)
     n, d = J.shape[0], J.shape[-1]
     if U.shape[:2] != J.shape[:2] or U.shape[-1] < k or Vh.shape[-2] < k:
@@ -65,19 +70,22 @@ def _coupling(A: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
     return A, torch.diagonal(A, dim1=-2, dim2=-1)  # [..., k, k], [..., k]
 
 
-def miscoupling(A: ArrayLike) -> torch.Tensor:
-    """Miscoupling m(A) = ||A - Diag(A)||_F (paper A §3.1 eq 13). [..., k, k] -> [...]."""
+def offdiagonal_norm(A: ArrayLike) -> torch.Tensor:
+    """Paper A's (unnormalised) miscoupling m(A) = ||A - Diag(A)||_F (§3.1 eq 13).
+
+    [..., k, k] -> [...]. The name says what it is; :func:`miscoupling` is the normalised m̃.
+    """
     A, d = _coupling(A)
     return torch.linalg.matrix_norm(A - torch.diag_embed(d))
 
 
-def normalized_miscoupling(A: ArrayLike) -> torch.Tensor:
-    """Normalised miscoupling ||A - Diag(A)||_F / ||A||_F (paper A §3.1 eq 14).
+def miscoupling(A: ArrayLike) -> torch.Tensor:
+    """Miscoupling m̃(A) = ||A - Diag(A)||_F / ||A||_F (paper A §3.1 eq 14, "normalized").
 
     [..., k, k] -> [...], in [0, 1]; NaN where A is all zeros.
     """
     A, _ = _coupling(A)
-    return miscoupling(A) / torch.linalg.matrix_norm(A)
+    return offdiagonal_norm(A) / torch.linalg.matrix_norm(A)
 
 
 def offdiag_ratio(A: ArrayLike) -> torch.Tensor:

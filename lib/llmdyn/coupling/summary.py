@@ -9,24 +9,29 @@ import numpy as np
 
 from llmdyn import LlmdynError
 from llmdyn.coupling import matrix
-from llmdyn.coupling.depth import DepthCoupling, diagonal_share, offdiagonal_mean
+from llmdyn.coupling.depth import (
+    DepthCoupling,
+    diagonal_share,
+    mean_diagonal_share,
+    offdiagonal_mean,
+)
 
 
-def _maps(normalized, name: str = "normalized") -> np.ndarray:
+def _maps(miscoupling, name: str = "miscoupling") -> np.ndarray:
     """``[..., layer, layer]`` float64 with at least two layers."""
-    M = np.asarray(normalized, dtype=np.float64)
+    M = np.asarray(miscoupling, dtype=np.float64)
     if M.ndim < 2 or M.shape[-1] != M.shape[-2] or M.shape[-1] < 2:
         raise LlmdynError(f"{name} must be [..., layer, layer] with layer >= 2, got shape "
                           f"{M.shape}")
     return M
 
 
-def coupling_strength(normalized) -> np.ndarray:
+def strength(miscoupling) -> np.ndarray:
     """Coupling strength c(A) = 1 − m̃(A), paper A's coupling −m̃ (§4.3) shifted by one.
 
     ``[..., layer, layer] → [..., layer, layer]``: 0 for no diagonal at all, 1 for a diagonal A.
     """
-    return 1.0 - _maps(normalized)
+    return 1.0 - _maps(miscoupling)
 
 
 def chance_strength(k: int) -> float:
@@ -44,29 +49,29 @@ def _off(n: int) -> np.ndarray:
     return ~np.eye(n, dtype=bool)
 
 
-def layer_coupling(normalized) -> np.ndarray:
+def layer_strength(miscoupling) -> np.ndarray:
     """How much each layer is coupled with all others (paper A Fig 15).
 
     c_l = mean over l′ ≠ l of [c(A^{l l′}) + c(A^{l′ l})] / 2, both directions of the pair.
 
     Args:
-        normalized: m̃ maps ``[..., layer, layer]`` (row: Jacobian, column: singular vectors).
+        miscoupling: m̃ maps ``[..., layer, layer]`` (row: Jacobian, column: singular vectors).
 
     Returns:
         ``[..., layer]``.
     """
-    c = coupling_strength(normalized)
+    c = strength(miscoupling)
     sym = (c + np.swapaxes(c, -1, -2)) / 2  # (..., layer, layer)
     n = c.shape[-1]
     return np.where(_off(n), sym, 0.0).sum(-1) / (n - 1)
 
 
-def mean_coupling(normalized) -> np.ndarray:
+def mean_strength(miscoupling) -> np.ndarray:
     """Mean depth-wise coupling of a prompt: mean of c(A^{l l′}) over l ≠ l′ (paper A Fig 9).
 
     ``[..., layer, layer] → [...]``.
     """
-    c = coupling_strength(normalized)
+    c = strength(miscoupling)
     return c[..., _off(c.shape[-1])].mean(-1)
 
 
@@ -87,7 +92,7 @@ def adjacency_weights(maps: Sequence, k: int) -> list[np.ndarray]:
     """
     if not len(maps):
         raise LlmdynError("maps is empty; pass at least one [layer, layer] m̃ map")
-    strengths = [coupling_strength(m) for m in maps]
+    strengths = [strength(m) for m in maps]
     for c in strengths:
         if c.ndim != 2:
             raise LlmdynError(f"each map must be [layer, layer], got shape {c.shape}")
@@ -134,15 +139,15 @@ def authors_split(A, S) -> AuthorsSplit:
     diag = np.diagonal(A, axis1=-2, axis2=-1)  # (..., layer, layer, k)
     s = S[..., :, None, :]  # (..., layer, 1, k): J_i's own values for every reference j
     norm = np.linalg.norm(S, axis=-1)[..., :, None]  # (..., layer, 1)
-    off = matrix.miscoupling(A).numpy()  # ||A - Diag A||_F (eq 13), exactly 0 for diagonal A
+    off = matrix.offdiagonal_norm(A).numpy()  # ||A - Diag A||_F (eq 13), exactly 0 for diagonal A
     return AuthorsSplit(off / norm, np.linalg.norm(np.abs(diag) - s, axis=-1) / norm)
 
 
 class DepthSummary(NamedTuple):
     """One model's depth coupling in three numbers, over pairs l ≠ l′ of the prompt-mean maps."""
 
-    mis: float  # mean normalised mis-coupling m̃(A) (paper A eq. 14)
-    share: float  # mean diagonal share 1 − m̃² (chance 1/k)
+    miscoupling: float  # mean miscoupling m̃(A) (paper A eq. 14)
+    diagonal_share: float  # mean diagonal share 1 − m̃² (chance 1/k)
     authors: float  # mean authors'-code score ‖|A| − S_i‖_F / ‖s_i‖₂
 
 
@@ -150,24 +155,23 @@ def summarize_depth(couplings: Sequence[DepthCoupling]) -> DepthSummary:
     """Average :class:`llmdyn.coupling.DepthCoupling` results over prompts and pairs l ≠ l′."""
     if not len(couplings):
         raise LlmdynError("couplings is empty; pass one DepthCoupling per prompt")
-    normalized = np.mean([c.normalized for c in couplings], 0)  # (layer, layer)
-    share = np.mean([diagonal_share(c.normalized) for c in couplings], 0)
+    miscoupling = np.mean([c.miscoupling for c in couplings], 0)  # (layer, layer)
+    share = np.mean([diagonal_share(c.miscoupling) for c in couplings], 0)
     authors = np.mean([c.authors for c in couplings], 0)
-    return DepthSummary(offdiagonal_mean(normalized), offdiagonal_mean(share),
+    return DepthSummary(offdiagonal_mean(miscoupling), offdiagonal_mean(share),
                         offdiagonal_mean(authors))
 
 
 class PromptScores(NamedTuple):
     """Per-prompt depth-coupling scores over pairs l ≠ l′ (the samples a claim's interval uses)."""
 
-    mis: np.ndarray  # [prompt] mean m̃(A)
-    share: np.ndarray  # [prompt] mean diagonal share 1 − m̃²
+    miscoupling: np.ndarray  # [prompt] mean m̃(A)
+    diagonal_share: np.ndarray  # [prompt] mean diagonal share 1 − m̃²
 
 
 def prompt_scores(couplings: Sequence[DepthCoupling]) -> PromptScores:
     """One value per prompt; their means over prompts equal :func:`summarize_depth`'s."""
     if not len(couplings):
         raise LlmdynError("couplings is empty; pass one DepthCoupling per prompt")
-    return PromptScores(np.array([offdiagonal_mean(c.normalized) for c in couplings]),
-                        np.array([offdiagonal_mean(diagonal_share(c.normalized))
-                                  for c in couplings]))
+    return PromptScores(np.array([offdiagonal_mean(c.miscoupling) for c in couplings]),
+                        np.array([mean_diagonal_share(c.miscoupling) for c in couplings]))

@@ -82,6 +82,11 @@ def cross_coupling(J: torch.Tensor, J_ref: torch.Tensor, k: int) -> torch.Tensor
         raise LlmdynError(f"J_ref: got shape {tuple(J_ref.shape)}; expected [tok, "
                           f"{J.shape[1]}, {J.shape[2]}] like J {tuple(J.shape)}")
     checks.k_value(k, J.shape[-1])
+    return _cross_coupling(J, J_ref, k)
+
+
+def _cross_coupling(J: torch.Tensor, J_ref: torch.Tensor, k: int) -> torch.Tensor:
+    """:func:`cross_coupling` once the caller has checked the stacks and ``k``."""
     U, _, Vh = svd_sorted(J_ref)  # [tok, d_model, d_model] each
     Uk, Vk = U[..., :, :k], Vh[..., :k, :].mT  # [tok, d_model, k] each
     J = J.to(Uk.dtype)
@@ -112,8 +117,8 @@ class TokenCoupling:
                               "do not match; expected [tok, 2] and [tok, tok, k, k]")
 
     @property
-    def normalized(self) -> np.ndarray:
-        """``[tok, tok]`` normalised mis-coupling m̃ (paper A eq. 14); NaN for all-zero tiles."""
+    def miscoupling(self) -> np.ndarray:
+        """``[tok, tok]`` miscoupling m̃ (paper A eq. 14); NaN for all-zero tiles."""
         A = self.A.astype(np.float64)
         total = np.linalg.norm(A, axis=(-2, -1))  # [tok, tok]
         diag = np.linalg.norm(np.diagonal(A, axis1=-2, axis2=-1), axis=-1)  # [tok, tok]
@@ -122,11 +127,12 @@ class TokenCoupling:
             return np.where(total > 0, off / total, np.nan)
 
     @property
-    def share(self) -> np.ndarray:
+    def diagonal_share(self) -> np.ndarray:
         """``[tok, tok]`` diagonal share 1 − m̃²: the part of ‖A‖_F² on the diagonal (≈ 1/k)."""
-        return 1.0 - self.normalized**2
+        return 1.0 - self.miscoupling**2
 
-    def offdiagonal(self, score: Literal["normalized", "share"] = "share") -> np.ndarray:
+    def offdiagonal(self, score: Literal["miscoupling", "diagonal_share"] = "diagonal_share"
+                    ) -> np.ndarray:
         """A score on the tiles i ≠ j (different token pairs), flattened: ``[tok * (tok - 1)]``."""
         M = getattr(self, score)
         return M[~np.eye(len(M), dtype=bool)]
@@ -146,10 +152,10 @@ def _compute(model: LoadedModel, prompt: str, layers: list[int], kinds: Sequence
         J = block_jacobians(model, prompt, layers, pairs=pairs, progress=False,
                             last_point=last_point)  # [2|1, pair, d, d]
         row, ref = J[0], J[-1]  # layer l and layer l′ (the same when l = l′)
-        out[f"{kind}_A"] = cross_coupling(row, ref, k).numpy()  # [tok, tok, k, k]
+        out[f"{kind}_A"] = _cross_coupling(row, ref, k).numpy()  # [tok, tok, k, k]; k checked
         out[f"{kind}_pairs"] = np.array(pairs, dtype=np.int64)  # [tok, 2]
         if control:  # l′ = l from the same Jacobians: no second pass over block l
-            out[f"{kind}_A_same"] = cross_coupling(row, row, k).numpy()
+            out[f"{kind}_A_same"] = _cross_coupling(row, row, k).numpy()
     return out
 
 
@@ -267,27 +273,27 @@ class CouplingSummary:
     """Scores of one kind of coupling over the off-diagonal tiles of several prompts.
 
     Attributes:
-        normalized: mean m̃(A) over tiles i ≠ j (1 = no coupling, 0 = perfectly diagonal).
-        share: mean diagonal share 1 − m̃(A)² over the same tiles (chance level about 1/k).
-        share_cv: coefficient of variation (std / mean) of the shares across tiles: how
+        miscoupling: mean m̃(A) over tiles i ≠ j (1 = no coupling, 0 = perfectly diagonal).
+        diagonal_share: mean diagonal share 1 − m̃(A)² over the same tiles (chance about 1/k).
+        diagonal_share_cv: coefficient of variation (std / mean) of the shares across tiles: how
             consistent the coupling is from one token pair to another.
         n_tiles: number of tiles averaged (zero tiles are skipped).
     """
 
-    normalized: float
-    share: float
-    share_cv: float
+    miscoupling: float
+    diagonal_share: float
+    diagonal_share_cv: float
     n_tiles: int
 
 
-def _tile_normalized(couplings: Sequence[TokenCoupling]) -> np.ndarray:
+def _tile_miscoupling(couplings: Sequence[TokenCoupling]) -> np.ndarray:
     """``[tile]`` m̃ of every finite off-diagonal tile of grids of one kind."""
     if not couplings:
         raise LlmdynError("couplings is empty; pass at least one TokenCoupling")
     kinds = {c.kind for c in couplings}
     if len(kinds) != 1:
         raise LlmdynError(f"couplings mix kinds {sorted(kinds)}; summarise one kind at a time")
-    m = np.concatenate([c.offdiagonal("normalized") for c in couplings])
+    m = np.concatenate([c.offdiagonal("miscoupling") for c in couplings])
     return m[np.isfinite(m)]
 
 
@@ -301,7 +307,7 @@ def tile_shares(couplings: Sequence[TokenCoupling]) -> np.ndarray:
         The pooled per-tile shares (empty when no grid has an off-diagonal tile): the samples
         a claim's bootstrap interval resamples.
     """
-    return 1.0 - _tile_normalized(couplings) ** 2
+    return 1.0 - _tile_miscoupling(couplings) ** 2
 
 
 def summarize(couplings: Sequence[TokenCoupling]) -> CouplingSummary:
@@ -313,12 +319,13 @@ def summarize(couplings: Sequence[TokenCoupling]) -> CouplingSummary:
     Returns:
         The summary; NaN scores when no grid has an off-diagonal tile (one-token grids).
     """
-    m = _tile_normalized(couplings)  # [tile]
+    m = _tile_miscoupling(couplings)  # [tile]
     if m.size == 0:
         return CouplingSummary(np.nan, np.nan, np.nan, 0)
     share = 1.0 - m**2
-    return CouplingSummary(normalized=float(m.mean()), share=float(share.mean()),
-                           share_cv=float(share.std() / share.mean()), n_tiles=int(m.size))
+    return CouplingSummary(miscoupling=float(m.mean()), diagonal_share=float(share.mean()),
+                           diagonal_share_cv=float(share.std() / share.mean()),
+                           n_tiles=int(m.size))
 
 
 def summarize_kinds(results: Sequence[Mapping[str, TokenCoupling]]) -> dict[str, CouplingSummary]:

@@ -9,9 +9,23 @@ import torch
 from llmdyn.core import checks
 from llmdyn.jacobians.svd import Svd, square_jacobians, svd_sorted
 
+PAPER_K = 30  # paper A §3.1 and paper B §3.6: K = 30
+K_FRACTION = 8  # a model narrower than 8·K keeps d_model // 8 singular vectors
+
 # Below this ratio s_k / s_1 the Gram route loses digits (its error grows like (s_1/s_k)²
 # times float64's epsilon); such a stack takes the full SVD instead.
 _MIN_RATIO = 1e-4
+
+
+def relative_k(d_model: int) -> int:
+    """The default k: the papers' K = 30 where d_model ≥ 240, else d_model // 8 (at least 2).
+
+    The one rule for every chapter and the ViT grids; a chapter that wants another k states it
+    as a parameter (chapters 08 and 09 keep K = 30 on their narrow models). Eight directions
+    per k keep unrelated bases far from diagonal (chance diagonal share 1/k) while holding most
+    of a block's gain: 24 for DeiT-Tiny's 192, 8 for width 64.
+    """
+    return PAPER_K if d_model >= K_FRACTION * PAPER_K else max(2, d_model // K_FRACTION)
 
 
 def top_singular(jacobians: torch.Tensor, k: int) -> Svd:
@@ -31,8 +45,13 @@ def top_singular(jacobians: torch.Tensor, k: int) -> Svd:
         ``Svd(U [layer, d_model, k], S [layer, k], Vh [layer, k, d_model])`` in the input dtype.
     """
     J = square_jacobians(jacobians, "jacobians", stack=True)
+    checks.k_value(k, J.shape[-1])
+    return top_singular_checked(J, k)
+
+
+def top_singular_checked(J: torch.Tensor, k: int) -> Svd:
+    """:func:`top_singular` of a stack whose shape and ``k`` the caller has already checked."""
     d = J.shape[-1]
-    checks.k_value(k, d)
     Jd = J.detach().cpu().double().numpy()  # (layer, d_model, d_model)
     Us, Ss = [], []
     for j in Jd:

@@ -143,7 +143,7 @@ class RunTrend:
 
 def run_trend(s: RunSeries, seed: int = 0) -> RunTrend:
     """`RunTrend` of one run's median diagonal share."""
-    share = s.stack("share")  # (ckpt, prompt)
+    share = s.stack("diagonal_share")  # (ckpt, prompt)
     curve = np.median(share, 1)  # (ckpt,)
     top = int(np.argmax(curve))
     late = late_measure(s.steps, share.T, "second-half slope of the median diagonal share per "

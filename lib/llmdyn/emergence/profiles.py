@@ -19,7 +19,13 @@ from tqdm.auto import tqdm
 
 from llmdyn import LlmdynError
 from llmdyn.core.store import ResultStore
-from llmdyn.coupling.depth import depth_coupling, diagonal_share, offdiagonal_mean
+from llmdyn.coupling.depth import (
+    depth_coupling,
+    diagonal_share,
+    mean_diagonal_share,
+    offdiagonal_mean,
+)
+from llmdyn.coupling.topk import PAPER_K
 from llmdyn.models.loading import LoadedModel, load_model
 from llmdyn.models.quiet import quiet_transformers
 from llmdyn.phases.split import window_that_fits
@@ -34,10 +40,10 @@ class CheckpointProfile:
     """One checkpoint measured on a list of prompts.
 
     Attributes:
-        mis: ``[prompt]`` mean normalised mis-coupling m̃(A^{ll'}) over l ≠ l' (paper A eq. 14).
-        share: ``[prompt]`` mean diagonal share 1 − m̃² over l ≠ l' (chance: about 1/k).
-        coupling_map: ``[layer, layer]`` m̃ averaged over prompts (for adjacency graphs).
-        share_map: ``[prompt, layer, layer]`` the diagonal share 1 − m̃² of every pair.
+        miscoupling: ``[prompt]`` mean miscoupling m̃(A^{ll'}) over l ≠ l' (paper A eq. 14).
+        diagonal_share: ``[prompt]`` mean diagonal share 1 − m̃² over l ≠ l' (chance: about 1/k).
+        miscoupling_map: ``[layer, layer]`` m̃ averaged over prompts (for adjacency graphs).
+        diagonal_share_map: ``[prompt, layer, layer]`` the diagonal share 1 − m̃² of every pair.
         lss: ``[prompt]`` line-shape score of the whole trajectory, mean over tokens (eq. 15).
         expodistance: ``[prompt]`` expodistance of the whole trajectory, median over tokens
             (eq. 18; the median because one token with Avg α ≈ 0 has an unbounded value).
@@ -52,16 +58,16 @@ class CheckpointProfile:
         expodistance_by_end: ``[prompt, end]`` the same for the expodistance.
     """
 
-    mis: np.ndarray
-    share: np.ndarray
-    coupling_map: np.ndarray
+    miscoupling: np.ndarray
+    diagonal_share: np.ndarray
+    miscoupling_map: np.ndarray
     lss: np.ndarray
     expodistance: np.ndarray
     norms: np.ndarray
     window_lss: np.ndarray
     window_ed: np.ndarray
     centres: np.ndarray
-    share_map: np.ndarray
+    diagonal_share_map: np.ndarray
     lss_by_end: np.ndarray
     expodistance_by_end: np.ndarray
 
@@ -74,9 +80,10 @@ class CheckpointProfile:
 
     def __post_init__(self) -> None:
         """Check that every per-prompt field has one row per prompt."""
-        n = len(self.mis)
-        rows = {k: getattr(self, k).shape for k in ("share", "lss", "expodistance", "norms",
-                                                     "window_lss", "window_ed", "share_map",
+        n = len(self.miscoupling)
+        rows = {k: getattr(self, k).shape for k in ("diagonal_share", "lss", "expodistance",
+                                                     "norms", "window_lss", "window_ed",
+                                                     "diagonal_share_map",
                                                      "lss_by_end", "expodistance_by_end")}
         if any(dims[0] != n for dims in rows.values()) or \
                 self.window_lss.shape[1:] != self.centres.shape:
@@ -131,11 +138,12 @@ def measure_checkpoint(model: LoadedModel, prompts: Sequence[str], *, k: int, wi
     scores = (store.map("training_profile", params, list(prompts), compute, progress=False)
               if store is not None else [compute(p) for p in prompts])
     stack = {key: np.stack([np.asarray(s[key]) for s in scores]) for key in scores[0]}
-    share_map = np.stack([diagonal_share(c.normalized) for c in coupling])  # (prompt, l, l)
+    share_map = np.stack([diagonal_share(c.miscoupling) for c in coupling])  # (prompt, l, l)
     return CheckpointProfile(
-        mis=np.array([offdiagonal_mean(c.normalized) for c in coupling]),
-        share=np.array([offdiagonal_mean(m) for m in share_map]), share_map=share_map,
-        coupling_map=np.mean([c.normalized for c in coupling], 0),
+        miscoupling=np.array([offdiagonal_mean(c.miscoupling) for c in coupling]),
+        diagonal_share=np.array([mean_diagonal_share(c.miscoupling) for c in coupling]),
+        diagonal_share_map=share_map,
+        miscoupling_map=np.mean([c.miscoupling for c in coupling], 0),
         centres=np.arange(w // 2, model.n_layers + 1 - w // 2), **stack)
 
 
@@ -208,7 +216,7 @@ class RunSeries:
     @property
     def n_layers(self) -> int:
         """Blocks of the run's model."""
-        return self.profiles[0].coupling_map.shape[0]
+        return self.profiles[0].miscoupling_map.shape[0]
 
     def window_at(self, field: str, depth: int) -> np.ndarray:
         """A windowed score at one window centre over checkpoints: ``[ckpt, prompt]``."""
@@ -266,7 +274,7 @@ def depths_at(centres: Sequence[int], n_layers: int,
 
 def measure_suite(suite: str | Sequence[str], *, root: str = "results/suite",
                   steps: Sequence[int] | None = None, prompts: Sequence[str] | None = None,
-                  n_prompts: int = 16, prompt_chars: int = 240, seed: int = 0, k: int = 30,
+                  n_prompts: int = 16, prompt_chars: int = 240, seed: int = 0, k: int = PAPER_K,
                   window: int = 3, last_point: LastPoint = "final_norm", device: str = "cpu"
                   ) -> tuple[list[Checkpoint], list[str], dict[str, RunSeries]]:
     """Train what is missing of a named suite, then measure every checkpoint on held-out text.

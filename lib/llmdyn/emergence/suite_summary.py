@@ -35,7 +35,7 @@ def suite_table(series: dict[str, RunSeries], root: str | Path | None = None) ->
              "train loss | held-out loss |", "|" + " --- |" * 9]
     for run, s in series.items():
         last = s.profiles[-1]
-        blocks, width = last.coupling_map.shape[0], "?"
+        blocks, width = last.miscoupling_map.shape[0], "?"
         summary = _run_summary(root, run)
         if summary:
             width = summary["config"]["size"]["d_model"]
@@ -137,7 +137,7 @@ def emergence_timing(series: dict[str, RunSeries]) -> EmergenceTiming:
     for s in series.values():
         if len(s.steps) < 3:
             raise LlmdynError(f"need at least 3 checkpoints per run, got steps {s.steps.tolist()}")
-        share = np.median(s.stack("share"), 1)  # (ckpt,)
+        share = np.median(s.stack("diagonal_share"), 1)  # (ckpt,)
         coupling.append(half_rise_step(s.steps, share))
         loss.append(half_rise_step(s.steps, s.heldout_loss))
         rho.append(spearman(s.steps, share).r)
@@ -149,14 +149,14 @@ def emergence_timing(series: dict[str, RunSeries]) -> EmergenceTiming:
 
 
 def endpoints(series: dict[str, RunSeries],
-              fields: tuple[str, ...] = ("share", "mis", "lss", "expodistance")
+              fields: tuple[str, ...] = ("diagonal_share", "miscoupling", "lss", "expodistance")
               ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Per-prompt values at the first and the last checkpoint, averaged over runs.
 
     Returns:
         ``(first, last)``: field → ``[prompt]``; every run must use the same prompts.
     """
-    shapes = {r: s.profiles[0].mis.shape for r, s in series.items()}
+    shapes = {r: s.profiles[0].miscoupling.shape for r, s in series.items()}
     if len(set(shapes.values())) != 1:
         raise LlmdynError(f"runs were measured on different prompts: {shapes}")
     first = {f: np.mean([getattr(s.profiles[0], f) for s in series.values()], 0)
@@ -173,7 +173,7 @@ def whole_endpoints(series: dict[str, RunSeries], score: str,
     As `endpoints`, averaged over runs per prompt; ``end`` picks where trajectories end
     ("final_norm", paper A eq. 7, or "block_output").
     """
-    endpoints(series, ("share",))  # checks that every run used the same prompts
+    endpoints(series, ("diagonal_share",))  # checks that every run used the same prompts
     first = np.mean([s.profiles[0].whole(score, end) for s in series.values()], 0)
     last = np.mean([s.profiles[-1].whole(score, end) for s in series.values()], 0)
     return first, last
@@ -204,7 +204,8 @@ def _direction(est) -> str:
 
 def _lag(s: RunSeries) -> Measure:
     """One run's lag with its interval over passages (within one network)."""
-    return Measure.of_rows(lambda x, loss=s.heldout_loss: timing_lag(x, loss), s.stack("share").T,
+    return Measure.of_rows(lambda x, loss=s.heldout_loss: timing_lag(x, loss),
+                           s.stack("diagonal_share").T,
                            quantity="coupling − loss half-way point (checkpoint intervals)",
                            fmt=".2f")
 
@@ -288,19 +289,20 @@ def _seed_cells(s: RunSeries) -> dict[str, str]:
                 f"{lag.value:.2f} [{lag.lo:.2f}, {lag.hi:.2f}]"}
 
 
-def adjacent_over_distant(share_map: np.ndarray) -> np.ndarray:
+def adjacent_over_distant(diagonal_share_map: np.ndarray) -> np.ndarray:
     """Mean diagonal share of adjacent block pairs over that of distant ones, ``[prompt]``.
 
     Paper A Figs 1c–e draw the coupled pairs of Pythia's blocks as graph edges, mostly between
     neighbours. Here: mean over |l − l′| = 1 divided by mean over |l − l′| ≥ 2 of 1 − m̃²
-    (``share_map: [prompt, layer, layer]``); 1 means no preference for neighbours.
+    (``diagonal_share_map: [prompt, layer, layer]``); 1 means no preference for neighbours.
     """
-    n = share_map.shape[-1]
-    if share_map.ndim != 3 or n < 3:
-        raise LlmdynError(f"share_map must be [prompt, layer, layer] with >= 3 blocks (distant "
-                          f"pairs need |l - l'| >= 2), got shape {share_map.shape}")
+    n = diagonal_share_map.shape[-1]
+    if diagonal_share_map.ndim != 3 or n < 3:
+        raise LlmdynError(f"diagonal_share_map must be [prompt, layer, layer] with >= 3 blocks "
+                          f"(distant pairs need |l - l'| >= 2), got shape "
+                          f"{diagonal_share_map.shape}")
     gap = np.abs(np.subtract.outer(np.arange(n), np.arange(n)))  # (layer, layer)
-    return share_map[:, gap == 1].mean(-1) / share_map[:, gap >= 2].mean(-1)
+    return diagonal_share_map[:, gap == 1].mean(-1) / diagonal_share_map[:, gap >= 2].mean(-1)
 
 
 def locality_claims(series: dict[str, RunSeries]) -> list[Claim]:
@@ -320,12 +322,12 @@ def locality_claims(series: dict[str, RunSeries]) -> list[Claim]:
                           ("train_local_end", "Adjacent blocks couple most", above(1)),
                           ("train_local_grows", "Coupling concentrates on adjacent blocks "
                            "during training", above(0)))]
-    endpoints(deep, ("share",))
+    endpoints(deep, ("diagonal_share",))
     steps = next(iter(deep.values())).steps
     if any(len(s.steps) != len(steps) or (s.steps != steps).any() for s in deep.values()):
         raise LlmdynError(f"the runs of >= 3 blocks were saved at different steps: "
                           f"{ {r: s.steps.tolist() for r, s in deep.items()} }")
-    ratio = np.mean([[adjacent_over_distant(p.share_map) for p in s.profiles]
+    ratio = np.mean([[adjacent_over_distant(p.diagonal_share_map) for p in s.profiles]
                      for s in deep.values()], 0).T  # (prompt, ckpt), mean over runs
     first, last = ratio[:, 0], ratio[:, -1]
     runs = f"runs {', '.join(deep)} (>= 3 blocks); first checkpoint {first.mean():.2f}"
@@ -383,7 +385,7 @@ def locality_table(series: dict[str, RunSeries]) -> str:
     rows = ["| run | blocks | " + " | ".join(f"step {steps[i]}" for i in shown) + " |",
             "|" + " --- |" * (2 + len(shown))]
     for run, s in deep.items():
-        ratio = [adjacent_over_distant(s.profiles[i].share_map).mean() if i < len(s.profiles)
-                 else np.nan for i in shown]
+        ratio = [adjacent_over_distant(s.profiles[i].diagonal_share_map).mean()
+                 if i < len(s.profiles) else np.nan for i in shown]
         rows.append(f"| {run} | {s.n_layers} | " + " | ".join(f"{x:.2f}" for x in ratio) + " |")
     return "\n".join(rows)

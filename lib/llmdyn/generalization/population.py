@@ -17,7 +17,12 @@ import pandas as pd
 
 from llmdyn import LlmdynError
 from llmdyn.core.store import ResultStore
-from llmdyn.coupling.depth import DepthCoupling, depth_coupling, diagonal_share, offdiagonal_mean
+from llmdyn.coupling.depth import (
+    DepthCoupling,
+    depth_coupling,
+    mean_diagonal_share,
+    offdiagonal_mean,
+)
 from llmdyn.models.loading import load_model
 from llmdyn.models.quiet import quiet_transformers
 from llmdyn.stats import bootstrap
@@ -37,18 +42,19 @@ BUDGET_AND_REGULARISATION = ("log data", "weight decay", "dropout")
 def coupling_scores(couplings: Sequence[DepthCoupling]) -> dict[str, float]:
     """Three summaries of one model's depth coupling, each averaged over prompts.
 
-    - ``share`` (ours): mean over l ≠ l′ of the diagonal share 1 − m̃(A^{ll′})².
-    - ``mis``: mean over l ≠ l′ of m̃(A^{ll′}) (paper A eq. 14; lower is more coupled).
-    - ``paper54`` (§5.4): −m̃(A^{ll′}) averaged over *all* l, l′ ∈ {1, …, L}, the diagonal
-      included. A^{ll} = U_lᵀ J_l V_l is diagonal, so m̃ = 0 there and ``paper54`` equals
-      −(L − 1)/L · ``mis``: the diagonal pulls deeper models less towards 0.
+    - ``diagonal_share`` (ours): mean over l ≠ l′ of the diagonal share 1 − m̃(A^{ll′})².
+    - ``miscoupling``: mean over l ≠ l′ of m̃(A^{ll′}) (paper A eq. 14; lower is more coupled).
+    - ``neg_miscoupling_all_pairs`` (§5.4): −m̃(A^{ll′}) averaged over *all* l, l′ ∈
+      {1, …, L}, the diagonal included. A^{ll} = U_lᵀ J_l V_l is diagonal, so m̃ = 0 there
+      and ``neg_miscoupling_all_pairs`` equals −(L − 1)/L · ``miscoupling``: the diagonal
+      pulls deeper models less towards 0.
     """
     if not couplings:
         raise LlmdynError("coupling_scores needs the coupling of at least one prompt")
-    maps = np.stack([c.normalized for c in couplings])  # (prompt, layer, layer)
-    return {"share": float(np.mean([offdiagonal_mean(diagonal_share(m)) for m in maps])),
-            "mis": float(np.mean([offdiagonal_mean(m) for m in maps])),
-            "paper54": float(-maps.mean())}
+    maps = np.stack([c.miscoupling for c in couplings])  # (prompt, layer, layer)
+    return {"diagonal_share": float(np.mean([mean_diagonal_share(m) for m in maps])),
+            "miscoupling": float(np.mean([offdiagonal_mean(m) for m in maps])),
+            "neg_miscoupling_all_pairs": float(-maps.mean())}
 
 
 def finals(checkpoints: Sequence[Checkpoint]) -> list[Checkpoint]:
@@ -97,11 +103,12 @@ def population_frame(checkpoints: Sequence[Checkpoint], runs: Mapping[str, objec
             "params": c.params, "tokens": c.tokens_seen, "steps": c.step,
             "data_fraction": run.data_fraction, "epochs": c.tokens_seen / data_tokens,
             "weight_decay": run.weight_decay, "dropout": run.dropout, "seed": run.seed,
-            "coupling_share": by_k[k]["share"], "coupling_mis": by_k[k]["mis"],
-            "coupling_54": by_k[k]["paper54"], "train_loss": c.train_loss,
+            "diagonal_share": by_k[k]["diagonal_share"], "miscoupling": by_k[k]["miscoupling"],
+            "neg_miscoupling_all_pairs": by_k[k]["neg_miscoupling_all_pairs"],
+            "train_loss": c.train_loss,
             "heldout_loss": c.heldout_loss, "gap": c.heldout_loss - c.train_loss,
             "ood_loss": c.ood_loss,
-            **{f"coupling_share_k{kk}": s["share"] for kk, s in by_k.items()}})
+            **{f"diagonal_share_k{kk}": s["diagonal_share"] for kk, s in by_k.items()}})
     frame = pd.DataFrame(rows)
     frame["log params"], frame["log tokens"] = np.log(frame.params), np.log(frame.tokens)
     frame["log data"], frame["log epochs"] = np.log(frame.data_fraction), np.log(frame.epochs)
@@ -119,7 +126,7 @@ def single_fits(frame: pd.DataFrame, y: str, predictors: Sequence[str]) -> pd.Da
     return pd.DataFrame(rows)
 
 
-def r2_advantage(frame: pd.DataFrame, y: str, coupling: str = "coupling_share",
+def r2_advantage(frame: pd.DataFrame, y: str, coupling: str = "diagonal_share",
                  rivals: Sequence[str] = SIZE_AND_SHAPE, seed: int = 0) -> Estimate:
     """R²(y ~ coupling) − max over rivals of R²(y ~ rival), bootstrapped over models.
 
@@ -162,7 +169,7 @@ def population_markdown(frame: pd.DataFrame) -> str:
         lines.append(
             f"| {r.run} | {r.depth} | {r.width} | {r.params:,.0f} | {r.tokens:,.0f} | "
             f"{r.data_fraction:g} | {r.epochs:.2g} | {r.weight_decay:g} | {r.dropout:g} | "
-            f"{r.coupling_share:.3f} | {r.coupling_54:.3f} | {r.heldout_loss:.3f} | "
+            f"{r.diagonal_share:.3f} | {r.neg_miscoupling_all_pairs:.3f} | {r.heldout_loss:.3f} | "
             f"{r.gap:.3f} | {r.ood_loss:.3f} |")
     return "\n".join(lines)
 

@@ -21,7 +21,10 @@ import pandas as pd
 from llmdyn import LlmdynError
 from llmdyn.core.paths import data_file
 from llmdyn.core.store import ResultStore
-from llmdyn.coupling.depth import depth_coupling, diagonal_share, offdiagonal_mean
+from llmdyn.coupling.depth import (
+    depth_coupling,
+    mean_diagonal_share,
+)
 from llmdyn.models.loading import load_model
 from llmdyn.stats.regression import LinearFit, ols
 from llmdyn.sweep.join import SCORE_COLUMNS, leaderboard
@@ -97,7 +100,7 @@ def subset_table(frame: pd.DataFrame, x: str, y: str,
 
 def k_table(frame: pd.DataFrame, ks: Sequence[int], y: str = "heldout_loss") -> str:
     """R², p and slope of ``y`` on the diagonal share measured at each k (paper A Fig 36)."""
-    rows = [_fit_row(f"k = {k}", len(frame), fit_or_reason(frame[f"coupling_share_k{k}"],
+    rows = [_fit_row(f"k = {k}", len(frame), fit_or_reason(frame[f"diagonal_share_k{k}"],
                                                             frame[y])) for k in ks]
     return _fit_table("coupling measured at", rows)
 
@@ -121,7 +124,7 @@ def coupling_and_bits(spec: str, texts: Sequence[str], *, k: int,
     model = load_model(spec, device=device)
     store = ResultStore(model.model_id, provenance=model.identity)
     coupling = depth_coupling(model, texts, k=min(k, model.d_model), store=store)
-    share = float(np.mean([offdiagonal_mean(diagonal_share(c.normalized)) for c in coupling]))
+    share = float(np.mean([mean_diagonal_share(c.miscoupling) for c in coupling]))
     return share, float(bits_per_byte(model, texts).mean())
 
 

@@ -198,7 +198,7 @@ def bigram_cost(frame: pd.DataFrame, wall_s: Mapping[str, float], bigram: float,
 
 def coefficient_rows(frame: pd.DataFrame, measures: Mapping[str, str],
                      sets: Mapping[str, Sequence[str]], coefficient: Callable,
-                     name: str = "coupling_share") -> str:
+                     name: str = "diagonal_share") -> str:
     """Markdown: ``name``'s coefficient (95 % interval, p) for each measure and predictor set.
 
     ``coefficient(frame, y, predictors, name) -> Estimate`` is the bootstrapped coefficient

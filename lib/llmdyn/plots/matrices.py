@@ -66,7 +66,7 @@ def layer_heatmap(
     cmap: str = "RdYlBu",
     first_layer: int = 1,
 ) -> Axes:
-    """Heatmap of a layer × layer quantity such as normalised mis-coupling (paper B Fig 6).
+    """Heatmap of a layer × layer quantity such as miscoupling (paper B Fig 6).
 
     Args:
         M: ``[layer, layer]``; ``M[i, j]`` compares the Jacobian of layer i with the singular

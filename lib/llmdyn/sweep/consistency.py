@@ -20,7 +20,7 @@ __all__ = ["TOLERANCE", "check_consistent"]
 # Aggregates are float32 means over the same prompts; 1e-5 is far above their rounding
 # (~1e-7) and far below any edit worth making.
 TOLERANCE = 1e-5
-_SCORES = ("coupling_mis", "coupling_share")
+_SCORES = ("miscoupling", "diagonal_share")
 
 
 def _fix(path: Any, raw: Mapping[str, Any]) -> str:
@@ -43,11 +43,11 @@ def check_consistent(path: Any, raw: Mapping[str, Any], params: Mapping[str, Any
 
     Args:
         path: the file, for the message.
-        raw: the file's parsed JSON (``aggregate`` with ``coupling_mis``, ``coupling_share``
+        raw: the file's parsed JSON (``aggregate`` with ``miscoupling``, ``diagonal_share``
             and optionally ``per_task``).
         params: its own parameters (``n_per_task``, ``tasks``).
-        prompts: its per-prompt records (``id``, ``task``, ``coupling_mis``,
-            ``coupling_share``).
+        prompts: its per-prompt records (``id``, ``task``, ``miscoupling``,
+            ``diagonal_share``).
 
     Raises:
         LlmdynError: a prompt count other than ``n_per_task`` per task, a repeated prompt id,

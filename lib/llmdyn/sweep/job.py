@@ -32,10 +32,16 @@ from llmdyn.core.store import (
     safe_name,
     versions,
 )
+from llmdyn.coupling.topk import PAPER_K
 from llmdyn.data.prompts import ALL_TASKS, sample_leaderboard
 from llmdyn.sweep.consistency import check_consistent
 
-FORMAT = "llmdyn.coupling.depth-measurement/1"  # bump when the file's schema changes
+FORMAT = "llmdyn.coupling.depth-measurement/2"  # bump when the file's schema changes
+# Format 1 named m̃ "coupling_mis" (its map "normalized_map") and 1 − m̃² "coupling_share";
+# its files are read as format 2.
+FORMAT_1 = "llmdyn.coupling.depth-measurement/1"
+RENAMED_IN_2 = {"coupling_mis": "miscoupling", "coupling_share": "diagonal_share",
+                "normalized_map": "miscoupling_map"}
 
 
 @dataclass(frozen=True)
@@ -52,7 +58,7 @@ class MeasureParams:
             prompts, as the paper does.
     """
 
-    k: int = 30  # K of paper A
+    k: int = PAPER_K  # paper A's K, which relative_k also gives every model 240 or more wide
     n_per_task: int = 200  # prompts per task (paper A: 200 × 6 = 1,200)
     tasks: tuple[str, ...] = ALL_TASKS  # leaderboard tasks
     seed: int = 0  # seed of the prompt sample
@@ -91,24 +97,24 @@ class CouplingResult:
         path: the file it came from.
         model: the model's identity (``name``, ``key``, ``source``, ``sha256`` or ``revision``).
         params: the parameters it was measured with.
-        coupling_mis: mean m̃(A) over prompts and layer pairs l ≠ l′ (paper A eq. 14).
-        coupling_share: mean diagonal share 1 − m̃² (chance 1/k).
+        miscoupling: mean m̃(A) over prompts and layer pairs l ≠ l′ (paper A eq. 14).
+        diagonal_share: mean diagonal share 1 − m̃² (chance 1/k).
         coupling_authors: mean of the authors'-code score.
         prompt_ids: ``[prompt]`` ids of the prompts, in measured order.
-        prompt_mis: ``[prompt]`` each prompt's mean m̃ over pairs l ≠ l′.
-        prompt_share: ``[prompt]`` each prompt's mean diagonal share.
+        prompt_miscoupling: ``[prompt]`` each prompt's mean m̃ over pairs l ≠ l′.
+        prompt_diagonal_share: ``[prompt]`` each prompt's mean diagonal share.
         versions: package versions of the run.
     """
 
     path: Path
     model: dict[str, Any]
     params: dict[str, Any]
-    coupling_mis: float
-    coupling_share: float
+    miscoupling: float
+    diagonal_share: float
     coupling_authors: float
     prompt_ids: tuple[str, ...]
-    prompt_mis: np.ndarray
-    prompt_share: np.ndarray
+    prompt_miscoupling: np.ndarray
+    prompt_diagonal_share: np.ndarray
     versions: dict[str, Any]
 
     @property
@@ -141,7 +147,7 @@ def measure_coupling(model: str, params: MeasureParams = MeasureParams(), *,
     """
     # here, not at the top: the `llmdyn` command imports this module for its options, and
     # only a measurement needs torch and transformers (seconds to import)
-    from llmdyn.coupling.depth import depth_coupling, diagonal_share, offdiagonal_mean
+    from llmdyn.coupling.depth import depth_coupling, mean_diagonal_share, offdiagonal_mean
     from llmdyn.coupling.summary import summarize_depth
     from llmdyn.models.loading import load_model
 
@@ -156,8 +162,8 @@ def measure_coupling(model: str, params: MeasureParams = MeasureParams(), *,
     for task in params.tasks:
         chosen = [c for c, p in zip(couplings, prompts, strict=True) if p.task == task]
         s = summarize_depth(chosen)
-        per_task[task] = {"coupling_mis": s.mis, "coupling_share": s.share}
-    mean_map = np.mean([c.normalized for c in couplings], 0)  # (layer, layer)
+        per_task[task] = {"miscoupling": s.miscoupling, "diagonal_share": s.diagonal_share}
+    mean_map = np.mean([c.miscoupling for c in couplings], 0)  # (layer, layer)
     return {
         "format": FORMAT,
         "measurement": "depth_coupling_leaderboard",
@@ -167,12 +173,12 @@ def measure_coupling(model: str, params: MeasureParams = MeasureParams(), *,
         "n_layers": loaded.n_layers,
         "d_model": loaded.d_model,
         "device": device,
-        "aggregate": {"coupling_mis": summary.mis, "coupling_share": summary.share,
+        "aggregate": {"miscoupling": summary.miscoupling, "diagonal_share": summary.diagonal_share,
                       "coupling_authors": summary.authors, "per_task": per_task,
-                      "normalized_map": mean_map.tolist()},
+                      "miscoupling_map": mean_map.tolist()},
         "prompts": [{"id": p.id, "task": p.task,
-                     "coupling_mis": offdiagonal_mean(c.normalized),
-                     "coupling_share": offdiagonal_mean(diagonal_share(c.normalized))}
+                     "miscoupling": offdiagonal_mean(c.miscoupling),
+                     "diagonal_share": mean_diagonal_share(c.miscoupling)}
                     for p, c in zip(prompts, couplings, strict=True)],
         "versions": versions(),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -229,6 +235,23 @@ def write_result(result: dict[str, Any], out: str | os.PathLike) -> Path:
     return out
 
 
+def upgraded_from_format_1(raw: dict) -> dict:
+    """A format-1 file's JSON with its score keys renamed (`RENAMED_IN_2`); values untouched."""
+    def renamed(scores):
+        return {RENAMED_IN_2.get(key, key): value for key, value in scores.items()} \
+            if isinstance(scores, dict) else scores
+
+    agg = raw.get("aggregate")
+    if isinstance(agg, dict):
+        agg = renamed(agg)
+        if isinstance(agg.get("per_task"), dict):
+            agg["per_task"] = {task: renamed(s) for task, s in agg["per_task"].items()}
+    prompts = raw.get("prompts")
+    if isinstance(prompts, list):
+        prompts = [renamed(p) for p in prompts]
+    return {**raw, "format": FORMAT, "aggregate": agg, "prompts": prompts}
+
+
 def read_result(path: str | os.PathLike) -> CouplingResult:
     """Read one result file written by :func:`write_result`.
 
@@ -246,6 +269,8 @@ def read_result(path: str | os.PathLike) -> CouplingResult:
     except json.JSONDecodeError as err:
         raise LlmdynError(f"result file {path} is not JSON ({err}); rerun its measurement") \
             from None
+    if isinstance(raw, dict) and raw.get("format") == FORMAT_1:
+        raw = upgraded_from_format_1(raw)
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         got = raw.get("format") if isinstance(raw, dict) else type(raw).__name__
         raise LlmdynError(f"result file {path} has format {got!r}, expected {FORMAT!r}; rerun "
@@ -255,12 +280,13 @@ def read_result(path: str | os.PathLike) -> CouplingResult:
         check_consistent(path, raw, raw["params"], raw["prompts"])  # against its own prompts
         return CouplingResult(
             path=path, model=raw["model"], params=raw["params"],
-            coupling_mis=float(agg["coupling_mis"]), coupling_share=float(agg["coupling_share"]),
+            miscoupling=float(agg["miscoupling"]), diagonal_share=float(agg["diagonal_share"]),
             coupling_authors=float(agg["coupling_authors"]),
             prompt_ids=tuple(p["id"] for p in raw["prompts"]),
-            prompt_mis=np.array([p["coupling_mis"] for p in raw["prompts"]], dtype=np.float64),
-            prompt_share=np.array([p["coupling_share"] for p in raw["prompts"]],
-                                  dtype=np.float64),
+            prompt_miscoupling=np.array([p["miscoupling"] for p in raw["prompts"]],
+                                        dtype=np.float64),
+            prompt_diagonal_share=np.array([p["diagonal_share"] for p in raw["prompts"]],
+                                           dtype=np.float64),
             versions=raw.get("versions", {}))
     except LlmdynError:  # a ValueError too: keep the consistency check's own message
         raise
@@ -334,8 +360,8 @@ def run_cli(args: argparse.Namespace) -> int:
                            seed=args.seed, max_chars=args.max_chars)
     result = measure_coupling(args.model, params, device=args.device, cache=not args.no_cache)
     agg = result["aggregate"]
-    print(f"{args.model}: m̃ = {agg['coupling_mis']:.4f}, diagonal share = "
-          f"{agg['coupling_share']:.4f} over {len(result['prompts'])} prompts -> {args.out}",
+    print(f"{args.model}: m̃ = {agg['miscoupling']:.4f}, diagonal share = "
+          f"{agg['diagonal_share']:.4f} over {len(result['prompts'])} prompts -> {args.out}",
           flush=True)
     # Last, after every print: nothing that fails after it can make the workflow delete a
     # finished result (issue 31, item 2).

@@ -87,15 +87,15 @@ class SweepTable:
 
     Attributes:
         models: ``[model]`` hub ids.
-        coupling_mis: ``[model]`` mean m̃.
-        coupling_share: ``[model]`` mean diagonal share.
+        miscoupling: ``[model]`` mean m̃.
+        diagonal_share: ``[model]`` mean diagonal share.
         score: ``[model]`` six-task leaderboard average.
         results: the result files read.
     """
 
     models: tuple[str, ...]
-    coupling_mis: np.ndarray
-    coupling_share: np.ndarray
+    miscoupling: np.ndarray
+    diagonal_share: np.ndarray
     score: np.ndarray
     results: tuple[CouplingResult, ...]
 
@@ -116,8 +116,8 @@ def sweep_table(models: Sequence[str], expected: MeasureParams, *,
     for m, r in zip(models, results, strict=True):
         if r.name != m:
             raise LlmdynError(f"result file {r.path} holds model {r.name!r}, not {m!r}")
-    return SweepTable(tuple(models), np.array([r.coupling_mis for r in results]),
-                      np.array([r.coupling_share for r in results]), np.array(scores),
+    return SweepTable(tuple(models), np.array([r.miscoupling for r in results]),
+                      np.array([r.diagonal_share for r in results]), np.array(scores),
                       tuple(results))
 
 

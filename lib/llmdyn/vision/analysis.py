@@ -34,7 +34,7 @@ from llmdyn.stats.anova import OneWayAnova, cell_summary, one_way_anova
 from llmdyn.stats.bootstrap import LEVEL
 from llmdyn.stats.replicates import bootstrap_within_cells
 
-COUPLING_COLUMNS = {"final_norm": "coupling", "block_output": "coupling_block_output"}
+COUPLING_COLUMNS = {"final_norm": "strength", "block_output": "strength_block_output"}
 NOT_FITTED_FACTOR = 2.0  # a WD is "not fitted" when its median train loss exceeds this × the grid's
 
 
@@ -233,7 +233,7 @@ def slope_measure(table: pd.DataFrame, column: str, quantity: str, *,
                                         f"p = {fit.pvalues[1]:.2g}")
 
 
-def slopes_by_wd(table: pd.DataFrame, column: str = "coupling") -> dict[float, Measure]:
+def slopes_by_wd(table: pd.DataFrame, column: str = "strength") -> dict[float, Measure]:
     """`slope_measure` of ``column`` on the SD rate among the ViTs of each weight decay."""
     return {float(wd): slope_measure(rows, column, f"slope of coupling on SD rate at WD {wd:g}")
             for wd, rows in table.groupby("weight_decay")}

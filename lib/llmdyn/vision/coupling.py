@@ -10,7 +10,7 @@ state from every patch's point of view; `stack_jacobians` differentiates the who
 assumes no causal order.
 
 Per image, the coupling score is paper A's mean depth-wise coupling: the mean over block pairs
-l ≠ l′ of 1 − m̃(A_{l l′}) (eq. 14, `llmdyn.coupling.mean_coupling`), with A from the
+l ≠ l′ of 1 − m̃(A_{l l′}) (eq. 14, `llmdyn.coupling.mean_strength`), with A from the
 top-k singular vectors. A model's coupling is its mean over the same held-out test images.
 
 Where the trajectory ends (``last_point``) follows the language-model chapters: by default the
@@ -34,7 +34,8 @@ import torch
 from llmdyn import LlmdynError
 from llmdyn.core.store import ResultStore, content_hash
 from llmdyn.coupling.depth import DepthCoupling, coupling_from_jacobians
-from llmdyn.coupling.summary import mean_coupling
+from llmdyn.coupling.summary import mean_strength
+from llmdyn.coupling.topk import relative_k
 from llmdyn.jacobians.blocks import record_block_calls, stack_jacobians
 from llmdyn.stats.bootstrap import bootstrap, mean
 from llmdyn.stats.regression import ols_or_none
@@ -119,7 +120,7 @@ class GridCoupling:
     Attributes:
         table: one row per run: run, cell (its SD rate and weight decay), drop_path,
             weight_decay, seed, test_accuracy, heldout_loss, train_loss, coupling (mean over
-            images, the final norm in the last block) and coupling_block_output (the same,
+            images, the final norm in the last block) and strength_block_output (the same,
             ending at the last block's output), wall_s.
         per_image: ``{last_point: [image, run]}`` mean depth coupling per test image.
         dataset: the data set's name.
@@ -143,7 +144,7 @@ def _run_coupling(directory: Path, images: torch.Tensor, k: int, device: str) ->
     def compute():
         model = load_vit(ckpt, device).double()
         jac = [both_endpoints(model, im) for im in images.double().to(device)]
-        return {end: np.array([mean_coupling(coupling_from_jacobians(j[end], k).normalized)
+        return {end: np.array([mean_strength(coupling_from_jacobians(j[end], k).miscoupling)
                                for j in jac]) for end in LAST_POINTS}  # (image,) each
 
     return {**store.cached("cls_coupling", params, "all", compute), **metrics}
@@ -163,8 +164,8 @@ def measure_grid(grid: VitGrid | str, root: str | Path | None = None, *, n_image
     """Final test accuracy and class-token coupling of every trained run of a grid.
 
     Runs must be trained (`llmdyn.vision.train_grid`); results are cached per checkpoint.
-    ``k`` defaults to d_model / 8 (8 for width 64, 24 for DeiT-Tiny's 192): enough directions
-    to hold most of a block's gain, few enough that unrelated bases are far from diagonal.
+    ``k`` defaults to :func:`llmdyn.coupling.topk.relative_k` (d_model // 8 below width 240:
+    4 for the grid of width 32, 24 for DeiT-Tiny's 192).
     """
     from tqdm.auto import tqdm
 
@@ -172,7 +173,7 @@ def measure_grid(grid: VitGrid | str, root: str | Path | None = None, *, n_image
     root = Path(root) if root is not None else default_root(grid, dataset)
     data = grid_data(grid, dataset)
     d_model = shape_for(grid, data).d_model
-    k = max(2, d_model // 8) if k is None else k
+    k = relative_k(d_model) if k is None else k
     if not 2 <= k <= d_model:
         raise LlmdynError(f"k must be in [2, d_model = {d_model}], got {k}")
     images = heldout_images(data, n_images, seed)
@@ -189,8 +190,8 @@ def measure_grid(grid: VitGrid | str, root: str | Path | None = None, *, n_image
                      "weight_decay": run.weight_decay, "seed": run.seed,
                      "test_accuracy": out["test_accuracy"], "heldout_loss": out["heldout_loss"],
                      "train_loss": out["train_loss"],
-                     "coupling": float(np.mean(out["final_norm"])),
-                     "coupling_block_output": float(np.mean(out["block_output"])),
+                     "strength": float(np.mean(out["final_norm"])),
+                     "strength_block_output": float(np.mean(out["block_output"])),
                      "wall_s": json.loads(done.read_text())["wall_s"]})
     return GridCoupling(pd.DataFrame(rows), {e: np.stack(v, 1) for e, v in per_image.items()},
                         data.name, k)
@@ -214,7 +215,7 @@ def fits_by_sd(table: pd.DataFrame) -> dict[float, object]:
 
     None where there is nothing to fit (fewer than 3 runs, or coupling constant).
     """
-    return {float(sd): ols_or_none(rows.coupling, rows.test_accuracy)
+    return {float(sd): ols_or_none(rows.strength, rows.test_accuracy)
             for sd, rows in table.groupby("drop_path")}
 
 

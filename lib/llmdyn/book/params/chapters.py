@@ -23,7 +23,7 @@ class DepthCouplingParams(CompareParams):
 
     example_prompt: str = "What is the capital of France? The capital is"
     prompts: list[str] | None = None  # None: the example, then chapter 04's SQuAD questions
-    k: int | None = None  # top singular vectors kept in A (None: 30, or d_model // 8 if narrow)
+    k: int | None = None  # top singular vectors kept in A (None: relative_k)
     grid_layers: list[int] | None = None  # grid blocks (None: 8–15 relative to the model)
     n_prompts: int = 20  # SQuAD questions after the example (the same draw as chapter 04)
     squad_articles: list[str] | None = None  # as chapter 04 (None: the default articles)
@@ -54,7 +54,7 @@ class JacobianAlignmentParams(QuestionParams):
     """Chapter 04: residual Jacobian alignment r(A) and Table 1 (paper B §3.6, §4.5; Figs 6, 7)."""
 
     example_prompt: str = "What is the capital of France? The capital is"  # the |A| grids
-    k: int | None = None  # paper B's K = 30 in A_{i,j,K} (None: 30 if d_model allows)
+    k: int | None = None  # paper B's K = 30 in A_{i,j,K} (None: relative_k)
     grid_layers: list[int] | None = None  # 0-based blocks (None: 8–15 relative to the model)
     n_prompts: int = 20  # SQuAD prompts in the r(A) heatmap and claims (paper: 100)
     n_compare_prompts: int = 2  # of those, for each compare model (Jacobians cost ~5 s each)
@@ -75,7 +75,7 @@ class SpectraPromptsParams(CompareParams):
     n_prompts: int = 20  # SQuAD questions after the example (chapter 04's draw)
     squad_articles: list[str] | None = None  # as chapter 04 (None: the default articles)
     n_compare_prompts: int = 1  # of those, for each compare model
-    k: int | None = None  # singular vectors in A and values kept (None: 30 if d_model allows)
+    k: int | None = None  # singular vectors in A and values kept (None: relative_k)
     n_top: int = 5  # singular values drawn per layer
     noise_levels: list[float] = field(default_factory=lambda: [0.01, 0.03, 0.1, 0.3, 1.0])
     n_draws: int = 8  # noise draws per level
@@ -158,7 +158,7 @@ class TokenCouplingParams(ChapterParams):
     n_prompts: int = 3  # prompts pooled in the summary numbers (each costs a Jacobian pass)
     layer: int | None = None  # 0-based block l of the Jacobians (None: 11 relative to the model)
     ref_layer: int | None = None  # 0-based block l′ of the bases (None: 12 relative to the model)
-    k: int | None = None  # top singular vectors per coupling matrix (None: 30 if d_model allows)
+    k: int | None = None  # top singular vectors per coupling matrix (None: relative_k)
     input_token: int = 0  # t1 of fixed-input coupling (negative counts from the end)
     output_token: int = -1  # t2 of fixed-output coupling (negative counts from the end)
     same_layer_control: bool = True  # also score l′ = l (from the same Jacobians, no extra pass)
@@ -263,8 +263,9 @@ class TrainingParams(ChapterParams):
     prompts: list[str] | None = None  # None: passages from the suite corpus's held-out split
     n_prompts: int = 16  # held-out passages (the same for every checkpoint)
     prompt_chars: int = 240  # characters per passage (about 50 tokens of the suite's BPE)
-    # paper B's K; paper A does not state the K of Fig 1a, and its Fig 36 varies it
-    k: int = 30  # top singular vectors in the coupling matrices
+    # An override of relative_k (d_model // 8 on these narrow models): the papers' K = 30, as
+    # paper B states it; paper A does not state the K of Fig 1a, and its Fig 36 varies it.
+    k: int = 30  # top singular vectors in the coupling matrices (override: the papers' K)
     window: int = 3  # points per LSS/expodistance window (paper: 11 of 36 layers)
     graph_steps: list[int] | None = None  # checkpoints drawn as graphs (None: four spread out)
     last_point: str = "final_norm"  # the papers' convention; or "block_output"
@@ -296,7 +297,7 @@ class GeneralizationParams(ChapterParams):
     suite_root: str = "results/suite"  # where its runs are
     n_prompts: int = 16  # held-out passages, the same for every model
     prompt_chars: int = 160  # characters per passage (the population's context: 64 tokens)
-    k: int = 30  # top singular vectors (paper B's K; paper A does not state Fig 1a's)
+    k: int = 30  # top singular vectors; override of relative_k (d_model // 8 here): papers' K
     k_sweep: list[int] = field(default_factory=lambda: [10, 20, 30])  # Fig 36's choices of K
     compare_models: list[str] = field(default_factory=list)  # also placed (minutes each)
     n_compare_prompts: int = 4  # passages for `model` and each compare model
@@ -335,7 +336,7 @@ class VitParams(ChapterParams):
     dataset: str = "fashion-mnist"  # "fashion-mnist", "digits" or a CIFAR-10 binary directory
     grid_root: str | None = None  # where the grid's runs are (None: results/vit/<grid>/<dataset>)
     n_images: int = 24  # held-out test images whose class-token coupling is averaged
-    k: int | None = None  # top singular vectors (None: d_model / 8; paper's LLMs: 30)
+    k: int | None = None  # top singular vectors (None: relative_k, d_model // 8 for ViTs)
     fixed_weight_decay: float = 1.0  # Fig 6b's weight decay (paper: 0.04; the grid's are × 25)
     example_run: str | None = None  # run shown trained vs untrained (None: largest SD, Fig 6b WD)
 

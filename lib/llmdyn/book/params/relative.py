@@ -5,7 +5,7 @@ on SmolLM2-135M, 30 blocks, following the papers' 24–80-block models. On a mod
 the blocks of a default, the default is used as is, so SmolLM2-135M (30 blocks) and
 Gemma-3-270M (18) run what they always ran. On a shallower model each block b is moved to the
 same fraction of depth: the block whose centre is nearest (b + ½)·L / 30 − ½ (eq. below).
-k (top singular vectors) is the papers' 30 where d_model ≥ 8·30, else d_model / 8. An LSS
+k (top singular vectors) is `llmdyn.coupling.topk.relative_k`, the library's one rule. An LSS
 window (paper B: 11 layers) longer than the model's L + 1 points covers the same fraction of
 them: 11·(L + 1)/31, the nearest odd number, at least 3.
 """
@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import math
 
+from llmdyn.coupling.topk import relative_k
+
+__all__ = ["relative_blocks", "relative_k", "relative_pair", "relative_window", "same_fraction"]
+
 REFERENCE_DEPTH = 30  # blocks of SmolLM2-135M, where the block defaults were chosen
-PAPER_K = 30  # paper A §3.1 and paper B §3.6: K = 30
-K_FRACTION = 8  # a model narrower than 8·K keeps d_model // 8 singular vectors
 
 
 def same_fraction(block: int, n_layers: int, reference: int = REFERENCE_DEPTH) -> int:
@@ -50,11 +52,6 @@ def relative_pair(pair: tuple[int, int], n_layers: int) -> tuple[int, int]:
     first = same_fraction(pair[0], n_layers)
     first = min(max(first, -offset), n_layers - 1 - max(offset, 0))
     return first, first + offset
-
-
-def relative_k(d_model: int) -> int:
-    """K = 30 (the papers') where d_model ≥ 240, else d_model // 8 (at least 2)."""
-    return PAPER_K if d_model >= K_FRACTION * PAPER_K else max(2, d_model // K_FRACTION)
 
 
 def relative_window(window: int, n_layers: int) -> int:
