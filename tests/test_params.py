@@ -207,3 +207,40 @@ def test_parameters_cell_and_dataclass_defaults_agree(chapter):
     defaults = cls()
     differ = {k: (v, getattr(defaults, k)) for k, v in cell.items() if getattr(defaults, k) != v}
     assert not differ, f"{chapter}: parameters cell != {cls_name} defaults: {differ}"
+
+
+def test_each_parameter_is_documented_once_in_its_class_and_the_cells_are_written_from_it():
+    """Issue 33: the cell and the class had drifted apart (120 of 137 comments differed)."""
+    from llmdyn.book.params.cell import field_docs, papermill_readable, parameters_cell
+    from tools.parameter_cells import main
+
+    assert main(["--check"]) == 0, "run `python tools/parameter_cells.py` to rewrite the cells"
+    for chapter in __import__("llmdyn.book.build").book.build.chapters():
+        cls_name, cell = _parameters_cell(chapter)
+        cls = getattr(__import__("llmdyn.book.params").book.params, cls_name)
+        docs = field_docs(cls)
+        undocumented = [name for name in cell if not docs.get(name)]
+        assert not undocumented, f"{cls_name}: no comment for {undocumented}"
+        # papermill skips a line holding two '=' and then warns "unknown parameter"
+        assert all(papermill_readable(d) for d in docs.values()), cls_name
+        assert list(cell) == [line.split(" = ")[0] for line in parameters_cell(cls).splitlines()]
+
+
+def test_a_long_doc_goes_above_its_field_and_a_subclass_doc_wins():
+    from dataclasses import dataclass
+
+    from llmdyn.book.params.base import ChapterParams
+    from llmdyn.book.params.cell import parameters_cell
+
+    @dataclass(frozen=True)
+    class Example(ChapterParams):
+        #: a doc that is long enough to need
+        #: a second line
+        n: int = 3
+        seed: int = 1  # seed of this chapter's draw
+        names: list[str] | None = None
+
+    cell = parameters_cell(Example).splitlines()
+    assert "n = 3  # a doc that is long enough to need a second line" in cell
+    assert "seed = 1  # seed of this chapter's draw" in cell
+    assert "names = None" in cell and cell[0].startswith('model = "smollm2-135m"  # ')

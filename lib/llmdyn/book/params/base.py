@@ -52,7 +52,7 @@ class ChapterParams:
     """Parameters every chapter shares; subclasses add their own fields and bounds."""
 
     model: str = "smollm2-135m"  # a name from `llmdyn models`, a local path or a hub id
-    seed: int = 0  # seed of any prompt sampling (twins have their own: twin_seeds)
+    seed: int = 0  # seed of the chapter's prompt draw, if any (twins have their own: twin_seeds)
     device: str = "cpu"  # "cuda" where a GPU exists
 
     at_least: ClassVar[dict[str, int]] = {}  # field -> smallest allowed value
@@ -178,8 +178,9 @@ class ChapterParams:
 class CompareParams(ChapterParams):
     """A chapter that also runs other models beside the primary one."""
 
-    compare_models: list[str] = field(default_factory=lambda: ["gemma3-270m"])  # also run these
-    cut_long_prompts: bool = True  # prompts beyond a model's context keep their end; False: error
+    #: also run these beside `model` (which is skipped if listed here; [] for none)
+    compare_models: list[str] = field(default_factory=lambda: ["gemma3-270m"])
+    cut_long_prompts: bool = True  # a prompt beyond a model's context keeps its end (False: error)
 
     def models(self) -> list[str]:
         """The primary model, then the compare models, each once, in order."""

@@ -1,4 +1,9 @@
-"""One parameter class per chapter: its fields are the chapter's parameters cell, with bounds."""
+"""One parameter class per chapter: its fields are the chapter's parameters cell, with bounds.
+
+Each field's comment (or the ``#:`` lines above it) is the parameter's one description; the
+notebook's cell is written from it (`llmdyn.book.params.cell`). Chapters 08–10 are in
+`llmdyn.book.params.trained`.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,6 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from llmdyn import LlmdynError
 from llmdyn.book.params.base import (
     ChapterParams,
     CompareParams,
@@ -21,16 +25,27 @@ from llmdyn.data.prompts import ALL_TASKS
 class DepthCouplingParams(CompareParams):
     """Chapter 05: coupling across depth (paper A §3.1, §5.1, Fig 3)."""
 
+    #: the prompt of the single-prompt figures (the example; Figs 3, 20)
     example_prompt: str = "What is the capital of France? The capital is"
-    prompts: list[str] | None = None  # None: the example, then chapter 04's SQuAD questions
-    k: int | None = None  # top singular vectors kept in A (None: relative_k)
-    grid_layers: list[int] | None = None  # grid blocks (None: 8–15 relative to the model)
-    n_prompts: int = 20  # SQuAD questions after the example (the same draw as chapter 04)
-    squad_articles: list[str] | None = None  # as chapter 04 (None: the default articles)
-    max_prompt_chars: int | None = None  # as chapter 04 (None: whole prompts)
-    n_compare_prompts: int = 1  # prompts for each compare model (1: the example, as Fig 20)
-    twin_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # untrained twins' seeds
-    n_seed_prompts: int = 3  # prompts for the twins after the first seed (their spread)
+    #: None: SQuAD questions, the same draw as chapter 04 (cached once); or texts
+    prompts: list[str] | None = None
+    #: top singular vectors kept in each coupling matrix (None: relative_k, 30 where d_model ≥ 240,
+    #: else d_model // 8)
+    k: int | None = None
+    #: 0-based blocks in the grid (None: 8-15, paper layers 9-16, or the same fractions of a
+    #: shallower model)
+    grid_layers: list[int] | None = None
+    #: prompts after the example in the heatmaps and claims (~5 s each per model)
+    n_prompts: int = 20
+    #: SQuAD articles of the questions (None: as chapter 04's default)
+    squad_articles: list[str] | None = None
+    #: None: whole prompts (as chapter 04); an int keeps the last characters
+    max_prompt_chars: int | None = None
+    #: prompts for each compare model (1: the France prompt, as Figs 3, 20)
+    n_compare_prompts: int = 1
+    #: untrained twins' seeds: the first on every prompt, the others on n_seed_prompts
+    twin_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    n_seed_prompts: int = 3  # prompts for the twins of the other seeds (the spread over seeds)
 
     at_least: ClassVar[dict[str, int]] = {"k": 2, "n_prompts": 1, "n_compare_prompts": 1,
                                           "n_seed_prompts": 1}
@@ -42,8 +57,9 @@ class UncertaintyParams(QuestionParams):
     """Chapter 03: logit-lens uncertainty per layer (paper B §4.4, App. A.1, B.2; Figs 5, 8–11)."""
 
     top_k: int = 5  # tokens per layer in the top-k tables (paper: 5)
-    n_table_layers: int = 8  # evenly spaced layers shown in the top-k tables (paper: 5–8)
-    twin_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # twins, every prompt
+    n_table_layers: int = 8  # evenly spaced layers shown in the top-k tables
+    #: untrained twins' seeds (same config, fresh weights), each twin on every prompt ([]: none)
+    twin_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
 
     at_least: ClassVar[dict[str, int]] = {"n_prompts": 1, "top_k": 1, "n_table_layers": 2}
     twins_optional: ClassVar[bool] = True
@@ -53,14 +69,19 @@ class UncertaintyParams(QuestionParams):
 class JacobianAlignmentParams(QuestionParams):
     """Chapter 04: residual Jacobian alignment r(A) and Table 1 (paper B §3.6, §4.5; Figs 6, 7)."""
 
-    example_prompt: str = "What is the capital of France? The capital is"  # the |A| grids
-    k: int | None = None  # paper B's K = 30 in A_{i,j,K} (None: relative_k)
-    grid_layers: list[int] | None = None  # 0-based blocks (None: 8–15 relative to the model)
-    n_prompts: int = 20  # SQuAD prompts in the r(A) heatmap and claims (paper: 100)
-    n_compare_prompts: int = 2  # of those, for each compare model (Jacobians cost ~5 s each)
-    n_lens_prompts: int = 20  # SQuAD prompts for the cheap per-layer quantities of Table 1
-    twin_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # untrained twins' seeds
-    n_seed_prompts: int = 2  # questions (evenly spread over the sample) the extra twins run on
+    #: prompt of the |A| grids (Fig 7)
+    example_prompt: str = "What is the capital of France? The capital is"
+    #: paper B's K in A_{i,j,K} (None: relative_k, 30 where d_model ≥ 240, else d_model // 8)
+    k: int | None = None
+    #: 0-based blocks of the |A| grids (None: 8-15, paper layers 9-16, or the same fractions of a
+    #: shallower model)
+    grid_layers: list[int] | None = None
+    n_prompts: int = 20  # SQuAD questions in the r(A) heatmaps and claims (paper: 100); ~5 s each
+    n_compare_prompts: int = 2  # of those, for each compare model
+    n_lens_prompts: int = 20  # SQuAD questions for the boundary and the cheap Table 1 quantities
+    #: untrained twins' seeds: the first on every question, the others on n_seed_prompts
+    twin_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    n_seed_prompts: int = 2  # questions (spread over each model's) the extra twins see; ~7 s each
 
     at_least: ClassVar[dict[str, int]] = {"k": 2, "n_prompts": 1, "n_compare_prompts": 1,
                                           "n_lens_prompts": 2, "n_seed_prompts": 1}
@@ -71,20 +92,29 @@ class JacobianAlignmentParams(QuestionParams):
 class SpectraPromptsParams(CompareParams):
     """Chapter 11: spectra, linearisation, CoT, prompt length (paper A Figs 9, 15, 32–34)."""
 
+    #: the first prompt of the spectra (the SQuAD questions follow it)
     example_prompt: str = "What is the capital of France? The capital is"
-    n_prompts: int = 20  # SQuAD questions after the example (chapter 04's draw)
-    squad_articles: list[str] | None = None  # as chapter 04 (None: the default articles)
-    n_compare_prompts: int = 1  # of those, for each compare model
-    k: int | None = None  # singular vectors in A and values kept (None: relative_k)
+    n_prompts: int = 20  # SQuAD questions after the example for the spectra (chapter 04's texts)
+    #: SQuAD articles of those questions (None: as chapter 04's default)
+    squad_articles: list[str] | None = None
+    n_compare_prompts: int = 1  # of those, used for each compare model
+    #: top singular vectors in A; also the singular values kept per layer (None: relative_k, 30
+    #: where d_model ≥ 240, else d_model // 8)
+    k: int | None = None
     n_top: int = 5  # singular values drawn per layer
+    #: relative noise ||delta_t|| / ||x_t^0||
     noise_levels: list[float] = field(default_factory=lambda: [0.01, 0.03, 0.1, 0.3, 1.0])
     n_draws: int = 8  # noise draws per level
-    noise_tokens: str = "all"  # "all" or "last": which input embeddings the noise moves
+    #: "all": every input embedding is perturbed; "last": the last one only
+    noise_tokens: str = "all"
     n_gsm8k: int = 6  # GSM8K prompts, each also with the zero-shot CoT suffix (Fig 15)
-    n_per_task: int = 1  # leaderboard prompts per task added to the length plot (Fig 9)
-    max_prompt_chars: int | None = None  # None: full prompts; else keep each prompt's last chars
-    twin_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # untrained twins' seeds
-    n_seed_prompts: int = 2  # questions (evenly spread, as chapter 04's) the extra twins run on
+    #: prompts of each other leaderboard task added to the length plot (paper: 200)
+    n_per_task: int = 1
+    #: None: full prompts; else keep each prompt's last characters
+    max_prompt_chars: int | None = None
+    #: untrained twins' seeds: the first on every prompt, the others on n_seed_prompts
+    twin_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    n_seed_prompts: int = 2  # questions, spread evenly as in chapter 04, that the extra twins see
 
     at_least: ClassVar[dict[str, int]] = {"k": 2, "n_prompts": 1, "n_compare_prompts": 1,
                                           "n_top": 1, "n_draws": 1, "n_per_task": 1,
@@ -104,12 +134,15 @@ class SpectraPromptsParams(CompareParams):
 class TrajectoriesParams(CompareParams):
     """Chapter 01: token trajectories in the PC plane of X^L (paper B Fig 1, paper A Fig 12)."""
 
-    prompt: str = "What is the capital of France? The capital is"  # paper B's example
-    twin_seeds: list[int] = field(default_factory=lambda: [0])  # the twin's seed ([]: none)
-    shallow: list[float] = field(default_factory=lambda: [0.0, 0.5])  # fractions of depth L
-    deep: list[float] = field(default_factory=lambda: [0.5, 1.0])  # fractions of depth L
-    windows_skip_last: bool = True  # shallow/deep panels stop at X^{L-1} (the last jump is big)
-    drop_first: int = 1  # leading tokens left out (the first is an attention sink, huge norm)
+    prompt: str = "What is the capital of France? The capital is"  # paper B's example prompt
+    #: seed of each model's untrained twin ([]: no twin)
+    twin_seeds: list[int] = field(default_factory=lambda: [0])
+    #: the shallow panel's layers, as fractions of the depth L
+    shallow: list[float] = field(default_factory=lambda: [0.0, 0.5])
+    #: the deep panel's layers, as fractions of the depth L
+    deep: list[float] = field(default_factory=lambda: [0.5, 1.0])
+    windows_skip_last: bool = True  # the shallow/deep panels stop at X^(L-1)
+    drop_first: int = 1  # leading tokens left out of the fit and the plot (attention sinks)
 
     at_least: ClassVar[dict[str, int]] = {"drop_first": 0}
     twins_optional: ClassVar[bool] = True
@@ -129,13 +162,17 @@ class TrajectoriesParams(CompareParams):
 class GeometryAlongDepthParams(CompareParams):
     """Chapter 02: norm, windowed LSS and equidistance along depth (paper B Figs 2-4, 12, 13)."""
 
-    prompts: list[str] | None = None  # None: SQuAD questions with context (paper B §3.2)
-    n_prompts: int = 20  # question prompts (paper: 100)
-    squad_articles: list[str] | None = None  # None: llmdyn.data.squad_prompts' default articles
-    window: int = 11  # layers in each LSS/equidistance window, centred (paper: 11)
-    twin_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # twins, every prompt
-    min_size: int = 3  # fewest layers on each side of a change-point (llmdyn.phases.split)
-    agree_within: float = 0.1  # criteria agree if their estimates span <= this fraction of L
+    #: None: SQuAD questions with context in paper B's format; or a list of texts
+    prompts: list[str] | None = None
+    n_prompts: int = 20  # question prompts (paper: 100; about 3-8 s each per model on 2 CPU cores)
+    #: SQuAD v1.1 article titles (None: the largest packaged articles)
+    squad_articles: list[str] | None = None
+    window: int = 11  # layers per LSS/equidistance window, centred (paper: 11)
+    #: untrained twins' seeds, each twin on every prompt ([]: none)
+    twin_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    min_size: int = 3  # fewest layers on either side of a change-point in llmdyn.phases.split
+    #: the criteria "agree" if their estimates span at most this fraction of L
+    agree_within: float = 0.1
 
     at_least: ClassVar[dict[str, int]] = {"n_prompts": 2, "min_size": 1}
     twins_optional: ClassVar[bool] = True
@@ -153,20 +190,34 @@ class GeometryAlongDepthParams(CompareParams):
 class TokenCouplingParams(ChapterParams):
     """Chapter 06: coupling across tokens at fixed layers (paper A §3.1, §5.2; Figs 4, 17–19)."""
 
-    example_prompt: str = "What is the capital of France? The capital is"  # the drawn grids
-    prompts: list[str] | None = None  # None: the named example prompts (example first)
-    n_prompts: int = 3  # prompts pooled in the summary numbers (each costs a Jacobian pass)
-    layer: int | None = None  # 0-based block l of the Jacobians (None: 11 relative to the model)
-    ref_layer: int | None = None  # 0-based block l′ of the bases (None: 12 relative to the model)
-    k: int | None = None  # top singular vectors per coupling matrix (None: relative_k)
+    #: the prompt whose grids are drawn
+    example_prompt: str = "What is the capital of France? The capital is"
+    #: None: the named example prompts of both papers (the example first)
+    prompts: list[str] | None = None
+    #: prompts pooled in the summary numbers (each costs one Jacobian pass per model)
+    n_prompts: int = 3
+    #: 0-based block l whose Jacobians are expressed (paper layer l + 1; None: 11, or its fraction
+    #: of a shallower model)
+    layer: int | None = None
+    #: 0-based block l′ whose singular vectors form the bases (None: 12, or l + 1 as above)
+    ref_layer: int | None = None
+    #: top singular vectors kept in each coupling matrix (chance diagonal share 1/k; None:
+    #: relative_k, 30, or d_model // 8 if d_model < 240)
+    k: int | None = None
     input_token: int = 0  # t1 of fixed-input coupling (negative counts from the end)
     output_token: int = -1  # t2 of fixed-output coupling (negative counts from the end)
-    same_layer_control: bool = True  # also score l′ = l (from the same Jacobians, no extra pass)
-    extra_layer_pairs: list[list[int]] | None = None  # more (l, l′) (None: [[3, 4], [23, 24]])
-    n_pair_prompts: int = 1  # prompts (example first) the extra pairs run on
-    twin_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # untrained twins' seeds
-    n_seed_prompts: int = 1  # prompts (example first) the extra twins run on
-    cut_long_prompts: bool = True  # prompts beyond the context keep their end; False: error
+    #: also score the control with l′ the same as l (from the same Jacobians, no extra pass)
+    same_layer_control: bool = True
+    #: more 0-based (l, l′) pairs (None: [[3, 4], [23, 24]], early and late of 30 blocks, or their
+    #: fractions of a shallower model)
+    extra_layer_pairs: list[list[int]] | None = None
+    #: prompts (the example first) for the extra pairs (a Jacobian pass each)
+    n_pair_prompts: int = 1
+    #: untrained twins' seeds: the first on every prompt, the others on n_seed_prompts
+    twin_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    n_seed_prompts: int = 1  # prompts (the example first) the extra twins run on
+    #: a prompt beyond a model's context keeps its end (False: an error)
+    cut_long_prompts: bool = True
 
     at_least: ClassVar[dict[str, int]] = {"k": 2, "n_prompts": 1, "n_pair_prompts": 1,
                                           "n_seed_prompts": 1}
@@ -231,12 +282,16 @@ class TokenCouplingParams(ChapterParams):
 class RegularityParams(CompareParams):
     """Chapter 07: LSS and expodistance of every token's trajectory (paper A §3.2–3.3, §5.5)."""
 
+    #: leaderboard tasks the prompts are drawn from (paper A: the six of the Open LLM
+    #: Leaderboard v1)
     tasks: list[str] = field(default_factory=lambda: ["arc_challenge", "gsm8k", "hellaswag",
                                                       "mmlu", "winogrande", "truthfulqa"])
     n_per_task: int = 20  # prompts drawn per task (paper: 200 per task, 1,200 in all)
-    max_prompt_chars: int | None = None  # None: full prompts; else keep each prompt's last chars
-    twin_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])  # untrained twins' seeds
-    n_seed_prompts: int = 20  # prompts (evenly spread over the sample) the extra twins run on
+    #: None: full prompts; else keep each prompt's last characters
+    max_prompt_chars: int | None = None
+    #: untrained twins' seeds: the first on every prompt, the others on n_seed_prompts
+    twin_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    n_seed_prompts: int = 20  # prompts, evenly spread over the sample, that the extra twins run on
 
     at_least: ClassVar[dict[str, int]] = {"n_per_task": 1, "n_seed_prompts": 1}
 
@@ -246,98 +301,3 @@ class RegularityParams(CompareParams):
         bad = [t for t in self.tasks if t not in ALL_TASKS]
         if bad or not self.tasks:
             _fail("tasks", self.tasks, f"a non-empty list from {ALL_TASKS}")
-
-
-
-@dataclass(frozen=True)
-class TrainingParams(ChapterParams):
-    """Chapter 08: coupling and regularity over training checkpoints (paper A §5.3, Figs 27–30).
-
-    ``model`` is not used here: the chapter trains and measures the checkpoints named by
-    ``suite``; the field stays because the book passes ``model`` to every chapter.
-    """
-
-    suite: str | list[str] = "default"  # a suite from llmdyn.training.SUITES, or checkpoint specs
-    suite_root: str = "results/suite"  # where a named suite's runs are (trained if missing)
-    checkpoints: list[int] | None = None  # steps to measure (None: every saved step)
-    prompts: list[str] | None = None  # None: passages from the suite corpus's held-out split
-    n_prompts: int = 16  # held-out passages (the same for every checkpoint)
-    prompt_chars: int = 240  # characters per passage (about 50 tokens of the suite's BPE)
-    # An override of relative_k (d_model // 8 on these narrow models): the papers' K = 30, as
-    # paper B states it; paper A does not state the K of Fig 1a, and its Fig 36 varies it.
-    k: int = 30  # top singular vectors in the coupling matrices (override: the papers' K)
-    window: int = 3  # points per LSS/expodistance window (paper: 11 of 36 layers)
-    graph_steps: list[int] | None = None  # checkpoints drawn as graphs (None: four spread out)
-    last_point: str = "final_norm"  # the papers' convention; or "block_output"
-    timing_tolerance: float = 1.0  # checkpoint intervals within which coupling and loss agree
-
-    def __post_init__(self) -> None:
-        """Check types, then values."""
-        super().__post_init__()
-        if not self.timing_tolerance > 0:
-            raise LlmdynError(f"timing_tolerance must be > 0 checkpoint intervals, got "
-                              f"{self.timing_tolerance}")
-        if isinstance(self.suite, list) and not self.suite:
-            raise LlmdynError("suite must be a suite name or a non-empty list of checkpoints")
-        if self.k < 2 or self.n_prompts < 2 or self.prompt_chars < 20:
-            raise LlmdynError(f"need k >= 2, n_prompts >= 2 (intervals) and prompt_chars >= 20, "
-                              f"got {self.k}, {self.n_prompts}, {self.prompt_chars}")
-        if self.window < 3 or self.window % 2 == 0:
-            raise LlmdynError(f"window must be odd and >= 3, got {self.window}")
-        if self.last_point not in ("final_norm", "block_output"):
-            raise LlmdynError(f"last_point must be 'final_norm' or 'block_output', got "
-                              f"{self.last_point!r}")
-
-
-@dataclass(frozen=True)
-class GeneralizationParams(ChapterParams):
-    """Chapter 09: coupling against generalization (paper A §5.4, Figs 1a, 7, 8, 31, 35, 36)."""
-
-    suite: str = "population"  # independent runs, final checkpoints (llmdyn.training.SUITES)
-    suite_root: str = "results/suite"  # where its runs are
-    n_prompts: int = 16  # held-out passages, the same for every model
-    prompt_chars: int = 160  # characters per passage (the population's context: 64 tokens)
-    k: int = 30  # top singular vectors; override of relative_k (d_model // 8 here): papers' K
-    k_sweep: list[int] = field(default_factory=lambda: [10, 20, 30])  # Fig 36's choices of K
-    compare_models: list[str] = field(default_factory=list)  # also placed (minutes each)
-    n_compare_prompts: int = 4  # passages for `model` and each compare model
-    sweep_models: list[str] = field(default_factory=list)  # hub ids measured by `llmdyn measure`
-    sweep_root: str = "results/measure"  # where their result files are
-    sweep_n_per_task: int = 200  # prompts per task the sweep files were measured with (paper)
-    out_dir: str = "results/generalization"  # the per-checkpoint table is written here
-    power_draws: int = 500  # simulated populations per scenario for each verdict rule's power
-
-    def __post_init__(self) -> None:
-        """Check types, then values."""
-        super().__post_init__()
-        if self.power_draws < 10:
-            raise LlmdynError(f"power_draws must be >= 10, got {self.power_draws}")
-        if self.k < 2 or self.n_prompts < 2 or self.prompt_chars < 20:
-            raise LlmdynError(f"need k >= 2, n_prompts >= 2 and prompt_chars >= 20, got "
-                              f"{self.k}, {self.n_prompts}, {self.prompt_chars}")
-        if not self.k_sweep or min(self.k_sweep) < 2:
-            raise LlmdynError(f"k_sweep must list values >= 2, got {self.k_sweep}")
-        if self.n_compare_prompts < 1:
-            raise LlmdynError(f"n_compare_prompts must be >= 1, got {self.n_compare_prompts}")
-
-    def models(self) -> list[str]:
-        """``model`` first, then the compare models, each once."""
-        return list(dict.fromkeys([self.model, *self.compare_models]))
-
-
-@dataclass(frozen=True)
-class VitParams(ChapterParams):
-    """Chapter 10: coupling in vision transformers, SD × weight decay (paper A §3.4, Figs 6, 10)."""
-
-    # not used: the chapter trains its own ViTs (``grid``); the book passes its language model
-    # to every chapter, so the field stays to accept it, and the parameters cell says so
-    model: str = "vit"
-    grid: str = "default"  # a grid from llmdyn.vision.GRIDS (trained here if missing)
-    dataset: str = "fashion-mnist"  # "fashion-mnist", "digits" or a CIFAR-10 binary directory
-    grid_root: str | None = None  # where the grid's runs are (None: results/vit/<grid>/<dataset>)
-    n_images: int = 24  # held-out test images whose class-token coupling is averaged
-    k: int | None = None  # top singular vectors (None: relative_k, d_model // 8 for ViTs)
-    fixed_weight_decay: float = 1.0  # Fig 6b's weight decay (paper: 0.04; the grid's are × 25)
-    example_run: str | None = None  # run shown trained vs untrained (None: largest SD, Fig 6b WD)
-
-    at_least: ClassVar[dict[str, int]] = {"n_images": 3}
