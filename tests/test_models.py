@@ -241,25 +241,35 @@ def test_local_gguf_key_is_short(tmp_path, monkeypatch):
     assert m.model_id.startswith("My_Model.Q4-") and len(m.model_id) == len("My_Model.Q4-") + 8
 
 
-def test_store_and_load_each(tmp_path):
-    from llmdyn.models.loading import load_each
+def test_each_model_loads_trained_and_one_twin_per_seed_in_turn(tmp_path):
+    from llmdyn.models.loading import each_model
 
-    seen = [(name, kind, m.untrained, m.store(tmp_path).model_id)
-            for name, kind, m in load_each(["tiny-llama"], seed=3)]
-    assert [s[:3] for s in seen] == [("tiny-llama", "trained", False),
-                                    ("tiny-llama", "untrained", True)]
-    assert seen[0][3] != seen[1][3]  # twins never share a cache
+    seen = [(name, state, seed, m.untrained, m.store(tmp_path).model_id)
+            for name, state, seed, m in each_model(["tiny-llama"], seeds=[4, 7])]
+    assert [s[:4] for s in seen] == [("tiny-llama", "trained", 4, False),
+                                    ("tiny-llama", "untrained", 4, True),
+                                    ("tiny-llama", "untrained", 7, True)]
+    assert len({s[4] for s in seen}) == 3  # trained and each twin have their own cache
+    twins = [(seed, m.identity["untrained_seed"]) for _, _, seed, m in
+             each_model(["tiny-llama"], states=("untrained",), seeds=[7])]
+    assert twins == [(7, 7)]
     with pytest.raises(LlmdynError, match="states"):
-        next(load_each(["tiny-llama"], states=("random",)))
+        next(each_model(["tiny-llama"], states=("random",)))
 
 
-def test_load_twins_gives_one_seeded_twin_per_seed(tmp_path):
-    from llmdyn.models.loading import load_twins
+def test_each_model_frees_a_model_before_the_next_loads():
+    import gc
+    import weakref
 
-    seen = [(seed, m.untrained, m.identity["untrained_seed"], m.store(tmp_path).model_id)
-            for seed, m in load_twins("tiny-llama", [4, 7])]
-    assert [s[:3] for s in seen] == [(4, True, 4), (7, True, 7)]
-    assert seen[0][3] != seen[1][3]  # each seed its own cache
+    from llmdyn.models.loading import each_model
+
+    alive = []
+    for _, _, _, m in each_model(["tiny-llama"], seeds=[1, 2]):
+        alive = [r for r in alive if r() is not None]
+        assert not alive, "the previous model was still alive when this one loaded"
+        alive.append(weakref.ref(m.hf))
+        del m  # the chapters' pattern: keep numpy results only
+    gc.collect()
 
 
 def test_a_checkpoints_tokenizer_is_read_once_until_its_files_change(tmp_path):

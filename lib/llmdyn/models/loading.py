@@ -24,8 +24,8 @@ from llmdyn.models.pretrained import load_pretrained
 from llmdyn.models.tokenizers import byte_tokenizer
 from llmdyn.models.twins import fresh_twin, twin_config
 
-__all__ = ["LoadedModel", "ModelShape", "known_models", "load_each", "load_model",
-           "load_twins", "model_shape"]
+__all__ = ["LoadedModel", "ModelShape", "each_model", "known_models", "load_model",
+           "model_shape"]
 
 
 @dataclass
@@ -307,40 +307,36 @@ def _load_tiny(spec: str, seed: int) -> tuple[torch.nn.Module, Any, dict[str, An
     return hf, tokenizer, {"name": spec, "source": "tiny-config", "seed": seed}
 
 
-def load_each(names: list[str], *, states: tuple[str, ...] = ("trained", "untrained"),
-              seed: int = 0, device: str = "cpu"):
-    """Load each model and its twins in turn, freeing each one before the next loads.
+def each_model(names: list[str], *, states: tuple[str, ...] = ("trained", "untrained"),
+               seeds: list[int] = (0,), device: str = "cpu"):
+    """Every model a chapter runs, one at a time: each name, trained and/or its untrained twins.
+
+    The one loop over models × trained/untrained × twin seeds. Each model is loaded when the
+    loop reaches it, and the garbage collector runs before the next one loads; drop the model
+    (``del m``, keeping only numpy results) at the end of each step, so that at most one model
+    is alive when the next one loads.
 
     Args:
         names: model specs, in order.
-        states: "trained" and/or "untrained" (the seeded twin), in the order to load them.
-        seed: seed of the untrained twins.
+        states: "trained" and/or "untrained", in the order to load them.
+        seeds: seeds of the untrained twins, one twin per seed (the trained model of a tiny
+            test spec is built from ``seeds[0]``, as it always was).
         device: where to load them.
 
     Yields:
-        ``(name, state, model)``; drop the model (e.g. keep only numpy results) before the
-        next step, so that at most one model is alive when the next one loads.
+        ``(name, state, seed, model)``; ``seed`` is the twin's seed (``seeds[0]`` for a
+        trained model).
     """
     import gc
 
     bad = [s for s in states if s not in ("trained", "untrained")]
     if bad or not states:
         raise LlmdynError(f"states must hold 'trained' and/or 'untrained', got {states!r}")
+    seeds = list(seeds)
     for name in names:
         for state in states:
-            yield name, state, load_model(name, untrained=state == "untrained", seed=seed,
-                                          device=device)
-            gc.collect()
-
-
-def load_twins(name: str, seeds: list[int], *, device: str = "cpu"):
-    """Load the untrained twin of ``name`` for each seed in turn, freeing each before the next.
-
-    Yields:
-        ``(seed, model)``; keep only numpy results from each model, as with :func:`load_each`.
-    """
-    import gc
-
-    for seed in seeds:
-        yield seed, load_model(name, untrained=True, seed=seed, device=device)
-        gc.collect()
+            twins = seeds if state == "untrained" else seeds[:1] or [0]
+            for seed in twins:
+                yield name, state, seed, load_model(name, untrained=state == "untrained",
+                                                    seed=seed, device=device)
+                gc.collect()
