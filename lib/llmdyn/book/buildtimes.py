@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from llmdyn.core.tables import markdown_table
+
 BENCHMARKS = Path("logs") / "benchmarks"
 HOT_CELLS = 3  # cells listed per chapter
 
@@ -160,29 +162,34 @@ def render(jobs: Sequence[Job], cells: Sequence[Cell],
     totals = kind_totals(jobs, training)
     cpus = [t.cpu_s for t in totals if t.cpu_s is not None]
     cpu_all = sum(cpus) if cpus else None  # None: no job recorded its CPU time
-    lines = ["| job kind | jobs | CPU s | share of CPU | wall s (summed over jobs) | from |",
-             "| --- | ---: | ---: | ---: | ---: | --- |"]
-    for t in totals:
-        share = f"{t.cpu_s / cpu_all:.0%}" if t.cpu_s is not None and cpu_all else "–"
-        lines.append(f"| {t.kind} | {t.jobs} | {_seconds(t.cpu_s)} | {share} | "
-                     f"{_seconds(t.wall_s)} | {t.source} |")
+    numbers = {"jobs": "right", "CPU s": "right", "share of CPU": "right",
+               "wall s (summed over jobs)": "right"}
+    rows = [{"job kind": t.kind, "jobs": t.jobs, "CPU s": _seconds(t.cpu_s),
+             "share of CPU": f"{t.cpu_s / cpu_all:.0%}" if t.cpu_s is not None and cpu_all
+             else "–", "wall s (summed over jobs)": _seconds(t.wall_s), "from": t.source}
+            for t in totals]
     if totals:
-        lines.append(f"| **all** | {sum(t.jobs for t in totals)} | **{_seconds(cpu_all)}** | "
-                     f"| {_seconds(sum(t.wall_s for t in totals))} | |")
+        rows.append({"job kind": "**all**", "jobs": sum(t.jobs for t in totals),
+                     "CPU s": f"**{_seconds(cpu_all)}**", "share of CPU": "",
+                     "wall s (summed over jobs)": _seconds(sum(t.wall_s for t in totals)),
+                     "from": ""})
+        lines = [markdown_table(rows, align=numbers)]
     else:
         lines = ["No benchmark files or training records were found for this build."]
     chapter_cpu = {j.name: j.cpu_s for j in jobs if j.kind == "chapter"}
-    lines += ["", "| chapter | cells s (papermill) | CPU s (benchmark) | hottest cells (s) |",
-              "| --- | ---: | ---: | --- |"]
     chapters = sorted({c.chapter for c in cells},
                       key=lambda ch: -sum(c.seconds for c in cells if c.chapter == ch))
+    rows = []
     for ch in chapters:
         mine = [c for c in cells if c.chapter == ch]
         hot = sorted(mine, key=lambda c: -c.seconds)[:HOT_CELLS]
-        text = "; ".join(f"[{c.index}] `{_code(c.first_line)}` {c.seconds:.0f}"
-                         for c in hot)
-        lines.append(f"| {ch} | {sum(c.seconds for c in mine):,.0f} | "
-                     f"{_seconds(chapter_cpu.get(ch))} | {text} |")
+        rows.append({"chapter": ch, "cells s (papermill)": f"{sum(c.seconds for c in mine):,.0f}",
+                     "CPU s (benchmark)": _seconds(chapter_cpu.get(ch)),
+                     "hottest cells (s)": "; ".join(f"[{c.index}] `{_code(c.first_line)}` "
+                                                    f"{c.seconds:.0f}" for c in hot)})
+    if rows:
+        lines += ["", markdown_table(rows, align={"cells s (papermill)": "right",
+                                                  "CPU s (benchmark)": "right"})]
     return "\n".join(lines) + "\n"
 
 

@@ -1,4 +1,4 @@
-"""Shared plumbing with no model code: input and array checks, NaN-aware curves, the results store.
+"""Shared plumbing with no model code: checks, NaN-aware curves, the results store, tables.
 
 May import: nothing from llmdyn but ``LlmdynError``.
 """
@@ -7,7 +7,8 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["arrays", "atomic", "checks", "failures", "masked", "paths", "store", "streams"],
+    submodules=["arrays", "atomic", "checks", "failures", "masked", "paths", "store", "streams",
+                "tables"],
     submod_attrs={
         "arrays": ["ArrayLike", "check_values", "checked_tensor", "checked_array"],
         "checks": ["prompt_texts", "is_int", "layer_indices", "k_value", "choice", "positive_int",
@@ -17,5 +18,6 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "store": ["Arrays", "code_hash", "source_hash", "content_hash", "safe_name",
                   "canonical_params", "params_hash", "versions", "umask", "apply_umask",
                   "atomic_write", "ResultStore", "writer_alive"],
+        "tables": ["markdown_table"],
     },
 )

@@ -33,6 +33,7 @@ import numpy as np
 
 from llmdyn import LlmdynError
 from llmdyn.claims.claim import Claim, Grade, Measure, Op, Rule
+from llmdyn.core.tables import markdown_table
 from llmdyn.emergence.profiles import RunSeries
 from llmdyn.stats.bootstrap import LEVEL, Estimate
 from llmdyn.stats.regression import spearman
@@ -176,15 +177,16 @@ def persistence_claim(series: dict[str, RunSeries], seed: int = 0) -> Claim:
 
 def trend_table(series: dict[str, RunSeries], seed: int = 0) -> str:
     """Markdown: each run's ρ, where its coupling peaks, and its second-half slope."""
-    rows = ["| run | Spearman ρ(step, coupling) | peak (step: median share) | last checkpoint | "
-            "second-half slope per doubling [95 % interval within one network] |",
-            "| --- | --- | --- | --- | --- |"]
+    rows = []
     for run, s in series.items():
         t = run_trend(s, seed)
         e = t.late.estimate
-        rows.append(f"| {run} | {t.rho:.2f} | {t.peak_step}: {t.peak:.3f} | {s.steps[-1]}: "
-                    f"{t.last:.3f} | {e.value:.4f} [{e.lo:.4f}, {e.hi:.4f}] |")
-    return "\n".join(rows)
+        rows.append({"run": run, "Spearman ρ(step, coupling)": f"{t.rho:.2f}",
+                     "peak (step: median share)": f"{t.peak_step}: {t.peak:.3f}",
+                     "last checkpoint": f"{s.steps[-1]}: {t.last:.3f}",
+                     "second-half slope per doubling [95 % interval within one network]":
+                         f"{e.value:.4f} [{e.lo:.4f}, {e.hi:.4f}]"})
+    return markdown_table(rows)
 
 
 def peak_sentence(series: dict[str, RunSeries]) -> str:

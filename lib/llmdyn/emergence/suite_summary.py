@@ -13,6 +13,7 @@ import numpy as np
 
 from llmdyn import LlmdynError
 from llmdyn.claims.claim import Claim, Measure, above, at_least, below, slug, within
+from llmdyn.core.tables import markdown_table
 from llmdyn.emergence.persistence import (
     LateTrendRule,
     late_measure,
@@ -31,8 +32,7 @@ def suite_table(series: dict[str, RunSeries], root: str | Path | None = None) ->
     Training time and tokens/s come from each run's ``run.json`` under ``root`` (a named suite);
     they are left empty for checkpoints given by path or hub id.
     """
-    lines = ["| run | blocks | d_model | parameters | tokens seen | training time | tokens/s | "
-             "train loss | held-out loss |", "|" + " --- |" * 9]
+    rows = []
     for run, s in series.items():
         last = s.profiles[-1]
         blocks, width = last.miscoupling_map.shape[0], "?"
@@ -43,9 +43,11 @@ def suite_table(series: dict[str, RunSeries], root: str | Path | None = None) ->
         speed = f"{summary['tokens_per_s']:.0f}" if summary else ""
         params = f"{s.params / 1e6:.2f}M" if s.params else ""
         tokens = f"{s.tokens[-1]:,.0f}" if np.isfinite(s.tokens[-1]) else ""
-        lines.append(f"| {run} | {blocks} | {width} | {params} | {tokens} | {wall} | {speed} | "
-                     f"{s.train_loss[-1]:.3f} | {s.heldout_loss[-1]:.3f} |")
-    return "\n".join(lines)
+        rows.append({"run": run, "blocks": blocks, "d_model": width, "parameters": params,
+                     "tokens seen": tokens, "training time": wall, "tokens/s": speed,
+                     "train loss": f"{s.train_loss[-1]:.3f}",
+                     "held-out loss": f"{s.heldout_loss[-1]:.3f}"})
+    return markdown_table(rows)
 
 
 def suite_references(suite: str | Sequence[str], root: str | Path) -> dict[str, float] | None:
@@ -81,15 +83,15 @@ def reference_text(series: dict[str, RunSeries], refs: dict[str, float] | None) 
         return "No reference losses: these checkpoints were not trained on the suite's corpus."
     rows = [f"Reference losses on the held-out split (count models fitted on the training "
             f"split, same tokenizer): unigram {refs['unigram']:.2f}, bigram "
-            f"{refs['bigram']:.2f} nats per token.", "",
-            "| run | loss at step 0 | half-way loss | final loss | final loss sits |",
-            "| --- | --- | --- | --- | --- |"]
+            f"{refs['bigram']:.2f} nats per token.", ""]
+    table = []
     for run, s in series.items():
         first, last = s.heldout_loss[0], s.heldout_loss[-1]
         half = (first + last) / 2
-        rows.append(f"| {run} | {first:.2f} | {half:.2f} ({_place(half, refs)}) | {last:.2f} | "
-                    f"{_place(last, refs)} |")
-    return "\n".join(rows)
+        table.append({"run": run, "loss at step 0": f"{first:.2f}",
+                      "half-way loss": f"{half:.2f} ({_place(half, refs)})",
+                      "final loss": f"{last:.2f}", "final loss sits": _place(last, refs)})
+    return "\n".join([*rows, markdown_table(table)])
 
 
 def _run_summary(root: str | Path | None, run: str) -> dict | None:
@@ -122,13 +124,14 @@ class EmergenceTiming:
 
     def markdown(self) -> str:
         """The per-run table."""
-        rows = ["| run | coupling half-way step | loss half-way step | ratio | Spearman ρ(step, "
-                "coupling) |", "|" + " --- |" * 5]
+        rows = []
         for i, run in enumerate(self.runs):
             ratio = self.coupling_step[i] / self.loss_step[i] if self.loss_step[i] else np.nan
-            rows.append(f"| {run} | {self.coupling_step[i]:.1f} | {self.loss_step[i]:.1f} | "
-                        f"{ratio:.2f} | {self.rho[i]:.2f} |")
-        return "\n".join(rows)
+            rows.append({"run": run, "coupling half-way step": f"{self.coupling_step[i]:.1f}",
+                         "loss half-way step": f"{self.loss_step[i]:.1f}",
+                         "ratio": f"{ratio:.2f}",
+                         "Spearman ρ(step, coupling)": f"{self.rho[i]:.2f}"})
+        return markdown_table(rows)
 
 
 def emergence_timing(series: dict[str, RunSeries]) -> EmergenceTiming:
@@ -268,11 +271,9 @@ def seed_table(series: dict[str, RunSeries]) -> str:
         return "No size was trained with more than one seed."
     out = []
     for size, runs in pairs.items():
-        rows = [f"| size {size} | " + " | ".join(runs) + " |", "|" + " --- |" * (len(runs) + 1)]
         cells = {r: _seed_cells(series[r]) for r in runs}
-        for label in next(iter(cells.values())):
-            rows.append(f"| {label} | " + " | ".join(cells[r][label] for r in runs) + " |")
-        out.append("\n".join(rows))
+        out.append(markdown_table([{f"size {size}": label, **{r: cells[r][label] for r in runs}}
+                                   for label in next(iter(cells.values()))]))
     return "\n\n".join(out)
 
 
@@ -358,17 +359,16 @@ def ends_table(series: dict[str, RunSeries]) -> str:
     Values are the mean (LSS) and median (expodistance) over the prompts.
     """
     cols = [(score, end) for score in ("lss", "expodistance") for end in LAST_POINTS]
-    head = " | ".join(f"{'LSS' if s == 'lss' else 'expodistance'}: {e.replace('_', ' ')}"
-                      for s, e in cols)
-    rows = [f"| run | blocks | {head} |", "|" + " --- |" * (2 + len(cols))]
+    rows = []
     for run, s in series.items():
-        cells = []
+        row = {"run": run, "blocks": s.n_layers}
         for score, end in cols:
             reduce = np.mean if score == "lss" else np.median
             a, b = (reduce(p.whole(score, end)) for p in (s.profiles[0], s.profiles[-1]))
-            cells.append(f"{a:.2f} → {b:.2f}")
-        rows.append(f"| {run} | {s.n_layers} | " + " | ".join(cells) + " |")
-    return "\n".join(rows)
+            name = "LSS" if score == "lss" else "expodistance"
+            row[f"{name}: {end.replace('_', ' ')}"] = f"{a:.2f} → {b:.2f}"
+        rows.append(row)
+    return markdown_table(rows)
 
 
 def locality_table(series: dict[str, RunSeries]) -> str:
@@ -382,10 +382,10 @@ def locality_table(series: dict[str, RunSeries]) -> str:
         return "No run has 3 or more blocks, so no pair of blocks is distant."
     steps = next(iter(deep.values())).steps
     shown = sorted(set(range(0, len(steps), 2)) | {len(steps) - 1})
-    rows = ["| run | blocks | " + " | ".join(f"step {steps[i]}" for i in shown) + " |",
-            "|" + " --- |" * (2 + len(shown))]
+    rows = []
     for run, s in deep.items():
         ratio = [adjacent_over_distant(s.profiles[i].diagonal_share_map).mean()
                  if i < len(s.profiles) else np.nan for i in shown]
-        rows.append(f"| {run} | {s.n_layers} | " + " | ".join(f"{x:.2f}" for x in ratio) + " |")
-    return "\n".join(rows)
+        rows.append({"run": run, "blocks": s.n_layers,
+                     **{f"step {steps[i]}": f"{x:.2f}" for i, x in zip(shown, ratio, strict=True)}})
+    return markdown_table(rows)

@@ -17,6 +17,7 @@ import pandas as pd
 
 from llmdyn import LlmdynError
 from llmdyn.core.store import ResultStore
+from llmdyn.core.tables import markdown_table
 from llmdyn.coupling.depth import (
     DepthCoupling,
     depth_coupling,
@@ -162,16 +163,13 @@ def partial_coefficient(frame: pd.DataFrame, y: str, predictors: Sequence[str], 
 
 def population_markdown(frame: pd.DataFrame) -> str:
     """The population as a markdown table: each model's predictors and its three measures."""
-    head = ("| run | L | d | params | tokens | data | epochs | wd | drop | share | §5.4 | "
-            "held-out | gap | OOD |")
-    lines = [head, "|" + " --- |" * (head.count("|") - 1)]
-    for _, r in frame.sort_values(["depth", "width", "steps"]).iterrows():
-        lines.append(
-            f"| {r.run} | {r.depth} | {r.width} | {r.params:,.0f} | {r.tokens:,.0f} | "
-            f"{r.data_fraction:g} | {r.epochs:.2g} | {r.weight_decay:g} | {r.dropout:g} | "
-            f"{r.diagonal_share:.3f} | {r.neg_miscoupling_all_pairs:.3f} | {r.heldout_loss:.3f} | "
-            f"{r.gap:.3f} | {r.ood_loss:.3f} |")
-    return "\n".join(lines)
+    return markdown_table([
+        {"run": r.run, "L": r.depth, "d": r.width, "params": f"{r.params:,.0f}",
+         "tokens": f"{r.tokens:,.0f}", "data": f"{r.data_fraction:g}", "epochs": f"{r.epochs:.2g}",
+         "wd": f"{r.weight_decay:g}", "drop": f"{r.dropout:g}", "share": f"{r.diagonal_share:.3f}",
+         "§5.4": f"{r.neg_miscoupling_all_pairs:.3f}", "held-out": f"{r.heldout_loss:.3f}",
+         "gap": f"{r.gap:.3f}", "OOD": f"{r.ood_loss:.3f}"}
+        for _, r in frame.sort_values(["depth", "width", "steps"]).iterrows()])
 
 
 def fits_markdown(frame: pd.DataFrame, predictors: Sequence[str],

@@ -21,6 +21,7 @@ import pandas as pd
 from llmdyn import LlmdynError
 from llmdyn.core.paths import data_file
 from llmdyn.core.store import ResultStore
+from llmdyn.core.tables import markdown_table
 from llmdyn.coupling.depth import (
     depth_coupling,
     mean_diagonal_share,
@@ -105,17 +106,17 @@ def k_table(frame: pd.DataFrame, ks: Sequence[int], y: str = "heldout_loss") -> 
     return _fit_table("coupling measured at", rows)
 
 
-def _fit_row(name: str, n_rows: int, fit: LinearFit | str) -> str:
-    """One markdown row: name, n, R², p and slope of a fit, or the reason there is none."""
+def _fit_row(name: str, n_rows: int, fit: LinearFit | str) -> tuple:
+    """One row: name, n, R², p and slope of a fit, or the reason there is none."""
     if isinstance(fit, str):
-        return f"| {name} | {n_rows} | — | — | {fit} |"
-    return f"| {name} | {fit.n} | {fit.r2:.2f} | {fit.p:.2g} | {fit.slope:.3g} |"
+        return name, n_rows, "—", "—", fit
+    return name, fit.n, f"{fit.r2:.2f}", f"{fit.p:.2g}", f"{fit.slope:.3g}"
 
 
-def _fit_table(first: str, rows: list[str]) -> str:
+def _fit_table(first: str, rows: list[tuple]) -> str:
     """A markdown table of fit rows under the header ``first | n | R² | p | slope``."""
-    return "\n".join([f"| {first} | n | R² | p | slope |", "| --- | --- | --- | --- | --- |",
-                      *rows])
+    return markdown_table([dict(zip((first, "n", "R²", "p", "slope"), row, strict=True))
+                           for row in rows])
 
 
 def coupling_and_bits(spec: str, texts: Sequence[str], *, k: int,
@@ -133,13 +134,11 @@ def facts_table(facts: pd.DataFrame) -> str:
     def cell(v, fmt):
         return "" if not np.isfinite(v) else format(v, fmt)
 
-    lines = ["| model | family | parameters (B) | blocks | d_model | tokens (T) | "
-             "leaderboard average |", "| --- | --- | --- | --- | --- | --- | --- |"]
-    for _, r in facts.sort_values(["family", "params_b"]).iterrows():
-        lines.append(f"| {r.model} | {r.family} | {cell(r.params_b, 'g')} | "
-                     f"{cell(r.layers, '.0f')} | {cell(r.d_model, '.0f')} | "
-                     f"{cell(r.tokens_t, 'g')} | {cell(r.average, '.3f')} |")
-    return "\n".join(lines)
+    return markdown_table([
+        {"model": r.model, "family": r.family, "parameters (B)": cell(r.params_b, "g"),
+         "blocks": cell(r.layers, ".0f"), "d_model": cell(r.d_model, ".0f"),
+         "tokens (T)": cell(r.tokens_t, "g"), "leaderboard average": cell(r.average, ".3f")}
+        for _, r in facts.sort_values(["family", "params_b"]).iterrows()])
 
 
 __all__ = ["SCORE_COLUMNS", "bits_per_byte", "coupling_and_bits",

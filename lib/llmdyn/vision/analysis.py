@@ -29,6 +29,7 @@ import pandas as pd
 
 from llmdyn import LlmdynError
 from llmdyn.claims.claim import Measure
+from llmdyn.core.tables import markdown_table
 from llmdyn.stats import bootstrap
 from llmdyn.stats.anova import OneWayAnova, cell_summary, one_way_anova
 from llmdyn.stats.bootstrap import LEVEL
@@ -241,17 +242,17 @@ def slopes_by_wd(table: pd.DataFrame, column: str = "strength") -> dict[float, M
 
 def slope_table(slopes: dict[float, Measure], not_fitted: list[float] = ()) -> str:
     """Markdown: each weight decay's slope with its 95 % t interval, p and ViTs."""
-    rows = ["| weight decay | slope of coupling on SD rate | 95 % t interval | p | ViTs |",
-            "| --- | --- | --- | --- | --- |"]
+    rows = []
     for wd, m in slopes.items():
         e, note = m.estimate, " (not fitted)" if wd in not_fitted else ""
         if e is None:
-            rows.append(f"| {wd:g}{note} | n/a | {m.reason} | | |")
-            continue
-        p = m.detail.rsplit("p = ", 1)[-1]
-        rows.append(f"| {wd:g}{note} | {m.number(e.value)} | [{m.number(e.lo)}, "
-                    f"{m.number(e.hi)}] | {p} | {e.n} |")
-    return "\n".join(rows)
+            cells = ("n/a", m.reason, "", "")
+        else:
+            cells = (m.number(e.value), f"[{m.number(e.lo)}, {m.number(e.hi)}]",
+                     m.detail.rsplit("p = ", 1)[-1], e.n)
+        rows.append(dict(zip(("weight decay", "slope of coupling on SD rate", "95 % t interval",
+                              "p", "ViTs"), (f"{wd:g}{note}", *cells), strict=True)))
+    return markdown_table(rows)
 
 
 def over_vits(statistic, table: pd.DataFrame, columns: list[str], quantity: str, *,

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 from llmdyn import LlmdynError
 from llmdyn.book.params.relative import relative_blocks, relative_k, relative_window
+from llmdyn.core.tables import markdown_table
 from llmdyn.phases.split import SPLITS
 
 _PLAIN = (bool, int, float, str, list, tuple, dict, type(None))  # what a parameter cell holds
@@ -138,13 +139,13 @@ class ChapterParams:
 
     def _repr_markdown_(self) -> str:
         """The parameters in effect, as a table (shown collapsed on each chapter page)."""
-        rows = "\n".join(f"| `{f.name}` | `{getattr(self, f.name)!r}` |"
-                         for f in dataclasses.fields(self))
+        rows = markdown_table([{"parameter": f"`{f.name}`", "value": f"`{getattr(self, f.name)!r}`"}
+                               for f in dataclasses.fields(self)])
         names, n_layers, d_model = getattr(self, "_resolved", ((), 0, 0))
         note = (f"\n\n{', '.join(f'`{n}`' for n in names)}: relative to the model, set for "
                 f"{self.model} ({n_layers} blocks, d_model {d_model}); see methods, "
                 "\"Defaults relative to the model\"" if names else "")
-        return f"| parameter | value |\n| --- | --- |\n{rows}{note}"
+        return rows + note
 
     def block(self, name: str, n_layers: int) -> int:
         """The 0-based block that parameter ``name`` names, negatives counted from the end."""
