@@ -24,6 +24,9 @@ RETIRED = {
     r"\blayer_coupling\b": "layer_strength (1 − m̃)",
     r"\bcoupling_54\b|\bpaper54\b": "neg_miscoupling_all_pairs (A §5.4)",
     r"\bmis-coupling\b": "miscoupling",
+    # parameters (issue 33, item 6): one name per thing a chapter is given
+    r"(?<!max_)\bprompt_chars\b": "passage_chars (a passage's length; max_prompt_chars cuts)",
+    r"\bp\.prompt\b": "p.example_prompt",
 }
 # The sweep's reader maps format-1 files' old keys on purpose, and its test writes such a file.
 ALLOWED = {"lib/llmdyn/sweep/job.py": {r"\bcoupling_share\b", r"\bcoupling_mis\b"},

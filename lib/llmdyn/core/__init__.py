@@ -11,8 +11,8 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
                 "tables"],
     submod_attrs={
         "arrays": ["ArrayLike", "check_values", "checked_tensor", "checked_array"],
-        "checks": ["prompt_texts", "is_int", "layer_indices", "k_value", "choice", "positive_int",
-                   "torch_device"],
+        "checks": ["prompt_texts", "is_int", "layer_indices", "k_value", "top_k_value", "choice",
+                   "positive_int", "torch_device"],
         "masked": ["columns", "finite_mean"],
         "paths": ["REPO", "DATA", "data_file"],
         "store": ["Arrays", "code_hash", "source_hash", "content_hash", "safe_name",

@@ -10,7 +10,7 @@ import numpy as np
 from llmdyn import LlmdynError
 
 __all__ = ["choice", "is_int", "k_value", "layer_indices", "nonfinite_rows", "positive_int",
-           "prompt_texts", "torch_device"]
+           "prompt_texts", "top_k_value", "torch_device"]
 
 
 def prompt_texts(prompts: Any, arg: str = "prompts") -> list[str]:
@@ -82,23 +82,30 @@ def layer_indices(layers: Any, n_layers: int, arg: str = "layers") -> list[int]:
     return resolved
 
 
-def k_value(k: Any, d_model: int, *, minimum: int = 1, why: str = "", arg: str = "k",
-            bound: str = "d_model") -> int:
-    """Check a number of singular vectors (or tokens): an int with ``minimum <= k <= d_model``.
+def _count(value: Any, minimum: int, largest: int, arg: str, bound: str, why: str = "") -> int:
+    """``value`` as an int with ``minimum <= value <= largest``, else an error naming ``arg``."""
+    if not _is_int(value) or not minimum <= value <= largest:
+        reason = f" ({why})" if why else ""
+        raise LlmdynError(f"{arg}: got {value!r}; expected an integer with {minimum} <= {arg} <= "
+                          f"{bound} = {largest}{reason}")
+    return int(value)
+
+
+def k_value(k: Any, d_model: int, *, minimum: int = 1, why: str = "") -> int:
+    """Check k, a number of top singular vectors: an int with ``minimum <= k <= d_model``.
 
     Args:
         k: the value to check.
-        d_model: the largest allowed value.
+        d_model: the largest allowed value (a Jacobian has d_model singular vectors).
         minimum: the smallest (2 where r(A) divides by k - 1).
         why: the reason for `minimum`, shown in the message.
-        arg: the argument's name, for the message.
-        bound: what the largest value is, for the message (e.g. ``"the vocabulary size"``).
     """
-    if not _is_int(k) or not minimum <= k <= d_model:
-        reason = f" ({why})" if why else ""
-        raise LlmdynError(f"{arg}: got {k!r}; expected an integer with {minimum} <= {arg} <= "
-                          f"{bound} = {d_model}{reason}")
-    return int(k)
+    return _count(k, minimum, d_model, "k", "d_model", why)
+
+
+def top_k_value(top_k: Any, vocab_size: int) -> int:
+    """Check top_k, a number of tokens read out per layer: ``1 <= top_k <= vocab_size``."""
+    return _count(top_k, 1, vocab_size, "top_k", "the vocabulary size")
 
 
 def choice(value: Any, choices: Sequence[str], arg: str) -> str:

@@ -71,12 +71,13 @@ class CheckpointProfile:
     lss_by_end: np.ndarray
     expodistance_by_end: np.ndarray
 
-    def whole(self, score: str, end: LastPoint) -> np.ndarray:
-        """``[prompt]`` whole-trajectory "lss" or "expodistance" ending at ``end``."""
-        if score not in ("lss", "expodistance") or end not in LAST_POINTS:
-            raise LlmdynError(f"whole(score, end): score must be 'lss' or 'expodistance' and "
-                              f"end one of {LAST_POINTS}, got {score!r}, {end!r}")
-        return getattr(self, f"{score}_by_end")[:, LAST_POINTS.index(end)]
+    def whole(self, score: str, last_point: LastPoint) -> np.ndarray:
+        """``[prompt]`` whole-trajectory "lss" or "expodistance" ending at ``last_point``."""
+        if score not in ("lss", "expodistance") or last_point not in LAST_POINTS:
+            raise LlmdynError(f"whole(score, last_point): score must be 'lss' or 'expodistance' "
+                              f"and last_point one of {LAST_POINTS}, got {score!r}, "
+                              f"{last_point!r}")
+        return getattr(self, f"{score}_by_end")[:, LAST_POINTS.index(last_point)]
 
     def __post_init__(self) -> None:
         """Check that every per-prompt field has one row per prompt."""
@@ -274,7 +275,7 @@ def depths_at(centres: Sequence[int], n_layers: int,
 
 def measure_suite(suite: str | Sequence[str], *, root: str = "results/suite",
                   steps: Sequence[int] | None = None, prompts: Sequence[str] | None = None,
-                  n_prompts: int = 16, prompt_chars: int = 240, seed: int = 0, k: int = PAPER_K,
+                  n_prompts: int = 16, passage_chars: int = 240, seed: int = 0, k: int = PAPER_K,
                   window: int = 3, last_point: LastPoint = "final_norm", device: str = "cpu"
                   ) -> tuple[list[Checkpoint], list[str], dict[str, RunSeries]]:
     """Train what is missing of a named suite, then measure every checkpoint on held-out text.
@@ -289,7 +290,7 @@ def measure_suite(suite: str | Sequence[str], *, root: str = "results/suite",
         suites.train_suite(suite, root, device=device)
     ckpts = suite_checkpoints(suite, root=root, steps=steps)
     texts = list(prompts) if prompts else suites.heldout_prompts(
-        suite if isinstance(suite, str) else "default", n_prompts, chars=prompt_chars, seed=seed)
+        suite if isinstance(suite, str) else "default", n_prompts, chars=passage_chars, seed=seed)
     profiles = measure_checkpoints(ckpts, texts, k=k, window=window, last_point=last_point,
                                    device=device)
     return ckpts, texts, run_series(ckpts, profiles)

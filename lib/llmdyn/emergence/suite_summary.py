@@ -170,15 +170,15 @@ def endpoints(series: dict[str, RunSeries],
 
 
 def whole_endpoints(series: dict[str, RunSeries], score: str,
-                    end: LastPoint) -> tuple[np.ndarray, np.ndarray]:
+                    last_point: LastPoint) -> tuple[np.ndarray, np.ndarray]:
     """``(first, last)``: a whole-trajectory score at the first and last checkpoint, ``[prompt]``.
 
-    As `endpoints`, averaged over runs per prompt; ``end`` picks where trajectories end
+    As `endpoints`, averaged over runs per prompt; ``last_point`` picks where trajectories end
     ("final_norm", paper A eq. 7, or "block_output").
     """
     endpoints(series, ("diagonal_share",))  # checks that every run used the same prompts
-    first = np.mean([s.profiles[0].whole(score, end) for s in series.values()], 0)
-    last = np.mean([s.profiles[-1].whole(score, end) for s in series.values()], 0)
+    first = np.mean([s.profiles[0].whole(score, last_point) for s in series.values()], 0)
+    last = np.mean([s.profiles[-1].whole(score, last_point) for s in series.values()], 0)
     return first, last
 
 

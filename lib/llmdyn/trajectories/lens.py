@@ -133,7 +133,7 @@ def readout_from_logits(logits: torch.Tensor, top_k: int = 5) -> LensReadout:
     logits = torch.as_tensor(logits)
     if logits.ndim != 2 or logits.shape[0] < 1:
         raise LlmdynError(f"logits must be [layer+1, vocab], got {tuple(logits.shape)}")
-    top_k = checks.k_value(top_k, logits.shape[1], arg="top_k", bound="the vocabulary size")
+    top_k = checks.top_k_value(top_k, logits.shape[1])
     logits = logits.double()
     probs = torch.softmax(logits, dim=-1)  # (layer+1, vocab)
     top = torch.topk(probs, top_k, dim=-1)  # (layer+1, k) each
@@ -169,7 +169,7 @@ def lens_readouts(model: LoadedModel, prompts: Sequence[PromptLike],
     Returns:
         One readout per prompt, in order, over ``layer+1`` = L + 1 layers.
     """
-    top_k = checks.k_value(top_k, model.vocab_size, arg="top_k", bound="the vocabulary size")
+    top_k = checks.top_k_value(top_k, model.vocab_size)
     check_lens(lens)
     states = token_states(model, _texts(prompts), store, token=token,
                           last_point="final_norm")  # (prompt, layer+1, d)

@@ -134,7 +134,7 @@ class SpectraPromptsParams(CompareParams):
 class TrajectoriesParams(CompareParams):
     """Chapter 01: token trajectories in the PC plane of X^L (paper B Fig 1, paper A Fig 12)."""
 
-    prompt: str = "What is the capital of France? The capital is"  # paper B's example prompt
+    example_prompt: str = "What is the capital of France? The capital is"  # paper B's example
     #: seed of each model's untrained twin ([]: no twin)
     twin_seeds: list[int] = field(default_factory=lambda: [0])
     #: the shallow panel's layers, as fractions of the depth L

@@ -30,7 +30,7 @@ class TrainingParams(ChapterParams):
     #: None: passages from the held-out documents of the suite's corpus
     prompts: list[str] | None = None
     n_prompts: int = 16  # held-out passages, the same for every checkpoint
-    prompt_chars: int = 240  # characters per passage (about 50 tokens)
+    passage_chars: int = 240  # characters per passage (about 50 tokens)
     # An override of relative_k (d_model // 8 on these narrow models): the papers' K = 30, as
     # paper B states it; paper A does not state the K of Fig 1a, and its Fig 36 varies it.
     #: top singular vectors in the coupling matrices; overrides relative_k (d_model // 8 on these
@@ -52,9 +52,9 @@ class TrainingParams(ChapterParams):
                               f"{self.timing_tolerance}")
         if isinstance(self.suite, list) and not self.suite:
             raise LlmdynError("suite must be a suite name or a non-empty list of checkpoints")
-        if self.k < 2 or self.n_prompts < 2 or self.prompt_chars < 20:
-            raise LlmdynError(f"need k >= 2, n_prompts >= 2 (intervals) and prompt_chars >= 20, "
-                              f"got {self.k}, {self.n_prompts}, {self.prompt_chars}")
+        if self.k < 2 or self.n_prompts < 2 or self.passage_chars < 20:
+            raise LlmdynError(f"need k >= 2, n_prompts >= 2 (intervals) and passage_chars >= 20, "
+                              f"got {self.k}, {self.n_prompts}, {self.passage_chars}")
         if self.window < 3 or self.window % 2 == 0:
             raise LlmdynError(f"window must be odd and >= 3, got {self.window}")
         if self.last_point not in ("final_norm", "block_output"):
@@ -72,7 +72,7 @@ class GeneralizationParams(ChapterParams):
     suite: str = "population"  # independent runs, final checkpoints (llmdyn.training.suite.SUITES)
     suite_root: str = "results/suite"  # where its runs are
     n_prompts: int = 16  # held-out passages, the same for every model
-    prompt_chars: int = 160  # about 50 tokens: the population's context is 64
+    passage_chars: int = 160  # about 50 tokens: the population's context is 64
     #: top singular vectors; overrides relative_k (d_model // 8 on these narrow models) with paper
     #: B's K (paper A does not state the K of Fig 1a, and Fig 36 varies it)
     k: int = 30
@@ -94,9 +94,9 @@ class GeneralizationParams(ChapterParams):
         super().__post_init__()
         if self.power_draws < 10:
             raise LlmdynError(f"power_draws must be >= 10, got {self.power_draws}")
-        if self.k < 2 or self.n_prompts < 2 or self.prompt_chars < 20:
-            raise LlmdynError(f"need k >= 2, n_prompts >= 2 and prompt_chars >= 20, got "
-                              f"{self.k}, {self.n_prompts}, {self.prompt_chars}")
+        if self.k < 2 or self.n_prompts < 2 or self.passage_chars < 20:
+            raise LlmdynError(f"need k >= 2, n_prompts >= 2 and passage_chars >= 20, got "
+                              f"{self.k}, {self.n_prompts}, {self.passage_chars}")
         if not self.k_sweep or min(self.k_sweep) < 2:
             raise LlmdynError(f"k_sweep must list values >= 2, got {self.k_sweep}")
         if self.n_compare_prompts < 1:
