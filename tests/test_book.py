@@ -176,6 +176,25 @@ def test_progress_names_chapter_and_model_and_the_kernel_is_quiet(tmp_path, capf
     assert "without encryption" not in err
 
 
+def test_a_loaded_machine_gets_a_minute_for_a_cells_last_output(tmp_path, monkeypatch):
+    # nbclient's 4 s failed chapter 02's last cell under load ("Timeout waiting for IOPub
+    # output"); papermill turns that timeout into an error, so run_chapter asks for more.
+    import papermill
+
+    from llmdyn.book import build
+
+    seen = {}
+
+    def record(*args, **kwargs):
+        seen.update(kwargs)
+        raise KeyboardInterrupt  # stop before any kernel starts
+
+    monkeypatch.setattr(papermill, "execute_notebook", record)
+    with pytest.raises(KeyboardInterrupt):
+        run_chapter("05_depth_coupling", tmp_path, {}, cwd=tmp_path)
+    assert seen["iopub_timeout"] == build.IOPUB_TIMEOUT_S >= 60
+
+
 def test_wrongly_typed_parameter_fails_the_run(tmp_path):
     with pytest.raises(PapermillExecutionError, match="notebook parameter 'k' must be"):
         run_chapter("05_depth_coupling", tmp_path,

@@ -61,6 +61,13 @@ def kernel_config() -> Any:
     return Config({"KernelManager": {"transport_encryption": "auto"}} if zmq.has("curve") else {})
 
 
+# After a cell's reply, nbclient waits this long for the kernel's last output messages, and
+# papermill makes running out of it an error. nbclient's 4 s failed chapter 02's last cell on
+# a loaded 2-core machine (a build, a smoke run and tests side by side): "Timeout waiting for
+# IOPub output". A minute keeps a real hang an error.
+IOPUB_TIMEOUT_S = 60
+
+
 def run_chapter(name: str, out_dir: Path, parameters: dict[str, Any], *,
                 root: Path = REPO, cwd: Path | None = None) -> Path:
     """Execute ``notebooks/<name>.ipynb`` with papermill into ``out_dir/<name>.ipynb``.
@@ -84,7 +91,8 @@ def run_chapter(name: str, out_dir: Path, parameters: dict[str, Any], *,
     try:
         papermill.execute_notebook(str(source), str(partial), parameters=parameters,
                                    kernel_name=KERNEL, cwd=str(cwd or root),
-                                   progress_bar={"desc": desc}, config=kernel_config())
+                                   progress_bar={"desc": desc}, config=kernel_config(),
+                                   iopub_timeout=IOPUB_TIMEOUT_S)
         why = unfinished(partial)
         if why:  # e.g. the kernel was stopped by a signal and papermill returned anyway
             raise LlmdynError(f"chapter {name} did not finish ({why}); run it again")
