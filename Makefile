@@ -23,7 +23,7 @@ $(STAMP): requirements.txt pyproject.toml
 	# notebook, each chapter's kernel and papermill included (tests/test_setup.py).
 	$(BIN)/pip uninstall -q -y rfc3987-syntax
 	$(BIN)/python -m ipykernel install --sys-prefix --name llmdyn --display-name "Python (llmdyn)"
-	$(BIN)/python -m llmdyn.book.kernel  # encrypted sockets for plain papermill runs too
+	$(BIN)/python -m llmdyn.runner.kernel  # encrypted sockets for plain papermill runs too
 	# MathJax served by the book itself, so formulas render without a network (optional: needs npm)
 	-mkdir -p $(VENV)/share/mathjax && cd $(VENV)/share/mathjax && npm pack -q mathjax@3.2.2 \
 	  && tar xzf mathjax-3.2.2.tgz && rm mathjax-3.2.2.tgz
@@ -64,7 +64,7 @@ test: $(STAMP)
 
 # Every model-taking chapter on every test model with only `-p model` (issue 24); not in CI.
 test-models: $(STAMP)
-	$(BIN)/python -m pytest -q --models tests/test_any_model.py
+	$(BIN)/python -m pytest -q --models tests/runner/test_any_model.py
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -n auto -m "not slow"

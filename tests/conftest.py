@@ -96,7 +96,7 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked `models` (the full matrix of tests/test_any_model.py) need --models."""
+    """Tests marked `models` (the full matrix of tests/runner/test_any_model.py) need --models."""
     if config.getoption("--models"):
         return
     skip = pytest.mark.skip(reason="the full chapters × models matrix: make test-models")

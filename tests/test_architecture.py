@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from llmdyn.book.build import REPO, chapters
-from llmdyn.book.workflow import chapter_sources, snakemake_command
 from llmdyn.models.convert import MANIFEST
 from llmdyn.models.packaged import PACKAGED
+from llmdyn.runner.build import REPO, chapters
+from llmdyn.runner.workflow import chapter_sources, snakemake_command
 
 LIB = REPO / "lib" / "llmdyn"
 BIN = Path(sys.executable).parent

@@ -2,7 +2,7 @@
 
 The table decides which interval judges which kind of statistic at which n
 (`llmdyn.stats.coverage`); ``book/methods.md`` shows it between the ``coverage-table`` markers.
-``tests/test_coverage.py`` recomputes it and checks both copies. About 80 s of one CPU core.
+``tests/stats/test_coverage.py`` recomputes it and checks both copies. About 80 s of one CPU core.
 
     python tools/coverage.py            # write data/coverage.csv and the methods.md table
     python tools/coverage.py --check    # exit 1 when either differs from a fresh simulation

@@ -81,7 +81,7 @@ def jacobian_rows(model_name: str) -> list[dict]:
 
 def chapter_rows(out: Path, suite: str) -> list[dict]:
     """Chapters 05 and 08 with ``device="cuda"``; seconds and whether each finished."""
-    from llmdyn.book.build import run_chapter
+    from llmdyn.runner.build import run_chapter
 
     rows = []
     for chapter, params in (("05_depth_coupling", {"device": "cuda"}),

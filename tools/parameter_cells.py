@@ -13,9 +13,9 @@ import argparse
 import json
 import sys
 
-from llmdyn.book.build import chapters
 from llmdyn.book.params.cell import parameters_cell, parameters_cell_of, params_class
 from llmdyn.core.paths import REPO
+from llmdyn.runner.build import chapters
 
 
 def main(argv: list[str] | None = None) -> int:

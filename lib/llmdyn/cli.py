@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from llmdyn import LlmdynError
-from llmdyn.book import build, lab, workflow_cli
 from llmdyn.core.failures import os_error_message
 from llmdyn.core.streams import safe_streams
+from llmdyn.runner import build, lab, workflow_cli
 from llmdyn.sweep import job as measure_job
 from llmdyn.training import suite
 from llmdyn.vision import grids as vit_grids

@@ -1,4 +1,6 @@
-"""The book: chapter parameters, papermill runs, the Snakemake workflow, figures and gallery.
+"""The book's content: chapter parameters, figures on pages, the gallery, build facts and times.
 
-May import: everything; nothing imports it but ``cli``.
+The machinery that runs it (papermill, Snakemake, SLURM, the kernel) is `llmdyn.runner`.
+
+May import: everything but ``runner`` and ``cli``; imported by ``runner``.
 """

@@ -1,6 +1,6 @@
 """The intro page's "The abstracts, checked": each headline sentence with this build's verdicts.
 
-Built when the book is built (:func:`llmdyn.book.build.write_generated`), from the claim records
+Built when the book is built (:func:`llmdyn.runner.build.write_generated`), from the claim records
 the executed chapters glued (:mod:`llmdyn.claims.collected`) and the headline map
 (:mod:`llmdyn.claims.headlines`): one row per sentence of either abstract, one column per model
 whose claims the build holds, and in each cell the grade, the number with its interval and a

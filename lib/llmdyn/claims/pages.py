@@ -1,6 +1,6 @@
 """Write the book's generated summary pages from the executed chapters' claims (at build time).
 
-`llmdyn.book.build.write_generated` calls :func:`write` before the HTML build. It writes, to
+`llmdyn.runner.build.write_generated` calls :func:`write` before the HTML build. It writes, to
 ``book/generated/``: ``abstracts.md`` (the intro's "The abstracts, checked",
 :mod:`llmdyn.claims.abstracts`), ``scorecard_summary.md`` and ``scorecard_claims.html`` (the
 scorecard's grid and interactive table, :mod:`llmdyn.claims.scoreboard`).

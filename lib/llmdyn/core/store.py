@@ -47,7 +47,7 @@ _STALE_TMP_S = 6 * 3600
 # lazy tables only), and any module that says so itself with a line starting with
 # OUTSIDE_CODE_HASH (presentation, verdicts and their statistics, and training runs, whose
 # outputs live in checkpoint directories with digests of their own).
-_PRESENTATION_DIRS = ("book/", "plots/")
+_PRESENTATION_DIRS = ("book/", "plots/", "runner/")
 OUTSIDE_CODE_HASH = "# llmdyn: outside the code hash"
 _CODE_HASH: str | None = None
 

@@ -21,7 +21,7 @@ same tables.
 To add a chapter's figures (e.g. ``10_vit``): add one row per figure to ``book_figures.csv``
 (its ``chapter`` must be in ``_toc.yml``), end each figure cell with ``plots.show("<name>")``,
 and set the paper figures it covers (A 6, A 10, A 11) to ``regenerated`` or ``stand-in`` in
-``paper_figures.csv``. ``tests/test_figures.py`` checks that the tables agree.
+``paper_figures.csv``. ``tests/book/test_figures.py`` checks that the tables agree.
 """
 
 # llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)

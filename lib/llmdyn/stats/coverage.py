@@ -7,7 +7,7 @@ judges (``KINDS``) and each n it uses (``SIZES``: 4 runs, 8-9 and 16-21 prompts,
 samples whose parameter is known (``simulate``), and its coverage is the share of intervals
 that contain it (``N_SIMS`` = 1,000 samples for the bootstrap, 10,000 for the closed forms,
 which cost nothing). The result is committed as ``data/coverage.csv`` (written by
-``tools/coverage.py``; ``tests/test_coverage.py`` recomputes it) and `choose` reads it:
+``tools/coverage.py``; ``tests/stats/test_coverage.py`` recomputes it) and `choose` reads it:
 
 - a method is **calibrated** at (kind, n) when its coverage is within ``margin`` of 95 %,
   **conservative** above that, and **undercovers** below; ``MARGIN`` is three binomial

@@ -1,0 +1,10 @@
+"""The machinery that runs the book: papermill, the Snakemake workflow, SLURM, the kernel, the lab.
+
+``build`` runs a chapter with papermill and builds the HTML (`llmdyn book`); ``workflow`` and
+``workflow_cli`` are `llmdyn workflow` (Snakemake), with ``sources`` and ``digest`` deciding
+what a chapter depends on, ``conversion`` the convert job, ``runlock``, ``signals`` and
+``slurm`` keeping runs safe; ``kernel`` encrypts the kernel's sockets; ``lab`` opens JupyterLab.
+The book's content (parameters, figures, gallery, build facts) is in `llmdyn.book`.
+
+May import: everything; nothing imports it but ``cli``.
+"""

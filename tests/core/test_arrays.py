@@ -1,0 +1,37 @@
+"""Every formula checks its arrays where they enter: NaN/inf, shape and ndim name the argument."""
+
+import numpy as np
+import pytest
+import torch
+
+from llmdyn import LlmdynError
+from llmdyn.jacobians.svd import svd_sorted
+from llmdyn.stats.pca import pca_projection
+from llmdyn.trajectories.lens import entropy, total_variation, tv_to_token
+from llmdyn.trajectories.shape import (
+    equidistance,
+    line_shape_score,
+)
+
+
+def test_nan_and_ndim_errors():
+    bad = np.ones((4, 3))
+    bad[1, 2] = np.nan
+    with pytest.raises(LlmdynError, match=r"traj: has 1 NaN/inf"):
+        line_shape_score(bad)
+    inf = np.eye(3)
+    inf[0, 0] = np.inf
+    with pytest.raises(LlmdynError, match=r"J: has 1 NaN/inf"):
+        svd_sorted(inf)
+    with pytest.raises(LlmdynError, match=r"logits: has"):
+        entropy(torch.tensor([0.0, float("nan")]))
+    with pytest.raises(LlmdynError, match=r"traj: got shape \(5,\) \(ndim 1\); expected"):
+        equidistance(np.ones(5))
+    with pytest.raises(LlmdynError, match=r"traj: got shape \(5, 3\) \(ndim 2\)"):
+        pca_projection(np.ones((5, 3)))
+    with pytest.raises(LlmdynError, match=r"J: got shape \(3, 4\)"):
+        svd_sorted(np.ones((3, 4)))
+    with pytest.raises(LlmdynError, match=r"p: expected probabilities"):
+        total_variation(np.array([2.0, -1.0]), np.array([0.5, 0.5]))
+    with pytest.raises(LlmdynError, match=r"token: got ids outside \[0, 2\)"):
+        tv_to_token(np.array([0.5, 0.5]), 2)

@@ -1,0 +1,151 @@
+"""A bad workflow config is refused before any job, and a stopped `llmdyn workflow` stops its
+Snakemake (issue 25, item 3)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from llmdyn import LlmdynError
+from llmdyn.cli import main
+from llmdyn.runner import workflow
+from llmdyn.runner.build import REPO
+from llmdyn.runner.workflow import CONFIG_SCHEMA, SNAKEFILE, check_config, merged_config
+
+
+def _refused(overrides: dict, match: str) -> None:
+    with pytest.raises(LlmdynError, match=match):
+        check_config(merged_config(overrides))
+
+
+def test_the_default_config_and_the_tests_config_pass():
+    config = check_config(merged_config())
+    assert config["measure_models"] == []  # the schema's default
+    assert CONFIG_SCHEMA.is_file()
+    assert config["model"] is None  # each params file's model, else smollm2-135m
+    tiny = check_config(merged_config({"chapter_params": "tests/smoke",
+                                       "measure_models": ["tiny-llama"]}))
+    assert tiny["chapter_params"] == "tests/smoke"
+
+
+def test_schema_refuses_what_was_silently_accepted():
+    # one job per character ("t", "i", "n", ...) before
+    _refused({"measure_models": "tiny-llama"},
+             r"measure_models: 'tiny-llama' is not of type 'array'; give a list, e\.g\. "
+             r"--config 'measure_models=\[\"tiny-llama\"\]'")
+    _refused({"sweep_models": "EleutherAI/pythia-70m"}, "sweep_models: .* not of type 'array'")
+    _refused({"chapter_param": "tests/smoke"}, r"'chapter_param' was unexpected")  # misspelt
+    _refused({"measure": {"k": 0}}, "measure.k: 0 is less than the minimum of 1")
+    _refused({"measure": {"tasks": ["squad"]}}, "measure.tasks.0: 'squad' is not one of")
+    _refused({"device": "gpu"}, "device: 'gpu' does not match")
+    _refused({"model": ""}, "model: '' should be non-empty")
+    _refused({"model": 3}, "model: 3 is not of type 'string', 'null'")
+
+
+def test_a_chapter_params_typo_is_refused():
+    # a typo ran full-size chapters before
+    _refused({"chapter_params": "tests/smokee"},
+             r"chapter_params: 'tests/smokee' is not a directory .*tests/smokee does not exist")
+    _refused({"chapter_params": "/no/such/params"}, "is not a directory")
+
+
+def test_snakemake_command_line_scalars_are_typed_again():
+    # Snakemake reads --config measure={"k": 4} with YAML's base loader: every value a string
+    config = check_config(merged_config({"measure": {"k": "4", "n_per_task": "1",
+                                                     "max_chars": "40"},
+                                         "suite": "null", "chapter_params": None}))
+    assert config["measure"]["k"] == 4 and config["measure"]["max_chars"] == 40
+    assert config["suite"] is None and config["chapter_params"] == ""
+
+
+def test_the_snakefile_itself_validates(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--snakefile", str(SNAKEFILE),
+         "--directory", str(tmp_path), "--cores", "1", "--workflow-profile", "none",
+         "--config", "measure_models=tiny-llama"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO / "lib")})
+    assert out.returncode != 0
+    assert "measure_models: 'tiny-llama' is not of type 'array'" in out.stdout + out.stderr
+
+
+@pytest.fixture
+def no_snakemake(monkeypatch):
+    def never(*args, **kwargs):
+        raise AssertionError("snakemake started")
+
+    monkeypatch.setattr(workflow.subprocess, "Popen", never)
+
+
+def test_cli_refuses_bad_config_cores_and_directory_before_snakemake(no_snakemake, capsys,
+                                                                      tmp_path):
+    assert main(["workflow", "-n", "--config", "chapter_params=tests/smokee"]) == 2
+    assert "chapter_params: 'tests/smokee' is not a directory" in capsys.readouterr().err
+    assert main(["workflow", "-n", "--config", "measure_models=tiny-llama"]) == 2
+    assert "measure_models" in capsys.readouterr().err
+    assert main(["workflow", "-n", "--cores", "0"]) == 2  # used every core before
+    assert "--cores" in capsys.readouterr().err
+    missing = tmp_path / "missing"
+    assert main(["workflow", "-n", "--directory", str(missing)]) == 2  # crashed in Popen before
+    err = capsys.readouterr().err
+    assert f"--directory) {missing} does not exist; create it first" in err
+    assert not missing.exists()  # refused, not created
+    (tmp_path / "file").write_text("x")
+    assert main(["workflow", "-n", "--directory", str(tmp_path / "file")]) == 2
+    assert "is a file" in capsys.readouterr().err
+
+
+def _descendants(pid: int) -> list[int]:
+    kids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid:
+            kids += [int(stat.parent.name), *_descendants(int(stat.parent.name))]
+    return kids
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_sigterm_stops_snakemake_and_its_jobs(tmp_path):
+    """Before, SIGTERM ended `llmdyn workflow` and left Snakemake running under PID 1."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "lib"),
+           "LLMDYN_RESULTS": str(tmp_path / "results")}
+    # enough work that the job is normally still running when the signal comes
+    measure = '{"k": 4, "n_per_task": 300, "tasks": ["gsm8k", "mmlu", "arc_challenge", ' \
+              '"hellaswag", "winogrande", "truthfulqa"], "seed": 0, "max_chars": 40}'
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llmdyn", "workflow", "--directory", str(tmp_path), "--cores",
+         "1", "measure_all", "--config", 'measure_models=["tiny-llama"]', f"measure={measure}"],
+        env=env, cwd=tmp_path, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        for line in proc.stdout:
+            if "Measure coupling of tiny-llama" in line:
+                break
+        deadline = time.time() + 60
+        while time.time() < deadline:  # snakemake, its shell and the measure job
+            kids = _descendants(proc.pid)
+            if len(kids) >= 3:
+                break
+            time.sleep(0.2)
+        assert len(kids) >= 3, kids
+        proc.send_signal(signal.SIGTERM)
+        rest = proc.stdout.read()
+        assert proc.wait(timeout=60) == 2
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "llmdyn workflow: error: stopped by SIGTERM" in rest
+    deadline = time.time() + 10
+    while time.time() < deadline and any(Path(f"/proc/{k}").exists() for k in kids):
+        time.sleep(0.2)
+    assert not [k for k in kids if Path(f"/proc/{k}").exists()], "left running"
+    # Whether the measure job got to write its file before the signal depends on the machine's
+    # load; what matters is that nothing is left running and the run says it was stopped.

@@ -1,0 +1,40 @@
+"""`make gpu-check` without a GPU says so and exits 0; its report renders from known rows."""
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+TOOL = Path(__file__).resolve().parents[2] / "tools" / "gpu_check.py"
+_SPEC = importlib.util.spec_from_file_location("gpu_check", TOOL)
+gpu_check = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(gpu_check)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+def test_without_a_gpu_it_says_so_and_exits_0(tmp_path):
+    done = subprocess.run([sys.executable, str(TOOL), "--out", str(tmp_path / "g")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "no CUDA device" in done.stdout
+    assert not (tmp_path / "g").exists()  # nothing written
+
+
+def test_report_lists_chapters_routes_and_unsupported_dtypes():
+    report = {"gpu": "NVIDIA H100", "torch": "2.13", "cuda": "12.8", "host": "h",
+              "chapters": [{"chapter": "05_depth_coupling", "params": {"device": "cuda"},
+                            "ok": True, "seconds": 61.4},
+                           {"chapter": "08_training", "params": {"device": "cuda"}, "ok": False,
+                            "seconds": 3.0, "error": "LlmdynError: boom"}],
+              "jacobians": [{"model": "m", "route": "J_nn", "dtype": "float32", "cpu_s": 4.0,
+                             "gpu_s": 0.05, "speedup": 80.0, "rel_error_vs_cpu_fp32": 2e-7},
+                            {"model": "m", "route": "J_nn", "dtype": "bfloat16", "cpu_s": 4.0,
+                             "error": "RuntimeError: no bf16"}]}
+    text = gpu_check.render(report)
+    assert "| 05_depth_coupling | `{\"device\": \"cuda\"}` | yes | 61 |" in text
+    assert "| m | J_nn | float32 | 4.00 | 0.050 | 80.0× | 2.0e-07 |" in text
+    assert "not supported: RuntimeError: no bf16" in text
+    assert "**08_training failed:**" in text and "LlmdynError: boom" in text
