@@ -82,6 +82,19 @@ def test_chapter_html_contains_its_figures(built_book):
     assert "<table" in page  # the comparison, printed as Markdown, renders as a table
 
 
+def test_built_pages_and_glued_keys_use_no_retired_name(built_book):
+    # issue 33: one word per quantity on the pages a reader sees, not only in the sources
+    from tests.test_vocabulary import RETIRED
+
+    root, html = built_book
+    texts = {p.relative_to(html).as_posix(): p.read_text() for p in html.rglob("*.html")}
+    texts |= {f"{nb.stem} (glued keys)": "\n".join(read_glued(nb))
+              for nb in (root / "book" / "executed").glob("*.ipynb")}
+    found = [f"{where}: {m.group()}" for where, text in texts.items()
+             for pattern in RETIRED for m in re.finditer(pattern, text)]
+    assert not found, found[:20]
+
+
 def test_figures_are_captioned_with_the_paper_figure_and_kept_as_svg(built_book):
     _, html = built_book
     page = (html / "book" / "executed" / "05_depth_coupling.html").read_text()
