@@ -20,7 +20,7 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/pip install -q --no-deps -e .
 	# jsonschema imports rfc3987-syntax when it is there (jupyter-events' extra, an IRI checker
 	# nothing here uses); its import compiles a grammar: 2.3 CPU-s in every process that reads a
-	# notebook, each chapter's kernel and papermill included (tests/test_setup.py).
+	# notebook, each chapter's kernel and papermill included (tests/test_environment.py).
 	$(BIN)/pip uninstall -q -y rfc3987-syntax
 	$(BIN)/python -m ipykernel install --sys-prefix --name llmdyn --display-name "Python (llmdyn)"
 	$(BIN)/python -m llmdyn.runner.kernel  # encrypted sockets for plain papermill runs too
