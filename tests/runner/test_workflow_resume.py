@@ -65,14 +65,18 @@ def _tree(proc: subprocess.Popen) -> list[psutil.Process]:
 def test_every_interruption_resumes_with_the_same_command_and_loses_nothing(tmp_path):
     executed = tmp_path / "book" / "executed"
     run = _start(tmp_path)
-    _wait_for(lambda: _executed(tmp_path, FIRST).exists() and _cut_chapter_running(tmp_path)(),
-              run, f"{FIRST} finished and {CUT} started")
-    finished = _executed(tmp_path, FIRST).read_bytes()
-
-    # A live run in the same directory is refused by name, with its PID.
+    # A live run in the same directory is refused by name, with its PID. Checked while the first
+    # chapter runs: a second `llmdyn` takes seconds to start, and on a loaded machine the cut
+    # chapter (a smoke run of about 20 s) had finished by then, before the SIGTERM below.
+    _wait_for(lambda: any(executed.glob(f".{FIRST}.*.partial.ipynb"))
+              or _executed(tmp_path, FIRST).exists(), run, f"{FIRST} started")
     second = subprocess.run(_command(tmp_path), cwd=REPO, capture_output=True, text=True,
                             timeout=600)
     assert second.returncode == 2 and f"PID {run.pid} on host" in second.stderr, second.stderr
+
+    _wait_for(lambda: _executed(tmp_path, FIRST).exists() and _cut_chapter_running(tmp_path)(),
+              run, f"{FIRST} finished and {CUT} started")
+    finished = _executed(tmp_path, FIRST).read_bytes()
 
     # 1. SIGTERM (as Ctrl-C): it stops, says so, and says the truth about what comes next.
     run.send_signal(signal.SIGTERM)
