@@ -83,7 +83,13 @@ def test_every_interruption_resumes_with_the_same_command_and_loses_nothing(tmp_
     _, err = run.communicate(timeout=300)
     assert run.returncode == 2 and "stopped by SIGTERM" in err and "same command" in err, err
     assert _executed(tmp_path, FIRST).read_bytes() == finished
-    assert not _executed(tmp_path, CUT).exists()  # no half-run chapter in the book
+    # No half-run chapter in the book. Twice, with make test and a default build side by side,
+    # the stop reached the chapter after its last cell, and its notebook was complete: that one
+    # may stay, finished, and goes so that the next interruption has a chapter to cut.
+    cut = _executed(tmp_path, CUT)
+    if cut.exists():
+        assert unfinished(cut) is None, unfinished(cut)
+        cut.unlink()
 
     # 2. SIGKILL of llmdyn alone: its Snakemake and the chapter's processes end with it.
     run = _start(tmp_path)
