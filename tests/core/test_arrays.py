@@ -35,3 +35,14 @@ def test_nan_and_ndim_errors():
         total_variation(np.array([2.0, -1.0]), np.array([0.5, 0.5]))
     with pytest.raises(LlmdynError, match=r"token: got ids outside \[0, 2\)"):
         tv_to_token(np.array([0.5, 0.5]), 2)
+
+
+def test_host_array_leaves_cpu_values_as_they_are_and_widens_bfloat16_exactly():
+    from llmdyn.core.arrays import host_array
+
+    x = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    out = host_array(x * 1)  # a tensor in a graph: detached, not refused
+    assert out.dtype == np.float64 and np.array_equal(out, x.detach().numpy())
+    b = torch.tensor([1.5, -2.25, 3.0e38], dtype=torch.bfloat16)
+    assert host_array(b).dtype == np.float32
+    assert np.array_equal(host_array(b), b.float().numpy())  # every bfloat16 is a float32

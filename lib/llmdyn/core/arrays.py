@@ -34,6 +34,16 @@ def checked_tensor(x: ArrayLike, name: str, min_ndim: int, expected: str,
     return t
 
 
+def host_array(t: torch.Tensor) -> np.ndarray:
+    """A tensor's values as a numpy array on the host, whatever device computed them.
+
+    Detached and copied off an accelerator (``.cpu()`` is a no-op for a CPU tensor, so the CPU
+    path is unchanged); bfloat16, which numpy lacks, is widened to float32 (exact).
+    """
+    t = t.detach().cpu()
+    return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
+
+
 def checked_array(x: ArrayLike, name: str, min_ndim: int, expected: str,
                   exact: bool = False) -> np.ndarray:
     """Checked float64 numpy array."""

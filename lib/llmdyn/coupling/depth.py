@@ -10,6 +10,7 @@ import torch
 
 from llmdyn import LlmdynError
 from llmdyn.core import checks
+from llmdyn.core.arrays import host_array
 from llmdyn.core.store import ResultStore
 from llmdyn.coupling import matrix
 from llmdyn.coupling.topk import top_singular_checked
@@ -79,10 +80,10 @@ def _scores(J: torch.Tensor, k: int) -> DepthCoupling:
     s = svd.S[:, :k]  # (layer, k)
     authors = matrix.authors_miscoupling(A, s[:, None, :].expand(n, n, k))
     return DepthCoupling(
-        A=A.numpy(), S=s.numpy(),
-        miscoupling=matrix.miscoupling(A).numpy(),
-        ratio=matrix.offdiag_ratio(A).numpy(),
-        authors=authors.numpy(),
+        A=host_array(A), S=host_array(s),
+        miscoupling=host_array(matrix.miscoupling(A)),
+        ratio=host_array(matrix.offdiag_ratio(A)),
+        authors=host_array(authors),
     )
 
 

@@ -11,6 +11,7 @@ import torch
 
 from llmdyn import LlmdynError
 from llmdyn.core import checks
+from llmdyn.core.arrays import host_array
 from llmdyn.core.store import ResultStore
 from llmdyn.jacobians.full import block_jacobians
 from llmdyn.jacobians.svd import square_jacobians, svd_sorted
@@ -152,10 +153,10 @@ def _compute(model: LoadedModel, prompt: str, layers: list[int], kinds: Sequence
         J = block_jacobians(model, prompt, layers, pairs=pairs, progress=False,
                             last_point=last_point)  # [2|1, pair, d, d]
         row, ref = J[0], J[-1]  # layer l and layer l′ (the same when l = l′)
-        out[f"{kind}_A"] = _cross_coupling(row, ref, k).numpy()  # [tok, tok, k, k]; k checked
+        out[f"{kind}_A"] = host_array(_cross_coupling(row, ref, k))  # [tok, tok, k, k]; k checked
         out[f"{kind}_pairs"] = np.array(pairs, dtype=np.int64)  # [tok, 2]
         if control:  # l′ = l from the same Jacobians: no second pass over block l
-            out[f"{kind}_A_same"] = _cross_coupling(row, row, k).numpy()
+            out[f"{kind}_A_same"] = host_array(_cross_coupling(row, row, k))
     return out
 
 

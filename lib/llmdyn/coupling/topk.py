@@ -68,4 +68,7 @@ def top_singular_checked(J: torch.Tensor, k: int) -> Svd:
     idx = U.abs().argmax(dim=-2, keepdim=True)  # (layer, 1, k)
     U = U * torch.sign(torch.gather(U, -2, idx))  # no zero: it is the largest |entry|
     V = torch.from_numpy(Jd).mT @ U / S[:, None, :]  # J^T u_a / s_a: (layer, d_model, k)
-    return Svd(U.to(J.dtype), S.to(J.dtype), V.mT.to(J.dtype).contiguous())
+    # back on J's device (the eigensolver ran on the host in float64), so that the coupling
+    # products that follow run where J is
+    to_j = {"device": J.device, "dtype": J.dtype}
+    return Svd(U.to(**to_j), S.to(**to_j), V.mT.to(**to_j).contiguous())
