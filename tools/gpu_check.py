@@ -9,6 +9,7 @@ exits 0, so the target is safe everywhere.
     python tools/gpu_check.py                       # everything
     python tools/gpu_check.py --skip-chapters       # the Jacobian timings only
     python tools/gpu_check.py --suite tiny --out gpu_check
+    python tools/gpu_check.py --compare-models      # chapter 05 without its compare models
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ import traceback
 from pathlib import Path
 
 import torch
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = "What is the capital of France? The capital is"
 NO_GPU = "no CUDA device: `make gpu-check` ran nothing (it needs a machine with an NVIDIA GPU)"
+CHAPTERS = ("05_depth_coupling", "08_training")
 
 
 def _timed(fn, device: str) -> tuple[object, float]:
@@ -66,6 +69,7 @@ def jacobian_rows(model_name: str) -> list[dict]:
         for name, route in routes.items():
             row = {"model": model_name, "route": name, "dtype": str(dtype).removeprefix("torch."),
                    "cpu_s": reference[name][1]}
+            print(f"gpu-check: {model_name} {name} {row['dtype']}", flush=True)
             try:
                 route(model)  # warm-up: kernels, cuBLAS handles
                 out, seconds = _timed(lambda r=route, m=model: r(m), "cuda")
@@ -79,14 +83,32 @@ def jacobian_rows(model_name: str) -> list[dict]:
     return rows
 
 
-def chapter_rows(out: Path, suite: str) -> list[dict]:
+def chapter_parameters(chapter: str, out: Path, suite: str,
+                       compare_models: list[str] | None) -> dict:
+    """The papermill parameters of one checked chapter: ``device="cuda"`` and its inputs.
+
+    Chapter 08 on the tiny suite takes the smoke book's parameters (tests/smoke), since the
+    chapter's default prompts do not fit the tiny suite's 32-token context.
+    """
+    params: dict = {}
+    if chapter == "05_depth_coupling" and compare_models is not None:
+        params["compare_models"] = compare_models
+    if chapter == "08_training":
+        if suite == "tiny":
+            params.update(yaml.safe_load((ROOT / "tests/smoke/08_training.yaml").read_text()))
+        params.update(suite=suite, suite_root=str(out / "suite"))
+    return {**params, "device": "cuda"}
+
+
+def chapter_rows(out: Path, suite: str, chapters: tuple[str, ...] = CHAPTERS,
+                 compare_models: list[str] | None = None) -> list[dict]:
     """Chapters 05 and 08 with ``device="cuda"``; seconds and whether each finished."""
     from llmdyn.runner.build import run_chapter
 
     rows = []
-    for chapter, params in (("05_depth_coupling", {"device": "cuda"}),
-                            ("08_training", {"device": "cuda", "suite": suite,
-                                             "suite_root": str(out / "suite")})):
+    for chapter in chapters:
+        params = chapter_parameters(chapter, out, suite, compare_models)
+        print(f"gpu-check: {chapter} {json.dumps(params)}", flush=True)
         start = time.perf_counter()
         try:
             run_chapter(chapter, out / "executed", params)
@@ -101,8 +123,11 @@ def chapter_rows(out: Path, suite: str) -> list[dict]:
 
 def render(report: dict) -> str:
     """The report as Markdown."""
+    versions = ", ".join(f"{k} {report[k]}" for k in ("torch", "transformers", "nnsight")
+                         if k in report)
     lines = [f"# GPU check on {report['gpu']}", "",
-             f"torch {report['torch']}, CUDA {report['cuda']}, {report['host']}", "",
+             f"{versions}, CUDA {report['cuda']}, {report['host']}; the CPU reference ran on "
+             f"{report.get('cpu_threads', '?')} threads", "",
              "| chapter | parameters | finished | seconds |", "| --- | --- | --- | ---: |"]
     lines += [f"| {r['chapter']} | `{json.dumps(r['params'])}` | {'yes' if r['ok'] else 'NO'} | "
               f"{r['seconds']:.0f} |" for r in report["chapters"]]
@@ -128,16 +153,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--suite", default="tiny", help="chapter 08's suite (default: tiny)")
     parser.add_argument("--models", nargs="+", default=["smollm2-135m"])
     parser.add_argument("--skip-chapters", action="store_true")
+    parser.add_argument("--skip-jacobians", action="store_true")
+    parser.add_argument("--chapters", nargs="+", choices=CHAPTERS, default=list(CHAPTERS))
+    parser.add_argument("--compare-models", nargs="*", default=None,
+                        help="chapter 05's compare_models (default: the chapter's own; give "
+                             "none to run without them, e.g. where Gemma 3 is not installed)")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print(NO_GPU)
         return 0
+    import nnsight
+    import transformers
+
     args.out.mkdir(parents=True, exist_ok=True)
     report = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
+              "transformers": transformers.__version__, "nnsight": nnsight.__version__,
               "cuda": torch.version.cuda, "host": platform.node(),
-              "bf16_supported": torch.cuda.is_bf16_supported(),
-              "jacobians": [row for name in args.models for row in jacobian_rows(name)],
-              "chapters": [] if args.skip_chapters else chapter_rows(args.out, args.suite)}
+              "cpu_threads": torch.get_num_threads(),
+              "bf16_supported": torch.cuda.is_bf16_supported()}
+    report["jacobians"] = [] if args.skip_jacobians else [
+        row for name in args.models for row in jacobian_rows(name)]
+    report["chapters"] = [] if args.skip_chapters else chapter_rows(
+        args.out, args.suite, tuple(args.chapters), args.compare_models)
     (args.out / "report.json").write_text(json.dumps(report, indent=1))
     (args.out / "report.md").write_text(render(report))
     print(render(report))

@@ -38,3 +38,17 @@ def test_report_lists_chapters_routes_and_unsupported_dtypes():
     assert "| m | J_nn | float32 | 4.00 | 0.050 | 80.0× | 2.0e-07 |" in text
     assert "not supported: RuntimeError: no bf16" in text
     assert "**08_training failed:**" in text and "LlmdynError: boom" in text
+
+
+def test_chapter_parameters_put_each_chapter_on_cuda_with_its_inputs(tmp_path):
+    ch05 = gpu_check.chapter_parameters("05_depth_coupling", tmp_path, "tiny", None)
+    assert ch05 == {"device": "cuda"}  # the chapter's own compare models
+    assert gpu_check.chapter_parameters("05_depth_coupling", tmp_path, "tiny", []) == {
+        "device": "cuda", "compare_models": []}
+    ch08 = gpu_check.chapter_parameters("08_training", tmp_path, "tiny", None)
+    # the tiny suite's 32-token context takes the smoke book's short passages
+    assert ch08["passage_chars"] == 40 and ch08["suite"] == "tiny"
+    assert ch08["suite_root"] == str(tmp_path / "suite") and ch08["device"] == "cuda"
+    ch08_default = gpu_check.chapter_parameters("08_training", tmp_path, "default", None)
+    assert ch08_default == {"suite": "default", "suite_root": str(tmp_path / "suite"),
+                            "device": "cuda"}
