@@ -92,7 +92,8 @@ def perturbed_last_states(model: LoadedModel, input_ids: torch.Tensor,
             ``"block_output"``.
 
     Returns:
-        The clean X^0 ``[tok, d_model]`` and the last token's states ``[draw, layer+1, d_model]``.
+        The clean X^0 ``[tok, d_model]`` and the last token's states ``[draw, layer+1, d_model]``,
+        on the CPU whatever the model's device (the noise may be on either).
     """
     n_draws = 1 if noise is None else noise.shape[0]
     x0: list[torch.Tensor] = []
@@ -102,7 +103,7 @@ def perturbed_last_states(model: LoadedModel, input_ids: torch.Tensor,
         hidden = args[0]  # (draw, tok, d_model)
         x0.append(hidden[0].detach().clone())
         if noise is not None:
-            hidden = hidden + noise.to(hidden.dtype)
+            hidden = hidden + noise.to(hidden.device, hidden.dtype)
         states.append(hidden[:, -1].detach())
         return (hidden, *args[1:]), kwargs
 
@@ -122,7 +123,8 @@ def perturbed_last_states(model: LoadedModel, input_ids: torch.Tensor,
     out = torch.stack(states, dim=1)  # (draw, layer+1, d)
     if check_last_point(last_point) == "final_norm":
         out = with_final_norm(model, out.transpose(0, 1)).transpose(0, 1)
-    return x0[0], out  # (tok, d), (draw, layer+1, d)
+    # on the host, where the check's float64 numpy arithmetic runs (a no-op on the CPU)
+    return x0[0].cpu(), out.cpu()  # (tok, d), (draw, layer+1, d)
 
 
 @dataclass(frozen=True)
