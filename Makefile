@@ -79,11 +79,11 @@ bench: $(STAMP)
 build-times: $(STAMP)
 	$(BIN)/python tools/build_times.py .
 
-# The GPU path in one command: chapters 05 and 08 with device cuda (08 on the tiny suite) and
-# the Jacobian routes on the GPU in float32 and bfloat16; writes gpu_check/report.md. Without
-# a CUDA device it says so and exits 0.
+# The GPU path in one command: chapters 05 and 08 with device cuda (08 on the tiny suite), every
+# chapter at the smoke book's size on cuda, and the Jacobian routes on the GPU in float32 and
+# bfloat16; writes gpu_check/report.md. Without a CUDA device it says so and exits 0.
 gpu-check: $(STAMP)
-	$(BIN)/python tools/gpu_check.py --out gpu_check
+	$(BIN)/python tools/gpu_check.py --smoke --out gpu_check
 
 lint: $(STAMP)
 	$(BIN)/ruff check lib tests bench tools

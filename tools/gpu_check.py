@@ -10,6 +10,7 @@ exits 0, so the target is safe everywhere.
     python tools/gpu_check.py --skip-chapters       # the Jacobian timings only
     python tools/gpu_check.py --suite tiny --out gpu_check
     python tools/gpu_check.py --compare-models      # chapter 05 without its compare models
+    python tools/gpu_check.py --smoke               # and every chapter on tiny models
 """
 
 from __future__ import annotations
@@ -83,6 +84,12 @@ def jacobian_rows(model_name: str) -> list[dict]:
     return rows
 
 
+def smoke_parameters(chapter: str) -> dict:
+    """The smoke book's parameters of ``chapter`` (tests/smoke, tiny models), on cuda."""
+    smoke = yaml.safe_load((ROOT / "tests" / "smoke" / f"{chapter}.yaml").read_text())
+    return {**smoke, "device": "cuda"}
+
+
 def chapter_parameters(chapter: str, out: Path, suite: str,
                        compare_models: list[str] | None) -> dict:
     """The papermill parameters of one checked chapter: ``device="cuda"`` and its inputs.
@@ -95,19 +102,17 @@ def chapter_parameters(chapter: str, out: Path, suite: str,
         params["compare_models"] = compare_models
     if chapter == "08_training":
         if suite == "tiny":
-            params.update(yaml.safe_load((ROOT / "tests/smoke/08_training.yaml").read_text()))
+            params.update(smoke_parameters(chapter))
         params.update(suite=suite, suite_root=str(out / "suite"))
     return {**params, "device": "cuda"}
 
 
-def chapter_rows(out: Path, suite: str, chapters: tuple[str, ...] = CHAPTERS,
-                 compare_models: list[str] | None = None) -> list[dict]:
-    """Chapters 05 and 08 with ``device="cuda"``; seconds and whether each finished."""
+def chapter_rows(out: Path, runs: list[tuple[str, dict]]) -> list[dict]:
+    """Each (chapter, parameters) run with papermill; seconds and whether it finished."""
     from llmdyn.runner.build import run_chapter
 
     rows = []
-    for chapter in chapters:
-        params = chapter_parameters(chapter, out, suite, compare_models)
+    for chapter, params in runs:
         print(f"gpu-check: {chapter} {json.dumps(params)}", flush=True)
         start = time.perf_counter()
         try:
@@ -119,6 +124,17 @@ def chapter_rows(out: Path, suite: str, chapters: tuple[str, ...] = CHAPTERS,
                          "seconds": time.perf_counter() - start,
                          "error": "".join(traceback.format_exception_only(err))[-1500:]})
     return rows
+
+
+def planned_runs(args: argparse.Namespace) -> list[tuple[str, dict]]:
+    """Chapters 05 and 08 as asked, then (``--smoke``) every chapter at the smoke book's size."""
+    runs = [] if args.skip_chapters else [
+        (c, chapter_parameters(c, args.out, args.suite, args.compare_models))
+        for c in args.chapters]
+    if args.smoke:  # every chapter's device path, on tiny models: minutes, not hours
+        runs += [(path.stem, smoke_parameters(path.stem))
+                 for path in sorted((ROOT / "tests" / "smoke").glob("*.yaml"))]
+    return runs
 
 
 def render(report: dict) -> str:
@@ -158,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare-models", nargs="*", default=None,
                         help="chapter 05's compare_models (default: the chapter's own; give "
                              "none to run without them, e.g. where Gemma 3 is not installed)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="also every chapter at the smoke book's parameters (tiny models)")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print(NO_GPU)
@@ -173,8 +191,7 @@ def main(argv: list[str] | None = None) -> int:
               "bf16_supported": torch.cuda.is_bf16_supported()}
     report["jacobians"] = [] if args.skip_jacobians else [
         row for name in args.models for row in jacobian_rows(name)]
-    report["chapters"] = [] if args.skip_chapters else chapter_rows(
-        args.out, args.suite, tuple(args.chapters), args.compare_models)
+    report["chapters"] = chapter_rows(args.out, planned_runs(args))
     (args.out / "report.json").write_text(json.dumps(report, indent=1))
     (args.out / "report.md").write_text(render(report))
     print(render(report))

@@ -52,3 +52,15 @@ def test_chapter_parameters_put_each_chapter_on_cuda_with_its_inputs(tmp_path):
     ch08_default = gpu_check.chapter_parameters("08_training", tmp_path, "default", None)
     assert ch08_default == {"suite": "default", "suite_root": str(tmp_path / "suite"),
                             "device": "cuda"}
+
+
+def test_smoke_plans_every_chapter_at_the_smoke_book_parameters_on_cuda(tmp_path):
+    args = gpu_check.argparse.Namespace(out=tmp_path, suite="tiny", compare_models=[],
+                                        chapters=["05_depth_coupling"], skip_chapters=False,
+                                        smoke=True)
+    runs = gpu_check.planned_runs(args)
+    assert runs[0] == ("05_depth_coupling", {"compare_models": [], "device": "cuda"})
+    smoke = dict(runs[1:])
+    assert list(smoke) == sorted(p.stem for p in (TOOL.parents[1] / "tests/smoke").glob("*.yaml"))
+    assert len(smoke) == 11 and all(p["device"] == "cuda" for p in smoke.values())
+    assert smoke["10_vit"]["grid"] == "tiny" and smoke["01_trajectories"]["model"] == "tiny-gemma3"
