@@ -6,6 +6,7 @@ HTML build writes the same table to book/generated/build_times.md for the Perfor
 
     python tools/build_times.py            # this checkout's last build
     python tools/build_times.py /work/base # another checkout's
+    python tools/build_times.py --compare /work/before /work/after   # two builds side by side
     make build-times
 """
 
@@ -24,8 +25,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("root", nargs="?", type=Path, default=Path("."),
                         help="checkout whose build is read (default: .)")
     parser.add_argument("--out", type=Path, help="also write the Markdown to this file")
+    parser.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"),
+                        help="two checkouts' builds side by side, CPU by job kind and chapter")
     args = parser.parse_args(argv)
-    text = buildtimes.report(args.root)
+    text = (buildtimes.compare(*args.compare) if args.compare
+            else buildtimes.report(args.root))
     if args.out:
         args.out.write_text(text)
     print(text, end="")

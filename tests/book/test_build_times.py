@@ -91,3 +91,18 @@ def test_a_build_without_benchmark_files_shows_no_cpu_total(tmp_path):
     text = buildtimes.report(tmp_path)
     assert "| vit_run (no benchmark) | 1 | – | – | 12 | run.json |" in text
     assert "| **all** | 1 | **–** |" in text
+
+
+def test_two_builds_side_by_side_with_ratios(tmp_path):
+    before = _build(tmp_path / "before")
+    after = tmp_path / "after"
+    _tsv(after, "chapter", "04_jacobian_alignment", (300.0, 225.125))  # half of 450.25
+    _tsv(after, "train_run", "s-w64", (100.0, 98.0))
+    _tsv(after, "convert", "smollm2-135m", (40.0, 39.0))  # a kind the baseline lacks
+    text = buildtimes.compare(before, after)
+    assert "| chapter | 2 | 1 | 781 | 225 | 0.29 |" in text  # (225.125) / (450.25 + 330.5)
+    assert "| train_run | 1 | 1 | 98 | 98 | 1.00 |" in text
+    assert "| convert | 0 | 1 | – | 39 | – |" in text
+    assert "| **all** | 5 | 3 | 963 | 362 | 0.38 |" in text  # 362.125 / 962.75
+    assert "| 04_jacobian_alignment | 450 | 225 | 0.50 |" in text
+    assert "| 07_regularity | 330 | – | – |" in text  # 330.5 rounds to even

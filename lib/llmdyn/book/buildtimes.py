@@ -193,6 +193,56 @@ def render(jobs: Sequence[Job], cells: Sequence[Cell],
     return "\n".join(lines) + "\n"
 
 
+def _ratio(before: float | None, after: float | None) -> str:
+    return "–" if not before or after is None else f"{after / before:.2f}"
+
+
+def _right(rows: list[dict]) -> dict[str, str]:
+    """Every column but the first aligned right (the numbers)."""
+    return {column: "right" for column in list(rows[0])[1:]}
+
+
+def _kind_rows(before: Sequence[Job], after: Sequence[Job]) -> list[dict]:
+    """One row per job kind (most CPU first, either build), then the total."""
+    totals = [{t.kind: t for t in kind_totals(jobs, {})} for jobs in (before, after)]
+    kinds = sorted(set(totals[0]) | set(totals[1]),
+                   key=lambda k: -max(side[k].cpu_s or 0 for side in totals if k in side))
+
+    def row(label: str, jobs: list[int], cpu: list[float | None]) -> dict:
+        return {"job kind": label, "jobs before": jobs[0], "jobs after": jobs[1],
+                "CPU s before": _seconds(cpu[0]), "CPU s after": _seconds(cpu[1]),
+                "after / before": _ratio(cpu[0], cpu[1])}
+
+    rows = [row(k, [side[k].jobs if k in side else 0 for side in totals],
+                [side[k].cpu_s if k in side else None for side in totals]) for k in kinds]
+    rows.append(row("**all**", [sum(t.jobs for t in side.values()) for side in totals],
+                    [sum(t.cpu_s or 0 for t in side.values()) for side in totals]))
+    return rows
+
+
+def _chapter_rows(before: Sequence[Job], after: Sequence[Job]) -> list[dict]:
+    """One row per chapter, the baseline's heaviest first."""
+    cpu = [{j.name: j.cpu_s for j in jobs if j.kind == "chapter"} for jobs in (before, after)]
+    chapters = sorted(set(cpu[0]) | set(cpu[1]), key=lambda c: -(cpu[0].get(c) or 0))
+    return [{"chapter": c, "CPU s before": _seconds(cpu[0].get(c)),
+             "CPU s after": _seconds(cpu[1].get(c)),
+             "after / before": _ratio(cpu[0].get(c), cpu[1].get(c))} for c in chapters]
+
+
+def compare(before: Path, after: Path) -> str:
+    """Markdown: two builds side by side, CPU seconds per job kind and per chapter, with ratios.
+
+    Both are read from their benchmark files, as :func:`report` reads one build; a kind or a
+    chapter that one build lacks shows "–" there.
+    """
+    jobs = read_benchmarks(Path(before)), read_benchmarks(Path(after))
+    kinds, chapters = _kind_rows(*jobs), _chapter_rows(*jobs)
+    text = markdown_table(kinds, align=_right(kinds))
+    if chapters:
+        text += "\n\n" + markdown_table(chapters, align=_right(chapters))
+    return text + "\n"
+
+
 def report(root: Path) -> str:
     """The tables for the build in ``root`` (a checkout after ``make book``)."""
     root = Path(root)
