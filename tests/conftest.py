@@ -19,6 +19,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from llmdyn.models.loading import load_model  # noqa: E402
+from llmdyn.runner import kernel_fork  # noqa: E402
 from tests.helpers import write_corpus  # noqa: E402
 
 torch.set_num_threads(1)
@@ -55,8 +56,8 @@ def pytest_addoption(parser):
     parser.addoption("--models", action="store_true",
                      help="also run the full chapters × models matrix (make test-models)")
     parser.addoption("--cpu-times", metavar="TSV", default=None,
-                     help="append each test's wall and CPU seconds (itself and its reaped "
-                          "child processes: kernels, Snakemake) to TSV")
+                     help="append each test's wall and CPU seconds (itself, its reaped "
+                          "child processes (Snakemake) and forked kernels) to TSV")
 
 
 # `make test` runs two xdist workers (`-n auto`). Each module goes to one worker, so its
@@ -108,7 +109,8 @@ def pytest_collection_modifyitems(config, items):
 def _cpu_seconds() -> float:
     own, children = (resource.getrusage(w) for w in (resource.RUSAGE_SELF,
                                                       resource.RUSAGE_CHILDREN))
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    return (own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+            + kernel_fork.kernel_cpu_seconds())  # kernels forked by our server (not our children)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -48,17 +48,23 @@ def _hide_injected_parameters(path: Path) -> None:
     nbformat.write(nb, path)
 
 
-def kernel_config() -> Any:
+def kernel_config(*, fork: bool = True) -> Any:
     """Kernel-manager settings that keep the kernel's sockets private, and its log quiet.
 
     ipykernel warns "Kernel is running over TCP without encryption" on every start. Rather than
     hide that, encrypt: jupyter_client provisions CurveZMQ keys for kernels that declare support
     (ours does). A libzmq without CURVE (pyzmq's wheels have it) keeps the plain-TCP default.
+    ``fork``: fork the kernel from a process that has imported torch and transformers
+    (:mod:`llmdyn.runner.kernel_fork`), which saves a process that runs several chapters most
+    of each later kernel's imports.
     """
     import zmq
     from traitlets.config import Config
 
-    return Config({"KernelManager": {"transport_encryption": "auto"}} if zmq.has("curve") else {})
+    config = Config({"EncryptedProvisioner": {"fork_from_preloaded": fork}})
+    if zmq.has("curve"):
+        config.KernelManager.transport_encryption = "auto"
+    return config
 
 
 # After a cell's reply, nbclient waits this long for the kernel's last output messages, and
@@ -69,14 +75,15 @@ IOPUB_TIMEOUT_S = 60
 
 
 def run_chapter(name: str, out_dir: Path, parameters: dict[str, Any], *,
-                root: Path = REPO, cwd: Path | None = None) -> Path:
+                root: Path = REPO, cwd: Path | None = None, fork: bool = True) -> Path:
     """Execute ``notebooks/<name>.ipynb`` with papermill into ``out_dir/<name>.ipynb``.
 
     A failing cell raises (papermill's PapermillExecutionError): a broken chapter must stop the
     build, never be rendered. Papermill saves the notebook after every cell, so it writes to a
     temporary name beside the target, and only a notebook that finished (see
     :func:`unfinished`) is renamed into place: an interrupted chapter leaves no executed
-    notebook. The progress bar names the chapter and the model.
+    notebook. The progress bar names the chapter and the model. ``fork``: see
+    :func:`kernel_config` (a process that runs one chapter gains nothing from it).
     """
     import papermill
 
@@ -91,7 +98,7 @@ def run_chapter(name: str, out_dir: Path, parameters: dict[str, Any], *,
     try:
         papermill.execute_notebook(str(source), str(partial), parameters=parameters,
                                    kernel_name=KERNEL, cwd=str(cwd or root),
-                                   progress_bar={"desc": desc}, config=kernel_config(),
+                                   progress_bar={"desc": desc}, config=kernel_config(fork=fork),
                                    iopub_timeout=IOPUB_TIMEOUT_S)
         why = unfinished(partial)
         if why:  # e.g. the kernel was stopped by a signal and papermill returned anyway

@@ -8,15 +8,24 @@ names a provisioner, :class:`EncryptedProvisioner`, registered as the entry poin
 ``llmdyn-encrypted`` of ``jupyter_client.kernel_provisioners``, which asks for encryption on
 every start. :func:`use_encrypted_provisioner` writes that into the installed kernel.json
 (the Makefile runs it after ``ipykernel install``).
+
+The same provisioner forks the kernel from a preloaded process
+(:mod:`llmdyn.runner.kernel_fork`) when its manager's config sets
+``EncryptedProvisioner.fork_from_preloaded``, as :func:`llmdyn.runner.build.kernel_config`
+does for a process that runs several chapters. Plain papermill launches plainly.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import pathlib
 from pathlib import Path
 from typing import Any
 
+from jupyter_client.connect import KernelConnectionInfo
 from jupyter_client.provisioning import LocalProvisioner
+from traitlets import Bool
 
 from llmdyn import LlmdynError
 
@@ -26,6 +35,10 @@ PROVISIONER = "llmdyn-encrypted"  # the entry point's name in pyproject.toml
 class EncryptedProvisioner(LocalProvisioner):
     """A local kernel whose sockets get CurveZMQ keys unless the manager says otherwise."""
 
+    fork_from_preloaded = Bool(False, config=True, help=(
+        "fork the kernel from a process that has imported torch and transformers "
+        "(llmdyn.runner.kernel_fork) where its command and environment allow"))
+
     async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
         """Ask for encryption ("auto": where the spec declares curve) before the launch."""
         import zmq
@@ -33,6 +46,25 @@ class EncryptedProvisioner(LocalProvisioner):
         if zmq.has("curve") and getattr(self.parent, "transport_encryption", None) == "disabled":
             kwargs.setdefault("transport_encryption", "auto")  # the manager's default: override
         return await super().pre_launch(**kwargs)
+
+    async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> KernelConnectionInfo:
+        """Fork the kernel from the preloaded server if asked and possible, else launch it."""
+        from llmdyn.runner import kernel_fork
+
+        env = dict(kwargs.get("env") or os.environ)
+        cwd = str(kwargs.get("cwd") or pathlib.Path.cwd())
+        inherits = kwargs.get("stdout") is None and kwargs.get("stderr") is None
+        server, argv = (kernel_fork.server_for(cmd, env, cwd)
+                        if self.fork_from_preloaded and inherits else (None, []))
+        if server is None:
+            return await super().launch_kernel(cmd, **kwargs)
+        env["JPY_PARENT_PID"] = str(server.process.pid)  # the kernel's parent: exit with it
+        with open(os.devnull, "rb") as stdin:  # launch_kernel gives a pipe nobody writes
+            pid = server.fork(argv, env, cwd, [stdin.fileno(), 1, 2])  # this process's streams
+        self.process = kernel_fork.ForkedKernel(server, pid)
+        self.pid = self.pgid = pid  # the child called setsid before fork() returned
+        self.cwd = cwd
+        return self.connection_info
 
 
 def use_encrypted_provisioner(name: str = "llmdyn") -> Path:

@@ -386,7 +386,8 @@ def _job(argv: Sequence[str] | None = None) -> int:
     if args.job == "convert":
         convert_packaged(args.model, args.stamp)
     elif args.job == "chapter":
-        run_chapter(args.name, here / "book" / "executed", json.loads(args.parameters), cwd=here)
+        run_chapter(args.name, here / "book" / "executed", json.loads(args.parameters), cwd=here,
+                    fork=False)  # one chapter per job: nothing to share a preloaded fork with
     else:
         if here.resolve() != REPO:
             stage(here)
