@@ -70,7 +70,7 @@ def test_the_three_names_are_three_functions_of_one_known_miscoupling():
 
 def test_one_rule_for_the_default_k():
     from llmdyn.book.params import relative
-    from llmdyn.coupling.topk import relative_k
+    from llmdyn.coupling.default_k import relative_k
 
     assert relative.relative_k is relative_k  # the book's parameters use the library's rule
     assert [relative_k(d) for d in (16, 32, 64, 192, 239, 240, 576, 4096)] == \

@@ -7,7 +7,7 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["depth", "matrix", "spectra", "summary", "tokens", "topk"],
+    submodules=["default_k", "depth", "matrix", "spectra", "summary", "tokens", "topk"],
     submod_attrs={
         "depth": ["DepthCoupling", "coupling_from_jacobians",
                   "depth_coupling", "diagonal_share", "mean_diagonal_share",

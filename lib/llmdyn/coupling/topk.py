@@ -9,23 +9,9 @@ import torch
 from llmdyn.core import checks
 from llmdyn.jacobians.svd import Svd, square_jacobians, svd_sorted
 
-PAPER_K = 30  # paper A §3.1 and paper B §3.6: K = 30
-K_FRACTION = 8  # a model narrower than 8·K keeps d_model // 8 singular vectors
-
 # Below this ratio s_k / s_1 the Gram route loses digits (its error grows like (s_1/s_k)²
 # times float64's epsilon); such a stack takes the full SVD instead.
 _MIN_RATIO = 1e-4
-
-
-def relative_k(d_model: int) -> int:
-    """The default k: the papers' K = 30 where d_model ≥ 240, else d_model // 8 (at least 2).
-
-    The one rule for every chapter and the ViT grids; a chapter that wants another k states it
-    as a parameter (chapters 08 and 09 keep K = 30 on their narrow models). Eight directions
-    per k keep unrelated bases far from diagonal (chance diagonal share 1/k) while holding most
-    of a block's gain: 24 for DeiT-Tiny's 192, 8 for width 64.
-    """
-    return PAPER_K if d_model >= K_FRACTION * PAPER_K else max(2, d_model // K_FRACTION)
 
 
 def top_singular(jacobians: torch.Tensor, k: int) -> Svd:

@@ -16,7 +16,6 @@ import yaml
 
 from llmdyn import LlmdynError, __version__
 from llmdyn.book import buildfacts, buildtimes, figure_files, gallery
-from llmdyn.claims import pages
 from llmdyn.core.paths import REPO
 from llmdyn.models.files import looks_like_path
 
@@ -221,6 +220,8 @@ def write_generated(book_root: Path) -> Path:
     generated.mkdir(parents=True, exist_ok=True)
     if "book/gallery" in toc_files(book_root):  # a partial book has no gallery page
         (generated / "gallery.md").write_text(gallery.gallery_markdown(executed, names))
+    from llmdyn.claims import pages  # here: it imports scipy.stats, which a chapter job need not
+
     measured = pages.write(generated, executed, names)  # the abstracts checked, the scorecard's
     (generated / "build_facts.md").write_text(
         buildfacts.render(buildfacts.collect(executed, names), measured=measured))

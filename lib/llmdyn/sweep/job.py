@@ -32,7 +32,7 @@ from llmdyn.core.store import (
     safe_name,
     versions,
 )
-from llmdyn.coupling.topk import PAPER_K
+from llmdyn.coupling.default_k import PAPER_K
 from llmdyn.data.prompts import ALL_TASKS, sample_leaderboard
 from llmdyn.sweep.consistency import check_consistent
 

@@ -33,9 +33,9 @@ import torch
 
 from llmdyn import LlmdynError
 from llmdyn.core.store import ResultStore, content_hash
+from llmdyn.coupling.default_k import relative_k
 from llmdyn.coupling.depth import DepthCoupling, coupling_from_jacobians
 from llmdyn.coupling.summary import mean_strength
-from llmdyn.coupling.topk import relative_k
 from llmdyn.jacobians.blocks import record_block_calls, stack_jacobians
 from llmdyn.stats.bootstrap import bootstrap, mean
 from llmdyn.stats.regression import ols_or_none
@@ -164,7 +164,7 @@ def measure_grid(grid: VitGrid | str, root: str | Path | None = None, *, n_image
     """Final test accuracy and class-token coupling of every trained run of a grid.
 
     Runs must be trained (`llmdyn.vision.train_grid`); results are cached per checkpoint.
-    ``k`` defaults to :func:`llmdyn.coupling.topk.relative_k` (d_model // 8 below width 240:
+    ``k`` defaults to :func:`llmdyn.coupling.default_k.relative_k` (d_model // 8 below width 240:
     4 for the grid of width 32, 24 for DeiT-Tiny's 192).
     """
     from tqdm.auto import tqdm

@@ -5,7 +5,7 @@ on SmolLM2-135M, 30 blocks, following the papers' 24–80-block models. On a mod
 the blocks of a default, the default is used as is, so SmolLM2-135M (30 blocks) and
 Gemma-3-270M (18) run what they always ran. On a shallower model each block b is moved to the
 same fraction of depth: the block whose centre is nearest (b + ½)·L / 30 − ½ (eq. below).
-k (top singular vectors) is `llmdyn.coupling.topk.relative_k`, the library's one rule. An LSS
+k (top singular vectors) is `llmdyn.coupling.default_k.relative_k`, the library's one rule. An LSS
 window (paper B: 11 layers) longer than the model's L + 1 points covers the same fraction of
 them: 11·(L + 1)/31, the nearest odd number, at least 3.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from llmdyn.coupling.topk import relative_k
+from llmdyn.coupling.default_k import relative_k
 
 __all__ = ["relative_blocks", "relative_k", "relative_pair", "relative_window", "same_fraction"]
 
