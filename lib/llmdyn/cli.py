@@ -9,18 +9,30 @@ module only assembles them and dispatches.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from llmdyn import LlmdynError
 from llmdyn.core.failures import os_error_message
 from llmdyn.core.streams import safe_streams
-from llmdyn.runner import build, lab, workflow_cli
-from llmdyn.sweep import job as measure_job
-from llmdyn.training import suite
-from llmdyn.vision import grids as vit_grids
+from llmdyn.runner import build
+
+# The modules that add (``add_parser``) and run (``run_cli``) their own subcommands, in the
+# order of ``llmdyn --help``. The training and ViT modules import torch, seconds of CPU, so
+# `main` imports only the module of the command it runs: `llmdyn workflow`, `llmdyn book` (whose
+# kernels import torch themselves) and a refused option start in under a second.
+COMMAND_MODULES = {
+    "measure": "llmdyn.sweep.job",
+    "workflow": "llmdyn.runner.workflow_cli",
+    "train": "llmdyn.training.suite",
+    "fetch-corpus": "llmdyn.training.suite",
+    "train-vit": "llmdyn.vision.grids",
+    "lab": "llmdyn.runner.lab",
+}
 
 EXAMPLES = {  # subcommand -> example shown in its --help (unless its parser already has one)
     "models": "llmdyn models",
@@ -56,8 +68,16 @@ def _add_examples(sub: Any, prefix: str = "") -> None:
                 _add_examples(action, prefix=f"{key} ")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``llmdyn`` command's parser, every subcommand with its options and an example."""
+def _command_module(command: str) -> ModuleType:
+    return importlib.import_module(COMMAND_MODULES[command])
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``llmdyn`` command's parser, every subcommand with its options and an example.
+
+    ``command``: a subcommand about to run; the parser then holds the built-in subcommands
+    and that one's module only (None, or a name no module has: every subcommand).
+    """
     parser = argparse.ArgumentParser(prog="llmdyn", description=__doc__, epilog=TOP_EXAMPLES,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -72,8 +92,13 @@ def build_parser() -> argparse.ArgumentParser:
     book.add_argument("--force", action="store_true",
                       help="let --out overwrite a non-empty directory that is not an llmdyn build")
     book.add_argument("--no-strict", action="store_true", help="do not treat warnings as errors")
-    for module in (measure_job, workflow_cli, suite, vit_grids, lab):
-        module.add_parser(sub)
+    modules = dict.fromkeys(COMMAND_MODULES.values())  # in order, each once
+    if command in ("models", "chapters", "book"):
+        modules = {}
+    elif command in COMMAND_MODULES:
+        modules = {COMMAND_MODULES[command]: None}
+    for name in modules:
+        importlib.import_module(name).add_parser(sub)
     _add_examples(sub)
     return parser
 
@@ -112,20 +137,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     keep their traceback. stdout and stderr write any character under any locale.
     """
     safe_streams()  # a print after a finished result must never fail the job (issue 31, 2)
-    args = build_parser().parse_args(argv)
-    commands = {
-        "lab": lambda: lab.run_cli(args),
-        "chapters": _list_chapters,
-        "measure": lambda: measure_job.run_cli(args),
-        "workflow": lambda: workflow_cli.run_cli(args),
-        "train": lambda: suite.run_cli(args),
-        "fetch-corpus": lambda: suite.run_cli(args),
-        "train-vit": lambda: vit_grids.run_cli(args),
-        "models": _list_models,
-        "book": lambda: _build_book(args),
-    }
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    args = build_parser(command).parse_args(argv)
+    commands = {"chapters": _list_chapters, "models": _list_models,
+                "book": lambda: _build_book(args)}
     name = " ".join(filter(None, (args.command, getattr(args, "measurement", None))))
     try:
+        if args.command in COMMAND_MODULES:
+            return _command_module(args.command).run_cli(args)
         return commands[args.command]()
     except LlmdynError as err:  # a refused input: one message, no traceback
         print(f"llmdyn {name}: error: {err}", file=sys.stderr)
