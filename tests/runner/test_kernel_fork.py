@@ -18,7 +18,7 @@ PROBE = '''\
 import json, os, sys
 json.dump({"cwd": os.getcwd(), "marker": os.environ.get("PROBE_MARKER"),
            "leads_its_group": os.getpgid(0) == os.getpid(), "path0": sys.path[0],
-           "argv": sys.argv[1:], "torch_preloaded": "torch" in sys.modules,
+           "argv": sys.argv[1:], "numpy_preloaded": "numpy" in sys.modules,
            "llmdyn_preloaded": "llmdyn" in sys.modules}, open("probe.json", "w"))
 print("to stdout")
 sys.exit(3)
@@ -27,9 +27,13 @@ sys.exit(3)
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    """A server of this interpreter (not the process's own), closed after the module."""
+    """A server of this interpreter (not the process's own), closed after the module.
+
+    It preloads NumPy only: what it preloads does not change how it forks, and torch would
+    cost the test seconds of CPU.
+    """
     cwd = tmp_path_factory.mktemp("server")
-    started = kernel_fork.ForkServer([], dict(os.environ), str(cwd))
+    started = kernel_fork.ForkServer([], dict(os.environ), str(cwd), preload=("numpy",))
     yield started
     started.close()
 
@@ -66,14 +70,14 @@ def test_a_forked_child_runs_as_python_dash_m_would(server, tmp_path):
     assert server.kernel_cpu_seconds > cpu_before  # its CPU is counted when it is reaped
     seen = json.loads((tmp_path / "probe.json").read_text())
     assert seen == {"cwd": str(tmp_path), "marker": "here", "leads_its_group": True,
-                    "path0": str(tmp_path), "argv": ["-f", "x"], "torch_preloaded": True,
+                    "path0": str(tmp_path), "argv": ["-f", "x"], "numpy_preloaded": True,
                     "llmdyn_preloaded": False}
     assert (tmp_path / "out.txt").read_text() == "to stdout\n"
 
 
 def test_a_killed_kernel_reports_the_signal_and_close_stops_the_rest(tmp_path):
     (tmp_path / "sleeper.py").write_text("import time\ntime.sleep(600)\n")
-    server = kernel_fork.ForkServer([], dict(os.environ), str(tmp_path))
+    server = kernel_fork.ForkServer([], dict(os.environ), str(tmp_path), preload=())
     with open(os.devnull) as null:
         stdio = [null.fileno()] * 3
         killed, left = (server.fork(["sleeper"], dict(os.environ), str(tmp_path), stdio)

@@ -36,6 +36,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 
 # Imported by the server before it forks; what a chapter kernel imports that reads nothing of
 # its environment at import but the variables fingerprinted below (about 7 of its 13 CPU-s).
@@ -88,11 +89,12 @@ def _same_file(a: str, b: str) -> bool:
 class ForkServer:
     """The client of one fork server: starts it, asks it for kernels, polls their exit codes."""
 
-    def __init__(self, options: list[str], env: dict[str, str], cwd: str):
+    def __init__(self, options: list[str], env: dict[str, str], cwd: str,
+                 preload: tuple[str, ...] = PRELOAD):
         self.options, self.fingerprint = list(options), fingerprint(env)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.process = subprocess.Popen(
-            [sys.executable, *options, "-m", __name__, str(theirs.fileno())],
+            [sys.executable, *options, "-m", __name__, str(theirs.fileno()), *preload],
             pass_fds=[theirs.fileno()], env=env, cwd=cwd, stdin=subprocess.DEVNULL)
         theirs.close()
         self._socket, self._lock = ours, threading.Lock()
@@ -225,11 +227,11 @@ def server_for(cmd: list[str], env: dict[str, str],
 # --- the server side: runs in `python -m llmdyn.runner.kernel_fork FD` ---------------------
 
 
-def serve(fd: int) -> None:
-    """Import :data:`PRELOAD`, then answer requests on socket ``fd`` until it closes."""
+def serve(fd: int, preload: Sequence[str]) -> None:
+    """Import ``preload``, then answer requests on socket ``fd`` until it closes."""
     import importlib
 
-    for name in PRELOAD:
+    for name in preload:
         try:
             importlib.import_module(name)
         except ImportError:
@@ -340,4 +342,4 @@ def _become_kernel(request: dict, stdio: list[int]) -> int:
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]))
+    serve(int(sys.argv[1]), sys.argv[2:])
