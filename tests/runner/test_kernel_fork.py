@@ -93,6 +93,17 @@ def test_a_killed_kernel_reports_the_signal_and_close_stops_the_rest(tmp_path):
         os.kill(left, 0)
 
 
+def test_a_server_that_cannot_start_leaves_the_kernel_to_start_plainly(monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("the kernel fork server exited")
+
+    monkeypatch.setattr(kernel_fork, "_server", None)
+    monkeypatch.setattr(kernel_fork, "ForkServer", broken)
+    cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "c.json"]
+    with pytest.warns(RuntimeWarning, match="starts plainly"):
+        assert kernel_fork.server_for(cmd, dict(os.environ), os.getcwd()) == (None, [])
+
+
 def test_another_environment_is_not_served(server):
     env = dict(os.environ)
     assert server.serves([], env)

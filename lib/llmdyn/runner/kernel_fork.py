@@ -214,11 +214,19 @@ def server_for(cmd: list[str], env: dict[str, str],
     options, module, args = split
     with _server_lock:
         if _server is None or _server.process.poll() is not None:
+            try:
+                started = ForkServer(options, env, cwd)
+            except (OSError, RuntimeError) as err:  # the kernel can still start plainly
+                import warnings
+
+                warnings.warn(f"the kernel fork server did not start ({err}); this kernel "
+                              "starts plainly", RuntimeWarning, stacklevel=2)
+                return None, []
             if _server is None:
                 import atexit
 
                 atexit.register(_close_server)
-            _server = ForkServer(options, env, cwd)
+            _server = started
         if not _server.serves(options, env):
             return None, []
         return _server, [module, *args]
@@ -234,8 +242,8 @@ def serve(fd: int, preload: Sequence[str]) -> None:
     for name in preload:
         try:
             importlib.import_module(name)
-        except ImportError:
-            pass  # an optional library: the kernel imports (or misses) it itself
+        except Exception:  # noqa: BLE001 (the kernel imports it itself, and reports the error)
+            pass
     sock = socket.socket(fileno=fd)
     kernels: dict[int, int | None] = {}  # pid -> exit code once reaped
     sock.send(json.dumps({"ready": True}).encode())
