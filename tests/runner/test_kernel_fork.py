@@ -104,6 +104,12 @@ def test_a_server_that_cannot_start_leaves_the_kernel_to_start_plainly(monkeypat
         assert kernel_fork.server_for(cmd, dict(os.environ), os.getcwd()) == (None, [])
 
 
+def test_kernels_start_plainly_off_linux(monkeypatch):
+    monkeypatch.setattr(kernel_fork.sys, "platform", "darwin")
+    cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "c.json"]
+    assert kernel_fork.server_for(cmd, dict(os.environ), os.getcwd()) == (None, [])
+
+
 def test_another_environment_is_not_served(server):
     env = dict(os.environ)
     assert server.serves([], env)

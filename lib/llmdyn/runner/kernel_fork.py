@@ -204,13 +204,13 @@ def server_for(cmd: list[str], env: dict[str, str],
                cwd: str) -> tuple[ForkServer | None, list[str]]:
     """This process's fork server for kernel command ``cmd``, and the argv to fork.
 
-    (None, []) where the command or environment does not match it: that kernel starts plainly.
-    The server starts with the first kernel, in that kernel's environment.
+    (None, []) where the command or environment does not match it, or off Linux: that kernel
+    starts plainly. The server starts with the first kernel, in that kernel's environment.
     """
     global _server
     split = split_kernel_command(cmd)
-    if split is None:
-        return None, []
+    if split is None or not sys.platform.startswith("linux"):
+        return None, []  # elsewhere: forking after torch's import is not safe on macOS
     options, module, args = split
     with _server_lock:
         if _server is None or _server.process.poll() is not None:
