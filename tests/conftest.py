@@ -60,9 +60,10 @@ def pytest_addoption(parser):
                           "child processes (Snakemake) and forked kernels) to TSV")
 
 
-# `make test` runs two xdist workers (`-n auto`). Each module goes to one worker, so its
-# module-scoped fixtures (a smoke book, the any-model matrix) are built once; the two modules that
-# submit to the one-node SLURM share a worker, so that neither's jobs wait behind the other's.
+# `make test` runs xdist workers (`-n auto`: the cores plus one). Each module goes to one worker,
+# so its module-scoped fixtures (a smoke book, the any-model matrix) are built once; the two
+# modules that submit to the one-node SLURM share a worker, so that neither's jobs wait behind
+# the other's.
 SHARED_WORKER = {"test_workflow": "slurm", "test_workflow_slurm": "slurm"}
 
 

@@ -13,7 +13,6 @@ import importlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from llmdyn import LlmdynError
@@ -68,10 +67,6 @@ def _add_examples(sub: Any, prefix: str = "") -> None:
                 _add_examples(action, prefix=f"{key} ")
 
 
-def _command_module(command: str) -> ModuleType:
-    return importlib.import_module(COMMAND_MODULES[command])
-
-
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The ``llmdyn`` command's parser, every subcommand with its options and an example.
 
@@ -92,11 +87,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     book.add_argument("--force", action="store_true",
                       help="let --out overwrite a non-empty directory that is not an llmdyn build")
     book.add_argument("--no-strict", action="store_true", help="do not treat warnings as errors")
-    modules = dict.fromkeys(COMMAND_MODULES.values())  # in order, each once
-    if command in ("models", "chapters", "book"):
-        modules = {}
-    elif command in COMMAND_MODULES:
-        modules = {COMMAND_MODULES[command]: None}
+    if command in COMMAND_MODULES:
+        modules = [COMMAND_MODULES[command]]
+    elif command in sub.choices:  # a built-in one: models, chapters, book
+        modules = []
+    else:
+        modules = list(dict.fromkeys(COMMAND_MODULES.values()))  # in order, each once
     for name in modules:
         importlib.import_module(name).add_parser(sub)
     _add_examples(sub)
@@ -145,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     name = " ".join(filter(None, (args.command, getattr(args, "measurement", None))))
     try:
         if args.command in COMMAND_MODULES:
-            return _command_module(args.command).run_cli(args)
+            return importlib.import_module(COMMAND_MODULES[args.command]).run_cli(args)
         return commands[args.command]()
     except LlmdynError as err:  # a refused input: one message, no traceback
         print(f"llmdyn {name}: error: {err}", file=sys.stderr)

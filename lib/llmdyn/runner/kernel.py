@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import pathlib
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +51,7 @@ class EncryptedProvisioner(LocalProvisioner):
         from llmdyn.runner import kernel_fork
 
         env = dict(kwargs.get("env") or os.environ)
-        cwd = str(kwargs.get("cwd") or pathlib.Path.cwd())
+        cwd = str(kwargs.get("cwd") or Path.cwd())
         inherits = kwargs.get("stdout") is None and kwargs.get("stderr") is None
         server, argv = (kernel_fork.server_for(cmd, env, cwd)
                         if self.fork_from_preloaded and inherits else (None, []))

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -175,14 +176,10 @@ class ForkedKernel:
 
     def terminate(self) -> None:
         """SIGTERM."""
-        import signal
-
         self.send_signal(signal.SIGTERM)
 
     def kill(self) -> None:
         """SIGKILL."""
-        import signal
-
         self.send_signal(signal.SIGKILL)
 
 
@@ -276,8 +273,6 @@ def _reap(pid: int, kernels: dict[int, int | None], block: bool = False) -> dict
 
 def _stop(kernels: dict[int, int | None]) -> None:
     """The launching process has gone: stop its kernels, as plain launches die with it."""
-    import signal
-
     for signum in (signal.SIGTERM, signal.SIGKILL):  # a kernel has 5 s to go after SIGTERM
         alive = [p for p, code in kernels.items() if code is None]
         for pid in alive:
