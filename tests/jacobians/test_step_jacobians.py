@@ -4,7 +4,7 @@ import torch
 from llmdyn import LlmdynError
 from llmdyn.coupling.depth import depth_coupling
 from llmdyn.jacobians.full import block_jacobians
-from llmdyn.jacobians.last_token import FrozenPrefix, last_token_jacobians
+from llmdyn.jacobians.last_token import FrozenPrefix, last_token_jacobians, route_params
 from tests.conftest import FRANCE
 from tests.helpers import route_rtol
 
@@ -101,7 +101,7 @@ def test_depth_coupling_caches_each_prompt(tiny64, tmp_path):
         assert abs(res.S - ref.S).max() <= 1e-6 * abs(ref.S).max()
         assert abs(res.A - ref.A).max() <= 1e-6 * abs(ref.A).max()
     params = {"k": 4, "layers": list(range(tiny64.n_layers)), "token": -1, "dtype": "float32",
-              "last_point": "final_norm"}
+              "last_point": "final_norm", **route_params(tiny64)}
     assert store.missing("depth_coupling", params, prompts) == []
     again = depth_coupling(tiny64, prompts, k=4, store=store)  # all from the cache
     assert all(abs(a.A - b.A).max() <= 1e-6 * abs(b.A).max()
@@ -157,6 +157,18 @@ def test_a_cached_value_does_not_depend_on_the_prompts_computed_with_it(tmp_path
             assert np.array_equal(value, getattr(with_others[i], name)), (together[i], name)
 
 
+def _routes(monkeypatch, model, start_table):
+    """Each prompt's J_nn from the given table of MLP starts, and from the generic route."""
+    from llmdyn.jacobians import last_token as lt
+
+    routes = []
+    for table in (start_table, {}):
+        monkeypatch.setattr(lt, "MLP_OUTPUT", table)
+        routes.append((lt.last_token_jacobians(model, FRANCE, last_point="block_output"),
+                       lt.last_token_jacobians_batched(model, PROMPTS, prompts_per_batch=3)))
+    return routes
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_starting_from_the_mlp_projection_rows_changes_no_bit(monkeypatch, dtype):
     # e_k W is exactly W's row k, so cotangents (e_k, W[k]) with the projection's output
@@ -165,21 +177,73 @@ def test_starting_from_the_mlp_projection_rows_changes_no_bit(monkeypatch, dtype
     from llmdyn.models.loading import load_model
 
     model = load_model("tiny-llama", seed=0, dtype=dtype)
-    assert [lt.direct_mlp_output(model, b) is not None for b in range(model.n_layers)] == [
+    assert [lt.mlp_output(model, b) is not None for b in range(model.n_layers)] == [
         True] * (model.n_layers - 1) + [False]  # the papers' last block ends in the final norm
-    assert lt.direct_mlp_output(model, model.n_layers - 1, "block_output") is not None
-    routes = {}
-    for name, table in (("direct", lt.DIRECT_MLP_OUTPUT), ("generic", {})):
-        monkeypatch.setattr(lt, "DIRECT_MLP_OUTPUT", table)
-        routes[name] = (lt.last_token_jacobians(model, FRANCE, last_point="block_output"),
-                        lt.last_token_jacobians_batched(model, PROMPTS, prompts_per_batch=3))
-    assert all(torch.equal(a, b) for a, b in zip(*routes.values(), strict=True))
+    assert lt.mlp_output(model, model.n_layers - 1, "block_output").norm is None
+    start, generic = _routes(monkeypatch, model, lt.MLP_OUTPUT)
+    assert all(torch.equal(a, b) for a, b in zip(start, generic, strict=True))
 
 
-def test_a_norm_after_the_mlp_takes_the_generic_route():
-    from llmdyn.jacobians.last_token import direct_mlp_output
+def _keep_norms_in(dtype, model):
+    """Gemma's norms compute in float32 whatever the model's dtype; make them keep ``dtype``."""
+    import types
+
+    from transformers.models.gemma3.modeling_gemma3 import Gemma3RMSNorm
+
+    def forward(self, x):
+        return self._norm(x) * (1.0 + self.weight.to(x.dtype))
+
+    for module in model.hf.modules():
+        if isinstance(module, Gemma3RMSNorm):  # per instance: nnsight wraps each forward
+            module.forward = types.MethodType(forward, module)
+
+
+def test_rms_norm_rows_are_the_norms_jacobian_times_w():
+    # Known answer: autograd's Jacobian of a -> N(W a), in float64 with the norm kept in
+    # float64, so the two agree to float64 rounding.
+    from llmdyn.jacobians.last_token import rms_norm_rows
     from llmdyn.models.loading import load_model
 
-    gemma = load_model("tiny-gemma3", seed=0)  # post-feedforward norm after down_proj
-    assert all(direct_mlp_output(gemma, b, "block_output") is None
-               for b in range(gemma.n_layers))
+    model = load_model("tiny-gemma3", seed=0, dtype=torch.float64)
+    _keep_norms_in(torch.float64, model)
+    norm = model.blocks[0].post_feedforward_layernorm
+    w = model.blocks[0].mlp.down_proj.weight.detach()  # (d_model, d_mlp)
+    a = torch.randn(3, w.shape[1], dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    rows = rms_norm_rows(norm, a @ w.T, w)  # (d_model, prompt, d_mlp)
+    for p in range(3):
+        jac = torch.autograd.functional.jacobian(lambda x: norm(x @ w.T), a[p])
+        assert torch.allclose(rows[:, p], jac, rtol=0, atol=1e-13 * float(jac.abs().max()))
+
+
+def test_starting_after_gemmas_mlp_norm_agrees_with_the_generic_route(monkeypatch):
+    # Gemma 3 normalises the MLP's output before the residual sum, so the start is the rows of
+    # J_N W, computed from N's closed form: not bit-identical to the dense product. In float64
+    # with the norms kept in float64 the two routes agree to float64 rounding (1e-12 of the
+    # largest entry); in float32 to float32 rounding (measured 3e-7 on tiny Gemma 3, bound 5e-6).
+    from llmdyn.jacobians import last_token as lt
+    from llmdyn.models.loading import load_model
+
+    model = load_model("tiny-gemma3", seed=0, dtype=torch.float64)
+    assert [lt.mlp_output(model, b) is not None for b in range(model.n_layers)] == [
+        True] * (model.n_layers - 1) + [False]
+    assert lt.mlp_output(model, 0).norm is model.blocks[0].post_feedforward_layernorm
+    _keep_norms_in(torch.float64, model)
+    for tol, m in ((1e-12, model), (5e-6, load_model("tiny-gemma3", seed=0))):
+        start, generic = _routes(monkeypatch, m, lt.MLP_OUTPUT)
+        for a, b in zip(start, generic, strict=True):
+            assert torch.allclose(a, b, rtol=0, atol=tol * float(b.abs().max()))
+
+
+def test_results_of_the_normed_start_get_their_own_cache_key(tmp_path):
+    # Gemma's normed start rounds differently from the generic route, so its depth coupling is
+    # cached under a new key; Llama's start changes no bit and keeps its key.
+    from llmdyn.core.store import ResultStore
+    from llmdyn.models.loading import load_model
+
+    assert route_params(load_model("tiny-llama", seed=0)) == {}
+    gemma = load_model("tiny-gemma3", seed=0)
+    assert route_params(gemma) == {"mlp_start": "rms_norm_rows"}
+    store = ResultStore(gemma.model_id, root=tmp_path)
+    depth_coupling(gemma, [FRANCE], k=4, store=store)
+    (sidecar,) = tmp_path.rglob("*.json")
+    assert '"mlp_start": "rms_norm_rows"' in sidecar.read_text()

@@ -15,7 +15,7 @@ from llmdyn.core.store import ResultStore
 from llmdyn.coupling import matrix
 from llmdyn.coupling.topk import top_singular_checked
 from llmdyn.jacobians.full import block_jacobians
-from llmdyn.jacobians.last_token import last_token_jacobians
+from llmdyn.jacobians.last_token import last_token_jacobians, route_params
 from llmdyn.jacobians.svd import square_jacobians
 from llmdyn.models.loading import LoadedModel
 from llmdyn.trace import LastPoint, check_last_point
@@ -128,7 +128,7 @@ def depth_coupling(
 
     check_last_point(last_point)
     params = {"k": k, "layers": layers, "token": token, "dtype": "float32",
-              "last_point": last_point}
+              "last_point": last_point, **route_params(model)}
 
     def compute(prompt: str) -> dict[str, np.ndarray]:
         if token == -1:  # J_nn from one decoding step against the frozen prefix

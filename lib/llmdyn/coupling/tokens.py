@@ -14,6 +14,7 @@ from llmdyn.core import checks
 from llmdyn.core.arrays import host_array
 from llmdyn.core.store import ResultStore
 from llmdyn.jacobians.full import block_jacobians
+from llmdyn.jacobians.last_token import route_params
 from llmdyn.jacobians.svd import square_jacobians, svd_sorted
 from llmdyn.models.loading import LoadedModel
 from llmdyn.trace import LastPoint, check_last_point, encode
@@ -186,7 +187,7 @@ def _run(model: LoadedModel, prompts: Sequence[str], layer: int, ref_layer: int,
         return [compute(p) for p in prompts], kinds
     params = {"layer": int(layer), "ref_layer": int(ref_layer), "k": k, "kinds": kinds,
               "input_token": int(input_token), "output_token": int(output_token),
-              "dtype": "float32", "last_point": last_point}
+              "dtype": "float32", "last_point": last_point, **route_params(model)}
     if control:  # only then, so results cached without the control keep their key
         params["same_layer_control"] = True
     return store.map("token_coupling", params, prompts, compute), kinds

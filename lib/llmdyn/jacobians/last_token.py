@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -14,7 +15,7 @@ from llmdyn.core import checks
 from llmdyn.jacobians.attention import frozen_prefix, supports_frozen_prefix
 from llmdyn.jacobians.blocks import BlockCall, block_function, progress_bar, resolve_layers
 from llmdyn.models.loading import LoadedModel
-from llmdyn.trace import LastPoint, check_last_point, encode, one_logit
+from llmdyn.trace import LastPoint, check_last_point, encode
 
 
 class FrozenPrefix:
@@ -78,14 +79,18 @@ def capture_last_step(model: LoadedModel, input_ids: torch.Tensor) -> list[Block
                                dict(kwargs)))
 
     cache.update = recording_update  # instance attribute: this cache only
+    # The model without its head: only the blocks' calls are wanted, and the head is a read of
+    # the whole unembedding (on Gemma-3-270M 671 MB, 5 % of the Jacobians' time). The blocks
+    # see the same inputs, so the recorded calls are the same bits.
+    body = model.hf.base_model
     with torch.no_grad():
         recording = False
-        if input_ids.shape[1] > 1:  # the prefix: its keys and values, not its logits
-            model.hf(input_ids[:, :-1], past_key_values=cache, use_cache=True, **one_logit(model))
+        if input_ids.shape[1] > 1:  # the prefix: its keys and values
+            body(input_ids[:, :-1], past_key_values=cache, use_cache=True)
         recording = True
         handles = [b.register_forward_pre_hook(record, with_kwargs=True) for b in model.blocks]
         try:
-            model.hf(input_ids[:, -1:], past_key_values=cache, use_cache=True)
+            body(input_ids[:, -1:], past_key_values=cache, use_cache=True)
         finally:
             for handle in handles:
                 handle.remove()
@@ -176,36 +181,90 @@ def merge_calls(per_prompt: list[list[BlockCall]]) -> list[BlockCall]:
     return out
 
 
-# Blocks that add their MLP's output projection to the residual stream as it is:
-# block(x) = h(x) + W a(h(x)), so J = J_h + W J_a. Reverse products may then start from the
-# rows W[k] at a rather than from e_k at the output, skipping the product e_k W, which would
-# only recover W at the cost of a third of the MLP's multiply-adds. Module -> projection path.
-DIRECT_MLP_OUTPUT = {"transformers.models.llama.modeling_llama": "mlp.down_proj"}
+# Where a block's MLP output projection W reaches the residual sum with at most a norm N after
+# it, block(x) = h(x) + N(W a(h(x))) and J = J_h + J_N W J_a. Reverse products may then start
+# from the rows of J_N W at a rather than from e_k at the output, which skips the product of
+# the d cotangents with W: a third of the MLP's multiply-adds. Without a norm the rows are
+# W[k] (Llama); after Gemma's RMS norm they are a diagonal minus a rank one times W, which
+# costs O(d·d_mlp) in all. Module -> (projection path, norm path or None).
+MLP_OUTPUT = {
+    "transformers.models.llama.modeling_llama": ("mlp.down_proj", None),
+    "transformers.models.gemma3.modeling_gemma3": ("mlp.down_proj", "post_feedforward_layernorm"),
+}
 
 
-def direct_mlp_output(model: LoadedModel, b: int,
-                      last_point: LastPoint = "final_norm") -> torch.nn.Linear | None:
-    """Block b's MLP output projection if nothing follows it but the residual sum, else None.
+@dataclass(frozen=True)
+class MlpOutput:
+    """A block's MLP output projection, and the norm between it and the residual sum if any."""
 
-    None for other families (a norm after the MLP, as in Gemma 3) and for the papers' last block,
-    whose final norm follows the projection.
+    projection: torch.nn.Linear
+    norm: torch.nn.Module | None
+
+
+def mlp_output(model: LoadedModel, b: int,
+               last_point: LastPoint = "final_norm") -> MlpOutput | None:
+    """Block b's MLP output path if reverse products may start at its projection, else None.
+
+    None for families not in :data:`MLP_OUTPUT`, and for the papers' last block, whose final
+    norm follows the whole block.
     """
     block = model.blocks[b]
-    path = DIRECT_MLP_OUTPUT.get(type(block).__module__)
-    if path is None or (last_point == "final_norm" and b == model.n_layers - 1):
+    paths = MLP_OUTPUT.get(type(block).__module__)
+    if paths is None or (last_point == "final_norm" and b == model.n_layers - 1):
         return None
-    return block.get_submodule(path)
+    projection, norm = paths
+    return MlpOutput(block.get_submodule(projection),
+                     None if norm is None else block.get_submodule(norm))
+
+
+def route_params(model: LoadedModel) -> dict[str, str]:
+    """Cache-key entries for a route whose arithmetic differs from the generic one beyond bits.
+
+    Starting after an MLP norm (:func:`rms_norm_rows`) rounds differently from the dense
+    product, about 1e-7 relative in float32, so results cached by the generic route are not
+    reused: ``{"mlp_start": "rms_norm_rows"}``. Starts that change no bit (Llama) add nothing.
+    """
+    starts = (mlp_output(model, b, "block_output") for b in range(model.n_layers))
+    normed = any(start is not None and start.norm is not None for start in starts)
+    return {"mlp_start": "rms_norm_rows"} if normed else {}
+
+
+def rms_norm_rows(norm: torch.nn.Module, z: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """Rows of J_N(z) W for Gemma's RMS norm N(z) = (1 + γ) ∘ z s, s = (mean(z²) + ε)^(-1/2).
+
+    J_N = diag((1 + γ) s) − ((1 + γ) ∘ z) s³/d zᵀ, so row k of J_N W is
+    (1 + γ_k) s W[k] − (1 + γ_k) z_k s³/d (zᵀW): O(d·d_mlp), against d·d·d_mlp for the dense
+    product. Computed in float32 at least, as the norm computes (float64 models: float64).
+
+    Args:
+        norm: the norm module (``weight`` γ ``[d_model]``, ``eps``).
+        z: the norm's input, the projection's output, ``[prompt, d_model]``.
+        w: the projection's weight ``[d_model, d_mlp]``.
+
+    Returns:
+        ``[d_model, prompt, d_mlp]``: row k of each prompt's J_N W, in ``w``'s dtype.
+    """
+    dtype = torch.promote_types(z.dtype, torch.float32)
+    z, wide = z.to(dtype), w.to(dtype)
+    gain = 1.0 + norm.weight.to(dtype)  # (d_model,)
+    s = torch.rsqrt(z.pow(2).mean(-1, keepdim=True) + norm.eps)  # (prompt, 1)
+    diagonal = (gain * s).T[:, :, None] * wide[:, None, :]  # (d_model, prompt, d_mlp)
+    rank_one = (gain * z * s.pow(3) / z.shape[-1]).T[:, :, None] * (z @ wide)[None]
+    return (diagonal - rank_one).to(w.dtype)
 
 
 def _pullback(model: LoadedModel, f, x: torch.Tensor, call: BlockCall):
-    """``torch.func.vjp(f, x)``'s pullback, the frozen prefix kept out of the batch if it can."""
+    """``torch.func.vjp(f, x, has_aux=True)``: the pullback and f's auxiliary output.
+
+    The frozen prefix is kept out of the batch where the family allows it.
+    """
     frozen = next(v for v in (*call.args, *call.kwargs.values()) if isinstance(v, FrozenPrefix))
     if not supports_frozen_prefix(model):
-        return vjp(f, x)[1]
+        return vjp(f, x, has_aux=True)[1:]
     frozen.lazy = True
     try:
         with frozen_prefix(model, frozen.prefix):
-            return vjp(f, x)[1]
+            return vjp(f, x, has_aux=True)[1:]
     finally:
         frozen.lazy = False
 
@@ -214,36 +273,49 @@ def _batch_jacobian(model: LoadedModel, b: int, call: BlockCall, eye: torch.Tens
                     chunk_size: int | None, last_point: LastPoint = "final_norm") -> torch.Tensor:
     """J^b_nn of every prompt in the call from d reverse products: ``[prompt, d_out, d_in]``.
 
-    Where :func:`direct_mlp_output` finds the projection W, the block's output carries no
-    gradient through W (its output is detached in the forward pass), the block returns W's
-    input a as well, and the cotangents are ``(e_k, W[k])``: the same rows e_k J_h + W[k] J_a.
+    Where :func:`mlp_output` finds the projection W, the block's output carries no gradient
+    through W (the output of W, or of the norm after it, is detached in the forward pass), the
+    block returns W's input a as well, and the cotangents are ``(e_k, row k of J_N W)``: the
+    same rows e_k J_h + e_k J_N W J_a (J_N = I without a norm).
     """
     block, rest = block_function(model, b, last_point), call.args[1:]
-    projection = direct_mlp_output(model, b, last_point)
+    start = mlp_output(model, b, last_point)
     seen: dict[str, torch.Tensor] = {}
 
-    def cut(_module, inputs, output):
+    def at_projection(_module, inputs, output):
         seen["a"] = inputs[0]
+        return output.detach() if start.norm is None else None
+
+    def at_norm(_module, inputs, output):
+        seen["z"] = inputs[0].detach()  # the norm's input, for its Jacobian
         return output.detach()
 
     def f(x: torch.Tensor):
-        handle = projection.register_forward_hook(cut) if projection is not None else None
+        handles = []
+        if start is not None:
+            handles.append(start.projection.register_forward_hook(at_projection))
+            if start.norm is not None:
+                handles.append(start.norm.register_forward_hook(at_norm))
         try:
             y = block(x[:, None], *rest, **call.kwargs)  # (prompt, 1, d_model)
         finally:
-            if handle is not None:
+            for handle in handles:
                 handle.remove()
         residual = y[:, 0] - x  # f^b(x_n) of each prompt: the block's residual at its last token
-        return residual if projection is None else (residual, seen.pop("a")[:, 0])
+        if start is None:
+            return residual, {}
+        return (residual, seen.pop("a")[:, 0]), {k: v[:, 0] for k, v in seen.items()}
 
     x = call.args[0][:, 0].detach()  # (prompt, d_model)
-    pullback = _pullback(model, f, x, call)
+    pullback, aux = _pullback(model, f, x, call)
     # Prompts are independent rows of the batch: the cotangent e_k at every prompt at once.
     n, prompts = eye.shape[0], x.shape[0]
     basis = eye[:, None, :].expand(n, prompts, n)  # (d, prompt, d)
-    if projection is not None:
-        w = projection.weight.detach()  # (d_model, d_mlp)
-        basis = (basis, w[:, None, :].expand(n, prompts, w.shape[1]))
+    if start is not None:
+        w = start.projection.weight.detach()  # (d_model, d_mlp)
+        rows = (w[:, None, :].expand(n, prompts, w.shape[1]) if start.norm is None
+                else rms_norm_rows(start.norm, aux["z"], w))  # (d, prompt, d_mlp)
+        basis = (basis, rows)
     (rows,) = vmap(pullback, chunk_size=chunk_size)(basis)  # (d_out, prompt, d_in)
     return rows.transpose(0, 1)  # (prompt, d_out, d_in)
 
