@@ -111,6 +111,9 @@ def _last_token_lines(name: str, row: dict) -> list[str]:
         f"{lib['all_blocks_s'] / lib['flop_floor_s']:.1f} | {row['speedup']:.1f}"
         + (f" (CPU time: {cpu:.1f})" if cpu else "") + " |", "",
         rf"\* authors' route measured on blocks {row['blocks_measured']} and extrapolated. "
+        + (f"Library: the median of {len(lib['runs_s'])} all-block runs "
+           f"({', '.join(f'{s:.2f}' for s in lib['runs_s'])} s), one after each of those "
+           "blocks. " if "runs_s" in lib else "") +
         f"FLOP floors: {lib['products']} products of one token ({lib['flop_floor_s']:.2f} s) "
         f"for the library, of all {row['tok']} tokens ({auth['flop_floor_s']:.1f} s) for the "
         f"authors' route. Relative Frobenius difference between the two: "
