@@ -4,7 +4,8 @@ import torch
 from llmdyn import LlmdynError
 from llmdyn.coupling.depth import depth_coupling
 from llmdyn.jacobians.full import block_jacobians
-from llmdyn.jacobians.last_token import FrozenPrefix, last_token_jacobians, route_params
+from llmdyn.jacobians.last_token import FrozenPrefix, last_token_jacobians
+from llmdyn.jacobians.mlp_start import route_params
 from tests.conftest import FRANCE
 from tests.helpers import route_rtol
 
@@ -160,10 +161,11 @@ def test_a_cached_value_does_not_depend_on_the_prompts_computed_with_it(tmp_path
 def _routes(monkeypatch, model, start_table):
     """Each prompt's J_nn from the given table of MLP starts, and from the generic route."""
     from llmdyn.jacobians import last_token as lt
+    from llmdyn.jacobians import mlp_start
 
     routes = []
     for table in (start_table, {}):
-        monkeypatch.setattr(lt, "MLP_OUTPUT", table)
+        monkeypatch.setattr(mlp_start, "MLP_OUTPUT", table)
         routes.append((lt.last_token_jacobians(model, FRANCE, last_point="block_output"),
                        lt.last_token_jacobians_batched(model, PROMPTS, prompts_per_batch=3)))
     return routes
@@ -173,14 +175,14 @@ def _routes(monkeypatch, model, start_table):
 def test_starting_from_the_mlp_projection_rows_changes_no_bit(monkeypatch, dtype):
     # e_k W is exactly W's row k, so cotangents (e_k, W[k]) with the projection's output
     # detached give the same rows as e_k alone, bit for bit, single and batched.
-    from llmdyn.jacobians import last_token as lt
+    from llmdyn.jacobians import mlp_start
     from llmdyn.models.loading import load_model
 
     model = load_model("tiny-llama", seed=0, dtype=dtype)
-    assert [lt.mlp_output(model, b) is not None for b in range(model.n_layers)] == [
+    assert [mlp_start.mlp_output(model, b) is not None for b in range(model.n_layers)] == [
         True] * (model.n_layers - 1) + [False]  # the papers' last block ends in the final norm
-    assert lt.mlp_output(model, model.n_layers - 1, "block_output").norm is None
-    start, generic = _routes(monkeypatch, model, lt.MLP_OUTPUT)
+    assert mlp_start.mlp_output(model, model.n_layers - 1, "block_output").norm is None
+    start, generic = _routes(monkeypatch, model, mlp_start.MLP_OUTPUT)
     assert all(torch.equal(a, b) for a, b in zip(start, generic, strict=True))
 
 
@@ -201,7 +203,7 @@ def _keep_norms_in(dtype, model):
 def test_rms_norm_rows_are_the_norms_jacobian_times_w():
     # Known answer: autograd's Jacobian of a -> N(W a), in float64 with the norm kept in
     # float64, so the two agree to float64 rounding.
-    from llmdyn.jacobians.last_token import rms_norm_rows
+    from llmdyn.jacobians.mlp_start import rms_norm_rows
     from llmdyn.models.loading import load_model
 
     model = load_model("tiny-gemma3", seed=0, dtype=torch.float64)
@@ -220,16 +222,16 @@ def test_starting_after_gemmas_mlp_norm_agrees_with_the_generic_route(monkeypatc
     # J_N W, computed from N's closed form: not bit-identical to the dense product. In float64
     # with the norms kept in float64 the two routes agree to float64 rounding (1e-12 of the
     # largest entry); in float32 to float32 rounding (measured 3e-7 on tiny Gemma 3, bound 5e-6).
-    from llmdyn.jacobians import last_token as lt
+    from llmdyn.jacobians import mlp_start
     from llmdyn.models.loading import load_model
 
     model = load_model("tiny-gemma3", seed=0, dtype=torch.float64)
-    assert [lt.mlp_output(model, b) is not None for b in range(model.n_layers)] == [
+    assert [mlp_start.mlp_output(model, b) is not None for b in range(model.n_layers)] == [
         True] * (model.n_layers - 1) + [False]
-    assert lt.mlp_output(model, 0).norm is model.blocks[0].post_feedforward_layernorm
+    assert mlp_start.mlp_output(model, 0).norm is model.blocks[0].post_feedforward_layernorm
     _keep_norms_in(torch.float64, model)
     for tol, m in ((1e-12, model), (5e-6, load_model("tiny-gemma3", seed=0))):
-        start, generic = _routes(monkeypatch, m, lt.MLP_OUTPUT)
+        start, generic = _routes(monkeypatch, m, mlp_start.MLP_OUTPUT)
         for a, b in zip(start, generic, strict=True):
             assert torch.allclose(a, b, rtol=0, atol=tol * float(b.abs().max()))
 

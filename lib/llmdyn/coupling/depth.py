@@ -15,7 +15,8 @@ from llmdyn.core.store import ResultStore
 from llmdyn.coupling import matrix
 from llmdyn.coupling.topk import top_singular_checked
 from llmdyn.jacobians.full import block_jacobians
-from llmdyn.jacobians.last_token import last_token_jacobians, route_params
+from llmdyn.jacobians.last_token import last_token_jacobians
+from llmdyn.jacobians.mlp_start import route_params
 from llmdyn.jacobians.svd import square_jacobians
 from llmdyn.models.loading import LoadedModel
 from llmdyn.trace import LastPoint, check_last_point

@@ -14,7 +14,7 @@ from llmdyn.core import checks
 from llmdyn.core.arrays import host_array
 from llmdyn.core.store import ResultStore
 from llmdyn.jacobians.full import block_jacobians
-from llmdyn.jacobians.last_token import route_params
+from llmdyn.jacobians.mlp_start import route_params
 from llmdyn.jacobians.svd import square_jacobians, svd_sorted
 from llmdyn.models.loading import LoadedModel
 from llmdyn.trace import LastPoint, check_last_point, encode

@@ -7,7 +7,7 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["attention", "blocks", "full", "last_token", "linearization", "svd",
+    submodules=["attention", "blocks", "full", "last_token", "linearization", "mlp_start", "svd",
                 "truncated"],
     submod_attrs={
         "attention": ["OWN_POSITION_ATTENTION", "FROZEN_PREFIX_ATTENTION", "STANDARD_EAGER",
