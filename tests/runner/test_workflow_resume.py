@@ -55,7 +55,18 @@ def _executed(directory: Path, name: str) -> Path:
 
 
 def _cut_chapter_running(directory: Path):
-    return lambda: any((directory / "book" / "executed").glob(f".{CUT}.*.partial.ipynb"))
+    """Whether a live process is running the cut chapter.
+
+    Its temporary notebook ``.{CUT}.{pid}.partial.ipynb`` names the process. A killed run's
+    temporary stays until the chapter's next run sweeps it, so a file alone could be the last
+    run's; the kill would then come before the new run had started the chapter, which then
+    finished outside the process tree the test killed (seen twice under make test).
+    """
+    def running() -> bool:
+        partials = (directory / "book" / "executed").glob(f".{CUT}.*.partial.ipynb")
+        return any(psutil.pid_exists(int(p.name.split(".")[-3])) for p in partials)
+
+    return running
 
 
 def _tree(proc: subprocess.Popen) -> list[psutil.Process]:
