@@ -13,7 +13,7 @@ from llmdyn import LlmdynError
 from llmdyn.core import checks
 from llmdyn.jacobians.attention import frozen_prefix, supports_frozen_prefix
 from llmdyn.jacobians.blocks import BlockCall, block_function, progress_bar, resolve_layers
-from llmdyn.jacobians.mlp_start import mlp_output, rms_norm_rows
+from llmdyn.jacobians.mlp_start import mlp_output
 from llmdyn.models.loading import LoadedModel
 from llmdyn.trace import LastPoint, check_last_point, encode
 
@@ -240,10 +240,7 @@ def _batch_jacobian(model: LoadedModel, b: int, call: BlockCall, eye: torch.Tens
     n, prompts = eye.shape[0], x.shape[0]
     basis = eye[:, None, :].expand(n, prompts, n)  # (d, prompt, d)
     if start is not None:
-        w = start.projection.weight.detach()  # (d_model, d_mlp)
-        rows = (w[:, None, :].expand(n, prompts, w.shape[1]) if start.norm is None
-                else rms_norm_rows(start.norm, aux["z"], w))  # (d, prompt, d_mlp)
-        basis = (basis, rows)
+        basis = (basis, start.rows(aux.get("z"), prompts))  # and (d, prompt, d_mlp) at a
     (rows,) = vmap(pullback, chunk_size=chunk_size)(basis)  # (d_out, prompt, d_in)
     return rows.transpose(0, 1)  # (prompt, d_out, d_in)
 

@@ -34,6 +34,16 @@ class MlpOutput:
     projection: torch.nn.Linear
     norm: torch.nn.Module | None
 
+    def rows(self, z: torch.Tensor | None, prompts: int) -> torch.Tensor:
+        """Row k of J_N W for each prompt, ``[d_model, prompt, d_mlp]``: W[k] without a norm.
+
+        ``z``: the norm's input ``[prompt, d_model]`` (unused without a norm).
+        """
+        w = self.projection.weight.detach()  # (d_model, d_mlp)
+        if self.norm is None:
+            return w[:, None, :].expand(w.shape[0], prompts, w.shape[1])
+        return rms_norm_rows(self.norm, z, w)
+
 
 def mlp_output(model: LoadedModel, b: int,
                last_point: LastPoint = "final_norm") -> MlpOutput | None:
