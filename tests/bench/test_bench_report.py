@@ -80,7 +80,8 @@ def test_last_token_and_batched_sections(report):
            "last_token": {"tiny": {
                "tok": 90, "n_layers": 30, "blocks_measured": [0, 29],
                "library": {"chunk_size": None, "all_blocks_s": 2.0, "flop_floor_s": 1.6,
-                           "products": 17280},
+                           "products": 17280, "gflops_beside_runs": [60.0, 70.0, 80.0],
+                           "flop_floor_best_peak_s": 1.0},
                "authors": {"chunk_size": 288, "all_blocks_s": 60.0, "flop_floor_s": 40.0,
                            "products": 17280},
                "speedup": 30.0, "rel_fro_library_vs_authors": 1e-7}},
@@ -92,6 +93,7 @@ def test_last_token_and_batched_sections(report):
                      "jacobians_speedup_vs_loop_cpu": 3.0}}}}}
     text = report.markdown_report(out)
     assert "| library within 1.5× its FLOP floor | 1.25 | yes |" in text  # 2.0 / 1.6
+    assert "(60, 70, 80 GFLOP/s)" in text and "it ran at 2.00× its floor" in text
     assert "| library ≥ 25× the authors' route | 30.0 | yes |" in text
     assert "| 8 | 8.0 | 1.00 | 2.00 | 3.00 |" in text
 
@@ -135,6 +137,13 @@ def test_the_last_token_workload_compares_the_same_quantity_on_both_routes():
 
     last_token = _load("last_token")
     model = load_model("tiny-llama", seed=0)
-    spec = {"layers": [0, model.n_layers - 1], "long_prompt": "The capital of France is Paris"}
+    spec = {"layers": [0, model.n_layers - 1], "long_prompt": "The capital of France is Paris",
+            "gemm_seconds": 0.01}
     row = last_token.last_token_workload(model, spec, gflops=1.0)
     assert row["rel_fro_library_vs_authors"] < 1e-5
+    # the floor is at the median throughput measured beside the library's runs, one per run
+    lib = row["library"]
+    assert len(lib["gflops_beside_runs"]) == len(lib["runs_s"]) == 2
+    beside = lib["gflops_beside_runs"]
+    assert lib["flop_floor_s"] * sum(beside) / 2 == pytest.approx(  # the median of two
+        lib["flop_floor_best_peak_s"] * max(beside))  # the same FLOPs at the best throughput
