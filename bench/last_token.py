@@ -82,7 +82,7 @@ def last_token_workload(model, spec: dict, gflops: float) -> dict:
     # Side by side: one all-block run of the library after each of the authors' blocks, each
     # just after a burst of the products the floor counts. The medians of both are reported:
     # on this shared machine one run of SmolLM2 took 2.3 s in one bench and 3.4 s in the next,
-    # idle both times, and the throughput of one process ranged 53-74 GFLOP/s over a day.
+    # idle both times, and the throughput of one process ranged 53-83 GFLOP/s over a day.
     a_times, a_cpu, a_out, lib_runs, beside = [], [], [], [], []
     for b in layers:
         start, cpu = time.perf_counter(), time.process_time()
