@@ -46,28 +46,42 @@ PARENT_DIED = signal.SIGUSR1
 PARENT_DIED_ENV = "LLMDYN_STOP_ON_PARENT_DEATH"
 
 
-def die_with_parent() -> Callable[[], None] | None:
-    """A ``preexec_fn`` that makes the child get :data:`PARENT_DIED` when this process dies.
+def stoppable_child() -> Callable[[], None]:
+    """A ``preexec_fn`` for Snakemake: SIGINT at its default, and :data:`PARENT_DIED` with us.
 
-    Linux's ``PR_SET_PDEATHSIG``; None where there is none (the forwarding above still covers
-    every signal but SIGKILL). libc is loaded here, in the parent: the child between fork and
-    exec only calls it. If the parent is already gone by then, the signal is sent at once.
+    - SIGINT is how this module stops the child's group (:func:`forwarding_signals`,
+      :func:`stop_group_when_parent_dies`). A process that a non-interactive shell starts in
+      the background (``make book &`` in a script) inherits SIGINT ignored, and exec keeps it
+      ignored; Snakemake and its jobs then ignored the stop and a stopped run went on computing.
+      The child gets SIGINT's default back (Python then turns it into KeyboardInterrupt).
+    - The parent's death: Linux's ``PR_SET_PDEATHSIG`` (where there is none, the forwarding
+      above still covers every signal but SIGKILL). libc is loaded here, in the parent: the
+      child between fork and exec only calls it. If the parent is already gone by then, the
+      signal is sent at once.
     """
-    import ctypes
-    import ctypes.util
-
-    try:
-        prctl = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").prctl
-    except (OSError, AttributeError):
-        return None
+    prctl = _libc_prctl()
     parent = os.getpid()
 
     def preexec() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if prctl is None:
+            return
         prctl(1, int(PARENT_DIED), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
         if os.getppid() != parent:
             os.kill(os.getpid(), PARENT_DIED)
 
     return preexec
+
+
+def _libc_prctl() -> Callable[..., int] | None:
+    """The C library's ``prctl``, or None where there is none."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").prctl
+    except (OSError, AttributeError):
+        return None
 
 
 def stop_group_when_parent_dies() -> None:

@@ -30,7 +30,7 @@ from llmdyn.runner import sources
 from llmdyn.runner.build import build_html, chapters, resolve_model, run_chapter, stage
 from llmdyn.runner.conversion import convert_packaged
 from llmdyn.runner.runlock import WorkflowLock, workflow_lock
-from llmdyn.runner.signals import PARENT_DIED_ENV, die_with_parent, forwarding_signals
+from llmdyn.runner.signals import PARENT_DIED_ENV, forwarding_signals, stoppable_child
 from llmdyn.runner.slurm import PendingWatch, check_slurm, resource_arguments, sbatch_refusal
 
 SNAKEFILE = REPO / "workflow" / "Snakefile"
@@ -304,14 +304,14 @@ def _run_snakemake(cmd: list[str], cwd: Path, lock: WorkflowLock | None,
     """Run ``cmd``, echoing its output.
 
     Snakemake inherits the run ``lock``'s file (so the lock lasts while it lives) and is
-    stopped with its jobs if this process dies, even by SIGKILL (see
-    :func:`llmdyn.runner.signals.die_with_parent`).
+    stopped with its jobs if this process dies, even by SIGKILL, and even when this process was
+    started with SIGINT ignored (see :func:`llmdyn.runner.signals.stoppable_child`).
 
     Returns its output, its exit status, and the SLURM jobs that can never start, in words
     ('' if none; followed only when ``watch``).
     """
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            cwd=cwd, start_new_session=True, preexec_fn=die_with_parent(),
+                            cwd=cwd, start_new_session=True, preexec_fn=stoppable_child(),
                             env={**os.environ, PARENT_DIED_ENV: "1"},
                             pass_fds=(lock.fd,) if lock else ())
     if lock:
