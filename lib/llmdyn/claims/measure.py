@@ -18,6 +18,8 @@ statistic ("other" kind: trusted only where BCa covered for every kind tested).
 `Measure.per_unit` shows the values of a few units side by side with no pooled verdict.
 """
 
+# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
+
 from __future__ import annotations
 
 import math

@@ -28,6 +28,8 @@ normal noise for slopes; a bivariate normal with ρ = 0.7 (R² = 0.49) for R²; 
 for fractions.
 """
 
+# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
+
 from __future__ import annotations
 
 import csv

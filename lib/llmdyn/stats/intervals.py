@@ -20,6 +20,8 @@ batch shape. The quantiles come from ``scipy.stats``; each method is the textboo
   ``scipy.stats.quantile_test(...).confidence_interval()``.
 """
 
+# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
+
 from __future__ import annotations
 
 import numpy as np
