@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 
@@ -120,7 +121,7 @@ def _claim(measure, rule=None, id="c"):
 
 def _interval(value, lo, hi, n=20):
     """A measure with a given interval (the rules' tests need no sampling)."""
-    return Measure("x", bootstrap.Estimate(value, lo, hi, n, method="t"))
+    return Measure("x", bootstrap.Estimate(value, lo, hi, n, method="t"), sampling_unit="prompt")
 
 
 @pytest.mark.parametrize("rule, interval, grade", [
@@ -143,14 +144,18 @@ def _interval(value, lo, hi, n=20):
     (below(0), (0.0, 0.0, 0.0), "does not hold"),
 ])
 def test_every_rule_grades_three_ways(rule, interval, grade):
-    assert _claim(_interval(*interval), rule).verdict.grade == grade
+    assert rule.judge(_interval(*interval).estimate)[0] == grade
+    if interval[2] > interval[1]:  # a zero-width interval is not graded at all (below)
+        assert _claim(_interval(*interval), rule).verdict.grade == grade
 
 
 def test_an_n_without_a_covering_interval_gets_no_verdict_with_the_reason():
     # data/coverage.csv: below n = 4 nothing is tested; at n = 8 no ratio interval covers
-    small = _claim(Measure.mean([3.0, 3.1, 2.9], "x"), at_least(2)).verdict
+    small = _claim(Measure.mean([3.0, 3.1, 2.9], "x", sampling_unit="prompt"),
+                   at_least(2)).verdict
     assert small.grade == "no verdict" and "below the smallest n" in small.reason
-    ratio = _claim(Measure.ratio(np.arange(1.0, 9), np.ones(8), "r"), at_least(2)).verdict
+    ratio = _claim(Measure.ratio(np.arange(1.0, 9), np.ones(8), "r", sampling_unit="run"),
+                   at_least(2)).verdict
     assert ratio.grade == "no verdict" and "coverage" in ratio.reason
 
 
@@ -241,7 +246,8 @@ def test_bad_rules_and_claims_are_rejected():
 
 CLAIMS = [
     _claim(Measure.ratio(np.tile([4.0, 5, 6, 5], 4), np.ones(16), "share ratio", fmt=".1f",
-                         unit="×", detail="k = 30"), at_least(2), id="coupled"),
+                         unit="×", detail="k = 30", sampling_unit="prompt"), at_least(2),
+           id="coupled"),
     _claim(Measure.not_testable("R²", "needs many models"), at_least(0.5), id="r2_scores"),
     _claim(Measure.mean([0.5, 0.7], "m̃ with |A| pipes"), id="variant"),
 ]
@@ -251,7 +257,8 @@ def test_markdown_table_rows_and_escaping():
     md = markdown_table(CLAIMS).splitlines()
     assert md[0] == "| claim | paper | this run | verdict | rule |"
     assert len(md) == 2 + len(CLAIMS)
-    assert "share ratio: 5.0× [4.6×, 5.4×] (n = 16); k = 30" in md[2]
+    assert "share ratio: 5.0× [4.6×, 5.4×] (n = 16 prompts, linearised t interval); k = 30" \
+        in md[2]
     assert "**holds**" in md[2] and "**not testable offline (needs many models)**" in md[3]
     assert r"\|A\|" in md[4] and all(line.count(" | ") == 4 for line in md[2:])
 
@@ -272,7 +279,11 @@ def test_publish_glues_every_number_and_the_table():
     assert glued["scorecard"].data == html_table(CLAIMS)
     assert shown.data == markdown_table(CLAIMS)
     assert set(glue_values(CLAIMS[0])) == {f"coupled_{s}" for s in (
-        "value", "lo", "hi", "verdict", "rule", "result", "kind", "op", "threshold", "tolerance")}
+        "value", "lo", "hi", "verdict", "rule", "result", "kind", "op", "threshold", "tolerance",
+        "n", "unit", "method", "units")}
+    assert (glued["coupled_n"], glued["coupled_unit"], glued["coupled_method"]) == \
+        (16, "prompt", "delta_t")
+    assert json.loads(glued["coupled_units"])["samples"][1] == [1.0] * 16
     assert (glued["coupled_op"], glued["coupled_threshold"]) == (">=", 2.0)
     assert (glued["coupled_kind"], glued["r2_scores_kind"]) == ("estimate", "none")
 
@@ -303,7 +314,8 @@ def test_grade_breaks_finds_grades_their_interval_does_not_give():
     found = grade_breaks(broken)
     assert [f.split(":")[0] for f in found] == ["holds", "straddles", "misses", "fact"]
     assert "'partly' is not one of" in found[0] and "gives 'inconclusive'" in found[1]
-    assert grade_breaks({"old_verdict": "holds", "old_lo": 1.0}) == []  # glued before _op
+    assert grade_breaks({"old_verdict": "holds", "old_lo": 1.0}) == \
+        ["old: graded 'holds' with no rule glued (_op is empty)"]
 
 
 def test_read_glued_parses_an_executed_notebook(tmp_path):
@@ -343,7 +355,8 @@ CHAPTER_CELL = """
 from llmdyn.claims.claim import Claim, Measure, at_least
 from llmdyn.claims.render import publish
 publish([Claim("coupled", "A", "§5.1", "Blocks couple", "diagonal tiles",
-               Measure.ratio({a}, [1.0] * len({a}), "share ratio", unit="×"), at_least(2))])
+               Measure.ratio({a}, [1.0] * len({a}), "share ratio", unit="×",
+                             sampling_unit="prompt"), at_least(2))])
 """
 
 
@@ -377,7 +390,8 @@ def _mini_book(root, values):
 def test_each_staged_book_pastes_its_own_results(tmp_path):
     first = _mini_book(tmp_path / "one", [4.0, 5, 6, 5] * 4)
     second = _mini_book(tmp_path / "two", [1.0, 1.5, 1.2, 1.3] * 4)
-    assert "share ratio: 5.000× [4.611×, 5.389×] (n = 16)" in first
+    assert "share ratio: 5.000× [4.611×, 5.389×] (n = 16 prompts, linearised t interval)" \
+        in first
     assert "<strong>holds</strong>" in first and "5.000×" not in second
     assert "<strong>does not hold</strong>" in second
 
@@ -425,3 +439,73 @@ def test_notebooks_are_thin():
         assert "myst_nb import glue" not in source, path.name
         assert not re.search(r"^\s*def \w+\(", source, flags=re.M), path.name
         assert max(len(c.splitlines()) for c in cells) <= 40, path.name
+
+
+# --- units: one number per independent unit ---------------------------------------------------
+
+def test_an_interval_without_a_declared_unit_is_not_graded():
+    values = np.linspace(3.0, 4.0, 16)
+    bare = _claim(Measure.mean(values, "x"), at_least(2)).verdict
+    assert bare.grade == "no verdict" and "no independent unit" in bare.reason
+    assert _claim(Measure.mean(values, "x", sampling_unit="prompt"), at_least(2)).verdict.grade \
+        == "holds"
+
+
+@pytest.mark.parametrize("sub_item", ["token", "tokens", "tile", "noise draw", "passage",
+                                      "checkpoint", "layer"])
+def test_sub_items_are_refused_as_units(sub_item):
+    with pytest.raises(LlmdynError, match="not an independent unit: summarise"):
+        Measure.mean([1.0, 2.0], "x", sampling_unit=sub_item)
+    with pytest.raises(LlmdynError, match="sampling_unit must be one of"):
+        Measure.mean([1.0, 2.0], "x", sampling_unit="prompts please")
+
+
+def test_a_zero_width_interval_at_the_printed_precision_is_not_graded():
+    # 16 prompts that agree to 1e-5: the t interval is 0.7400 [0.7400, 0.7400] at .3f
+    flat = Measure.mean(0.74 + 1e-6 * np.arange(16), "x", fmt=".3f", sampling_unit="prompt")
+    assert flat.zero_width()
+    verdict = _claim(flat, at_least(0.5)).verdict
+    assert verdict.grade == "no verdict" and "zero-width" in verdict.reason
+    wide = Measure.mean(0.74 + 1e-3 * np.arange(16), "x", fmt=".3f", sampling_unit="prompt")
+    assert not wide.zero_width()
+
+
+@pytest.mark.parametrize("fmt, x, step", [(".3f", 5.0, 1e-3), (".1%", 0.5, 1e-3),
+                                          (".2e", 1234.0, 10.0), (".3g", 0.0123, 1e-4),
+                                          ("yes/no", 1.0, 0.0)])
+def test_resolution_is_one_unit_of_the_last_printed_digit(fmt, x, step):
+    assert Measure("q", None, fmt=fmt).resolution(x) == pytest.approx(step)
+
+
+def test_keyed_samples_pair_by_unit_id_not_position():
+    a = {"p1": 2.0, "p2": 4.0, "p3": 6.0, "p4": 8.0}
+    b = {"p4": 4.0, "p3": 3.0, "p2": 2.0, "p1": 1.0}  # another order: paired by id
+    m = Measure.ratio(a, b, "r", sampling_unit="prompt")
+    assert m.estimate.value == pytest.approx(2.0) and m.unit_ids == ("p1", "p2", "p3", "p4")
+    assert m.samples == ((2.0, 4.0, 6.0, 8.0), (1.0, 2.0, 3.0, 4.0))
+    with pytest.raises(LlmdynError, match="same units; missing \\['p4'\\]"):
+        Measure.ratio(a, {k: v for k, v in b.items() if k != "p4"}, "r", sampling_unit="prompt")
+    with pytest.raises(LlmdynError, match="not a mix"):
+        Measure.difference(a, [1.0, 2, 3, 4], "d", sampling_unit="prompt")
+
+
+def test_every_shown_number_names_its_units_and_interval_method():
+    m = Measure.mean(np.linspace(1.0, 2.0, 20), "x", fmt=".2f", sampling_unit="prompt")
+    claim = _claim(m, at_least(0))
+    assert "(n = 20 prompts, t interval)" in claim.result_text()
+    from llmdyn.claims.findings import short
+    assert short(claim) == "1.50 [1.35, 1.65] (n = 20 prompts, t interval)"
+    one = Measure.per_unit([0.3, 0.35, 0.29], "share", sampling_unit="run")
+    assert "3 runs shown one by one" in one.reason and one.unit_ids == ("1", "2", "3")
+
+
+def test_publish_refuses_a_rule_that_grades_holds_on_a_straddling_interval():
+    from llmdyn.emergence.persistence import LateTrendRule
+
+    straddling = _interval(0.0126, -0.0080, 0.0333)
+    late = _claim(straddling, LateTrendRule(rise="met", rise_rule="ρ ≥ 0.7", rise_text="ρ 0.9"),
+                  id="train_coupling_persistent")
+    assert late.verdict.grade == "holds"  # the old rule's reading ...
+    with pytest.raises(LlmdynError, match="train_coupling_persistent: graded 'holds'.*"
+                                          "gives 'inconclusive'"):
+        publish([late], glue=lambda *a, **k: None)  # ... which the build now refuses

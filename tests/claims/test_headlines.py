@@ -23,7 +23,7 @@ def _claim(cid, values, statement="s", rule=None):
     values = np.asarray(values, dtype=float)
     est = Estimate(float(values.mean()), float(values.min()), float(values.max()), values.size)
     return Claim(cid, "A", "§5.1", statement, "p",
-                 Measure("ratio", est, unit="×", fmt=".1f"), rule)
+                 Measure("ratio", est, unit="×", fmt=".1f", sampling_unit="prompt"), rule)
 
 
 def test_map_gives_every_sentence_claims_or_a_reason_and_all_of_table1():
@@ -58,7 +58,7 @@ def test_templates_match_the_model_and_split_slots_most_specific_first():
 
 def test_short_number_and_record():
     claim = _claim("depth_coupled", [4.0, 5, 6], "Trained blocks are coupled")
-    assert short(claim) == "5.0× [4.0×, 6.0×]"
+    assert short(claim) == "5.0× [4.0×, 6.0×] (n = 3 prompts)"
     rec = record(claim)
     assert rec["grade"] == "holds" and rec["number"] == short(claim)
     assert short(Claim("x", "A", "§", "s", "p", Measure.not_testable("q", "needs hub"))) == "—"
@@ -74,9 +74,9 @@ def test_box_counts_grades_in_order_and_lists_headline_verdicts():
     assert text.index("holds") < text.index("inconclusive")  # GRADES order
     lines = [line for line in text.splitlines() if line.startswith("- ")]
     assert lines == ["- **holds** · Paper A, coupling in LLMs: Trained blocks are coupled · "
-                     "5.0× [4.0×, 6.0×]",
+                     "5.0× [4.0×, 6.0×] (n = 3 prompts)",
                      "- **does not hold** · Paper A, emergence with training: tiny-llama: "
-                     "straighter · 2.0× [1.0×, 3.0×]"]
+                     "straighter · 2.0× [1.0×, 3.0×] (n = 3 prompts)"]
     assert "No abstract sentence" in box([claims[1]])
 
 

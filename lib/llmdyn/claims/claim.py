@@ -11,7 +11,9 @@ computed from the interval and the rule, never typed:
   (a `within` rule: holds inside the band, does not hold wholly outside it);
 - **no verdict**: an estimate with no interval (n = 1, a statistic without one, or an n at
   which no interval method reaches 95 % coverage, ``data/coverage.csv``) is described, not
-  judged;
+  judged; so is one that declares no independent unit (``sampling_unit``,
+  `llmdyn.claims.units`) or whose interval is narrower than its last printed digit (units
+  that do not vary are not independent evidence);
 - **not testable offline** / **not run**: nothing was measured, with the reason.
 
 A measure is of one of two kinds (`Kind`). An **estimate** is a number computed from sampled
@@ -25,7 +27,8 @@ Example:
     >>> import numpy as np
     >>> claim = Claim("coupled", "A", "§5.1", "Trained blocks couple", "diagonal tiles",
     ...               Measure.ratio(np.tile([4.0, 5, 6, 5], 4), np.ones(16),
-    ...                             "trained/untrained diagonal share", unit="×"),
+    ...                             "trained/untrained diagonal share", unit="×",
+    ...                             sampling_unit="prompt"),
     ...               at_least(2))
     >>> claim.verdict.grade
     'holds'
@@ -217,7 +220,22 @@ class Claim:
             return Verdict("for comparison")  # no rule: nothing to judge, with or without interval
         if self.measure.missing:
             return Verdict(self.measure.missing, self.measure.reason)
-        return Verdict(*self.rule.judge(self.measure.estimate))
+        unjudged = self._unjudged()
+        return Verdict("no verdict", unjudged) if unjudged else Verdict(
+            *self.rule.judge(self.measure.estimate))
+
+    def _unjudged(self) -> str:
+        """Why an estimate with an interval is not graded: no unit, or a zero-width interval."""
+        m = self.measure
+        if m.kind != "estimate" or m.estimate is None or not m.estimate.has_interval:
+            return ""
+        if not m.sampling_unit:
+            return ("no independent unit declared: an interval over tokens, tiles or draws "
+                    "of one prompt is not evidence")
+        if m.zero_width():
+            return ("zero-width interval at the printed precision: the units do not vary, so "
+                    "they are not independent evidence")
+        return ""
 
     @property
     def rule_text(self) -> str:
@@ -235,7 +253,7 @@ class Claim:
             text = f"{m.number(est.value)} (a fact about {m.case})"
         elif est.has_interval:
             text = (f"{m.number(est.value)} [{m.number(est.lo)}, {m.number(est.hi)}] "
-                    f"(n = {est.n})")
+                    f"({m.interval_text()})")
         else:
-            text = f"{m.number(est.value)} (n = {est.n}, no interval)"
+            text = f"{m.number(est.value)} ({m.interval_text()}, no interval)"
         return f"{m.quantity}: {text}" + (f"; {m.detail}" if m.detail else "")

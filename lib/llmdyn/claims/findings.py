@@ -45,15 +45,18 @@ def records_key(key: str = SCORECARD_KEY) -> str:
 
 
 def short(claim: Claim) -> str:
-    """The claim's number with its interval, e.g. "1.9× [1.5, 2.3]", or "—" if not measured."""
+    """The claim's number with its interval and units, or "—" if not measured.
+
+    For example "1.9× [1.5, 2.3] (n = 20 prompts, t interval)".
+    """
     m, est = claim.measure, claim.measure.estimate
     if est is None or m.missing in ("not testable offline", "not run") \
             or not math.isfinite(est.value):
         return "—"
     text = m.number(est.value)
     if est.has_interval:
-        return f"{text} [{m.number(est.lo)}, {m.number(est.hi)}]"
-    return text if est.exact else f"{text} (n = {est.n}, no interval)"
+        return f"{text} [{m.number(est.lo)}, {m.number(est.hi)}] ({m.interval_text()})"
+    return text if est.exact else f"{text} ({m.interval_text()}, no interval)"
 
 
 def record(claim: Claim) -> dict[str, str]:

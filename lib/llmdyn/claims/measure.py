@@ -16,6 +16,10 @@ judges that kind over this many independent units, from the one committed table
 only where the table allows it at this n. `Measure.of` and `Measure.of_rows` bootstrap any other
 statistic ("other" kind: trusted only where BCa covered for every kind tested).
 `Measure.per_unit` shows the values of a few units side by side with no pooled verdict.
+
+Every estimate names its **sampling unit** (``sampling_unit="prompt"``, ``"model"``, ``"run"``,
+``"seed"``, ``"ViT"``; `llmdyn.claims.units`): the samples hold one value per independent unit,
+plain or keyed by unit id. An estimate with no declared unit is shown, never graded (`Claim`).
 """
 
 # llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
@@ -23,20 +27,29 @@ statistic ("other" kind: trusted only where BCa covered for every kind tested).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
 from llmdyn import LlmdynError
+from llmdyn.claims import units
 from llmdyn.stats import bootstrap, coverage
 from llmdyn.stats.bootstrap import Estimate
 
 Kind = Literal["estimate", "fact"]
+_SHOWN = ("fmt", "unit", "detail", "sampling_unit")  # fields an unmeasured measure keeps
 STATISTIC_KINDS = {bootstrap.mean: "mean", bootstrap.median: "median",
                    bootstrap.ratio_of_means: "ratio", bootstrap.difference_of_means: "difference",
                    bootstrap.fraction_true: "fraction", bootstrap.slope: "slope",
                    bootstrap.r2: "r2"}
+METHOD_NAMES = {"t": "t interval", "bca": "BCa bootstrap", "percentile": "percentile bootstrap",
+                "order": "order-statistic interval", "delta_t": "linearised t interval",
+                "ols_t": "OLS t interval", "fisher_z": "Fisher z interval",
+                "exact": "Clopper–Pearson interval", "welch": "Welch t interval",
+                "log_t": "t interval on the logs", "pitman_morgan": "Pitman–Morgan interval",
+                "zou": "Zou's interval"}  # how a result names its interval method
 
 
 def interval_estimate(kind: str, statistic, *samples, paired: bool = True, seed: int = 0,
@@ -98,6 +111,11 @@ class Measure:
         reason: why it was not measured (shown with the verdict).
         case: for a fact, the one case the paper also states (e.g. "the France prompt, Figs
             9-10"); empty for an estimate.
+        sampling_unit: the independent unit the estimate's n counts ("prompt", "model", "run",
+            "seed", "ViT"; `llmdyn.claims.units.UNITS`); "" for none, and then no grade.
+        unit_ids: ``[unit]`` the units' ids, where the values came keyed by id.
+        samples: ``[sample][unit]`` the per-unit values the interval was computed from (one
+            tuple per sample: two for a paired ratio or difference); empty where not kept.
     """
 
     quantity: str
@@ -108,9 +126,13 @@ class Measure:
     missing: Literal["", "not testable offline", "not run", "no verdict"] = ""
     reason: str = ""
     case: str = ""
+    sampling_unit: str = ""
+    unit_ids: tuple[str, ...] = ()
+    samples: tuple[tuple[float, ...], ...] = ()
 
     def __post_init__(self) -> None:
-        """A fact names the paper's case; an estimate has none."""
+        """A fact names the paper's case; an estimate has none; a unit is an independent one."""
+        units.check_unit(self.sampling_unit)
         fact = self.estimate is not None and self.estimate.exact
         if fact and not self.case.strip():
             raise LlmdynError(f"the fact {self.quantity!r} needs case=: the one case the paper "
@@ -135,12 +157,14 @@ class Measure:
         rather than an error: the chapter still shows the claim and why it is empty. Where no
         interval reaches 95 % coverage at this n, the value is shown with **no verdict**.
         """
+        samples, ids = units.aligned(samples, paired=paired)
         if any(np.size(s) == 0 for s in samples):
             return cls._empty(quantity, **kw)
         kind = kind or STATISTIC_KINDS.get(statistic, "other")
         est, reason = interval_estimate(kind, statistic, *samples, paired=paired, seed=seed,
                                         method=method, signed=signed)
-        return cls._judged(quantity, est, reason, **kw)
+        kept = tuple(tuple(float(x) for x in np.ravel(s)) for s in samples)
+        return cls._judged(quantity, est, reason, unit_ids=ids, samples=kept, **kw)
 
     @classmethod
     def _judged(cls, quantity: str, est: Estimate, reason: str, **kw) -> Measure:
@@ -153,7 +177,7 @@ class Measure:
     def _empty(cls, quantity: str, **kw) -> Measure:
         """A measure with nothing to resample (an empty sample): "not run"."""
         return cls(quantity, None, missing="not run", reason="no values to measure",
-                   **{k: v for k, v in kw.items() if k in ("fmt", "unit", "detail")})
+                   **{k: v for k, v in kw.items() if k in _SHOWN})
 
     @classmethod
     def of_rows(cls, statistic, *samples, quantity: str, paired: bool = True, seed: int = 0,
@@ -237,7 +261,7 @@ class Measure:
             values: ``[unit]`` one number per independent unit.
             quantity: what each number is.
             labels: ``[unit]`` names of the units (default 1, 2, ...).
-            **kw: `Measure` fields (fmt, unit, detail).
+            **kw: `Measure` fields (fmt, unit, detail, sampling_unit).
         """
         values = np.asarray(values, dtype=np.float64).ravel()
         labels = list(labels) if labels is not None else [str(i + 1) for i in range(values.size)]
@@ -248,8 +272,11 @@ class Measure:
         shown = "; ".join(f"{lab}: {m.number(v)}" for lab, v in zip(labels, values, strict=True))
         detail = "; ".join(x for x in (f"per unit: {shown}", kw.get("detail", "")) if x)
         est = Estimate(float(np.median(values)), math.nan, math.nan, values.size)
+        unit = kw.get("sampling_unit", "")
         return cls(quantity, est, fmt=m.fmt, unit=m.unit, detail=detail, missing="no verdict",
-                   reason=f"{values.size} units, shown one by one: no pooled verdict")
+                   reason=f"{units.counted(unit, values.size) if unit else values.size} "
+                          "shown one by one: no pooled verdict", sampling_unit=unit,
+                   unit_ids=tuple(map(str, labels)), samples=(tuple(map(float, values)),))
 
     @classmethod
     def fact(cls, value: float | bool, quantity: str, *, case: str, **kw) -> Measure:
@@ -285,6 +312,37 @@ class Measure:
     def not_run(cls, quantity: str, reason: str, *, detail: str = "") -> Measure:
         """A claim this run's parameters left out (e.g. no compare model given)."""
         return cls(quantity, None, detail=detail, missing="not run", reason=reason)
+
+    def resolution(self, x: float) -> float:
+        """One unit of the last digit this measure prints for ``x`` (0 where unknown).
+
+        ".3f" prints 0.001, ".1%" 0.001 of the value, ".3g" three significant digits of x.
+        """
+        found = re.fullmatch(r"[^.]*\.(\d+)([fFeEgG%])", self.fmt)
+        if not found or not math.isfinite(x):
+            return 0.0
+        digits, kind = int(found[1]), found[2].lower()
+        if kind == "f":
+            return 10.0 ** -digits
+        if kind == "%":
+            return 10.0 ** -(digits + 2)
+        magnitude = math.floor(math.log10(abs(x))) if x else 0
+        return 10.0 ** (magnitude - digits + (1 if kind == "g" else 0))
+
+    def zero_width(self) -> bool:
+        """Whether the interval is narrower than one unit of the last printed digit."""
+        est = self.estimate
+        if est is None or not est.has_interval:
+            return False
+        return est.hi - est.lo < self.resolution(max(abs(est.lo), abs(est.hi)))
+
+    def interval_text(self) -> str:
+        """"n = 20 prompts, t interval": the units and how the interval was computed."""
+        est = self.estimate
+        text = f"n = {units.counted(self.sampling_unit, est.n)}"
+        if est.has_interval and est.method:
+            text += f", {METHOD_NAMES.get(est.method, est.method)}"
+        return text
 
     def number(self, x: float) -> str:
         """One value in this measure's format and unit."""

@@ -2,8 +2,11 @@
 
 Where the results live. A chapter glues its claims table as HTML under one key (``scorecard``)
 and each claim's numbers under ``<id>_value``, ``<id>_lo``, ``<id>_hi``, ``<id>_verdict``,
-``<id>_rule``, ``<id>_result``, ``<id>_kind`` ("estimate", "fact" or "none") and the rule as
-numbers, ``<id>_op`` ("" without a rule), ``<id>_threshold`` and ``<id>_tolerance``. A
+``<id>_rule``, ``<id>_result``, ``<id>_kind`` ("estimate", "fact" or "none"), the rule as
+numbers, ``<id>_op`` ("" without a rule), ``<id>_threshold`` and ``<id>_tolerance``, and the
+units: ``<id>_n``, ``<id>_unit`` (the sampling unit, "" for none), ``<id>_method`` (of the
+interval) and ``<id>_units`` (JSON: the unit ids and the per-unit values judged, for planning
+what would decide an open row). A
 scorecard part in ``book/scorecard_parts/`` holds only a heading and a cross-document paste
 of that key::
 
@@ -100,7 +103,18 @@ def glue_values(claim: Claim) -> dict[str, float | str]:
             f"{claim.id}_kind": claim.measure.kind if est else "none",
             f"{claim.id}_op": claim.rule.op if claim.rule else "",
             f"{claim.id}_threshold": claim.rule.threshold if claim.rule else nan,
-            f"{claim.id}_tolerance": claim.rule.tolerance if claim.rule else nan}
+            f"{claim.id}_tolerance": claim.rule.tolerance if claim.rule else nan,
+            f"{claim.id}_n": est.n if est else 0,
+            f"{claim.id}_unit": claim.measure.sampling_unit,
+            f"{claim.id}_method": est.method if est else "",
+            f"{claim.id}_units": json.dumps({"ids": list(claim.measure.unit_ids),
+                                             "samples": [list(x) for x in claim.measure.samples]},
+                                            allow_nan=False) if _finite(claim) else "{}"}
+
+
+def _finite(claim: Claim) -> bool:
+    """Whether a claim's per-unit values can be written as JSON (all finite)."""
+    return all(math.isfinite(x) for sample in claim.measure.samples for x in sample)
 
 
 def read_glued(notebook: str | Path) -> dict[str, object]:
@@ -160,7 +174,7 @@ def grade_breaks(values: Mapping[str, object]) -> list[str]:
     every grade is one of ``GRADES`` ("partly" is retired); an estimate's verdict must be the
     one `Rule.judge` reads from its glued interval and rule (holds: wholly on the paper's side;
     does not hold: wholly on the other; inconclusive: straddling), and a fact's the one its
-    value gives. Rows glued before ``_op`` existed are checked on their grade name only.
+    value gives. A judged row must glue its rule (a non-empty ``_op``).
     """
     breaks = []
     for key, verdict in values.items():
@@ -171,7 +185,10 @@ def grade_breaks(values: Mapping[str, object]) -> list[str]:
             breaks.append(f"{cid}: grade {grade!r} is not one of {GRADES}")
             continue
         op = values.get(f"{cid}_op", "")
-        if grade not in JUDGED or not op:
+        if grade not in JUDGED:
+            continue
+        if not op:
+            breaks.append(f"{cid}: graded {grade!r} with no rule glued (_op is empty)")
             continue
         num = {k: values.get(f"{cid}_{k}", math.nan) for k in ("value", "lo", "hi", "threshold",
                                                              "tolerance")}
@@ -204,12 +221,30 @@ def publish(claims: Sequence[Claim], *, key: str = SCORECARD_KEY,
     if glue is None:
         from myst_nb import glue
     _check(claims)
+    refuse_broken(claims)
     for claim in claims:
         for name, value in glue_values(claim).items():
             glue(name, value, display=False)
     glue(key, HTML(html_table(claims)), display=False)
     findings.publish_findings(claims, key=key, glue=glue)  # the box atop the chapter, the records
     return Markdown(markdown_table(claims))
+
+
+def refuse_broken(claims: Sequence[Claim]) -> None:
+    """Raise, naming the rows, if any claim's grade is not the one its interval gives.
+
+    A chapter's rule may word its verdict, but never decide it against the three-grade rule
+    (`grade_breaks`), nor judge an estimate without an interval (`rule_breaks`): the build
+    fails rather than print a broken grade.
+    """
+    values = {k: v for claim in claims for k, v in glue_values(claim).items()}
+    broken = grade_breaks(values) + [f"{cid}: judged with no interval"
+                                      for cid in rule_breaks(values)]
+    if broken:
+        raise LlmdynError("these claims' grades break the three-grade rule (holds: the "
+                          "interval wholly on the paper's side; does not hold: wholly on the "
+                          "other; inconclusive: straddling), so the chapter is not published: "
+                          + "; ".join(broken))
 
 
 def part_source(title: str, chapter: str, *, key: str = SCORECARD_KEY, intro: str = "") -> str:
