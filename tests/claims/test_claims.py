@@ -509,3 +509,18 @@ def test_publish_refuses_a_rule_that_grades_holds_on_a_straddling_interval():
     with pytest.raises(LlmdynError, match="train_coupling_persistent: graded 'holds'.*"
                                           "gives 'inconclusive'"):
         publish([late], glue=lambda *a, **k: None)  # ... which the build now refuses
+
+
+def test_split_flips_shows_a_row_under_every_split_that_grades_it_otherwise():
+    from llmdyn.claims import split_flips
+
+    def row(cid, lo, hi):
+        return _claim(_interval((lo + hi) / 2, lo, hi), below(0), id=cid)
+
+    grid = {"consensus": [row("linear_consensus", -0.3, -0.1), row("aligned_consensus", -2, -1)],
+            "thirds": [row("linear_thirds", -0.3, 0.2), row("aligned_thirds", -2, -1.5)],
+            "lss_peak": [row("linear_lss_peak", 0.1, 0.2), row("aligned_lss_peak", -3, -1)]}
+    shown = [c.id for c in split_flips(grid, "consensus")]
+    assert shown == ["linear_consensus", "linear_thirds", "linear_lss_peak", "aligned_consensus"]
+    with pytest.raises(LlmdynError, match="chosen split 'entropy'"):
+        split_flips(grid, "entropy")

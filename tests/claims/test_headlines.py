@@ -51,8 +51,12 @@ def test_templates_match_the_model_and_split_slots_most_specific_first():
     own = best(lines, "table1_confident_smollm2_135m_consensus", ["smollm2_135m"])
     normed = best(lines, "table1_confident_normed_lens_smollm2_135m_lss_peak", ["smollm2_135m"])
     assert own.item == "CONFIDENT" and normed.item == "CONFIDENT (normed lens)"
-    assert best(lines, "reg_lss_gemma3_270m", ["gemma3_270m"]).item == "A6"
-    assert best(lines, "reg_lss_block_gemma3_270m", ["gemma3_270m"]) is None  # a variant
+    assert best(lines, "geo_norm_growth_gemma3_270m", ["gemma3_270m"]).item == "B6"
+    # trained-vs-untrained twins are not "through training" (A6 rests on the training suite),
+    # and the deep window's growth is not Thought's "gradual expansion" (B6)
+    assert best(lines, "reg_lss_gemma3_270m", ["gemma3_270m"]) is None
+    assert best(lines, "traj_growth_gemma3_270m", ["gemma3_270m"]) is None
+    assert best(lines, "train_lss_falls").item == "A6"
     assert best(lines, "depth_coupled").item == "A3"
 
 
@@ -67,17 +71,29 @@ def test_short_number_and_record():
 def test_box_counts_grades_in_order_and_lists_headline_verdicts():
     claims = [_claim("depth_coupled", [4.0, 5, 6], "Trained blocks are coupled"),
               _claim("depth_init", [1.0, 3, 2]),
-              _claim("reg_lss_tiny_llama", [1.0, 2, 3], "tiny-llama: straighter", below(0)),
-              _claim("reg_lss_block_tiny_llama", [1.0, 2, 3], "tiny-llama: variant", below(0))]
+              _claim("geo_norm_growth_tiny_llama", [1.0, 2, 3], "tiny-llama: norms grow",
+                     below(0)),
+              _claim("reg_lss_tiny_llama", [1.0, 2, 3], "tiny-llama: not a headline", below(0))]
     text = box(claims)
     assert counts_line([c.verdict.grade for c in claims]) in text
     assert text.index("holds") < text.index("inconclusive")  # GRADES order
     lines = [line for line in text.splitlines() if line.startswith("- ")]
     assert lines == ["- **holds** · Paper A, coupling in LLMs: Trained blocks are coupled · "
                      "5.0× [4.0×, 6.0×] (n = 3 prompts)",
-                     "- **does not hold** · Paper A, emergence with training: tiny-llama: "
-                     "straighter · 2.0× [1.0×, 3.0×] (n = 3 prompts)"]
+                     "- **does not hold** · Paper B, Thought: properties: tiny-llama: "
+                     "norms grow · 2.0× [1.0×, 3.0×] (n = 3 prompts)"]
     assert "No abstract sentence" in box([claims[1]])
+
+
+def test_a_stand_in_and_the_rule_travel_with_the_verdict():
+    plain = _claim("gen_r2", [0.1, 0.2, 0.3], "Coupling correlates with performance",
+                   at_least(0.5))
+    claim = Claim(plain.id, "A", "§5.4", plain.statement, "p", plain.measure, plain.rule,
+                  stand_in="OOD loss of 27 models trained here, between unigram and bigram level")
+    rec = record(claim)
+    assert rec["stand_in"].startswith("OOD loss") and rec["bound"] == "≥ 0.5×"
+    assert "[stand-in: OOD loss" in claim.result_text()
+    assert "*stand-in: OOD loss of 27 models" in box([claim])
 
 
 def test_counts_line_uses_the_library_grades():
@@ -141,3 +157,17 @@ def test_lab_settings_turn_news_and_update_checks_off(tmp_path):
                          "apputils-extension/notification.json").read_text())
     never = {o["const"]: o["title"] for o in schema["properties"]["fetchNews"]["oneOf"]}
     assert never["false"] == "Never"
+
+
+def test_the_intro_cell_shows_the_rule_and_the_stand_in():
+    from dataclasses import replace
+
+    from llmdyn.claims.abstracts import sentence_table
+
+    lines = [Headline("B", "B4", "abstract", "two stages", "two stages", ("geo_criteria_{model}",))]
+    spread = replace(_rec("geo_criteria_m_a", "m-a", "no verdict"), number="16 (n = 1 prompt)",
+                     bound="≤ 3", stand_in="SQuAD questions for the paper's prompts")
+    page = sentence_table([Published("02_x", "T", "scorecard", "a", ("m-a",), (spread,))],
+                          lines, ["m-a"])
+    assert "16 (n = 1 prompt) (rule: ≤ 3)" in page
+    assert "<em>stand-in: SQuAD questions for the paper&#x27;s prompts</em>" in page

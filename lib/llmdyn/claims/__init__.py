@@ -7,14 +7,15 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["claim", "findings", "headlines", "measure", "pages", "render", "twin_seeds"],
+    submodules=["claim", "findings", "headlines", "measure", "pages", "render", "twin_seeds",
+                "units"],
     submod_attrs={
         "claim": ["Grade", "GRADES", "JUDGED", "PAPERS", "Measure", "Op", "Rule",
                   "at_least", "above", "below", "at_most", "within", "Verdict", "slug", "Claim"],
         "measure": ["Kind", "STATISTIC_KINDS", "interval_estimate"],
         "render": ["COLUMNS", "SCORECARD_KEY", "markdown_table", "html_table", "glue_values",
                    "read_glued", "rule_breaks", "grade_breaks", "publish", "part_source",
-                   "split_grid"],
+                   "split_grid", "split_flips", "refuse_broken"],
         "twin_seeds": ["T", "spread_indices", "spread_picks", "SeedSpread", "rule_text",
                        "seed_table"],
     },

@@ -196,6 +196,9 @@ class Claim:
         paper_value: the paper's number or observation.
         measure: our quantity and its estimate.
         rule: the comparison that judges it; None shows the measure for comparison only.
+        stand_in: where the measure stands in for the paper's (another data set, models
+            trained here, a proxy for a benchmark), in a few words; it travels with the
+            verdict into the findings box, the intro and the scorecard.
     """
 
     id: str
@@ -205,6 +208,7 @@ class Claim:
     paper_value: str
     measure: Measure
     rule: Rule | None = field(default=None)
+    stand_in: str = ""
 
     def __post_init__(self):
         if not _ID.match(self.id):
@@ -256,4 +260,5 @@ class Claim:
                     f"({m.interval_text()})")
         else:
             text = f"{m.number(est.value)} ({m.interval_text()}, no interval)"
-        return f"{m.quantity}: {text}" + (f"; {m.detail}" if m.detail else "")
+        stand_in = f" [stand-in: {self.stand_in}]" if self.stand_in else ""
+        return f"{m.quantity}: {text}{stand_in}" + (f"; {m.detail}" if m.detail else "")

@@ -43,6 +43,8 @@ class Record:
     result: str  # the chapter table's "this run" cell
     rule: str  # the rule's sentence
     model: str  # the model it is about, or OWN
+    bound: str = ""  # the rule's comparison, e.g. "≤ 3" ("" without a rule)
+    stand_in: str = ""  # what the measure stands in for, where it is a stand-in
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,8 @@ def read_chapter(path: Path) -> list[Published]:
     out = []
     for key in _published_keys(glued):
         rows = json.loads(str(glued[records_key(key)]))
-        records = tuple(Record(**{k: r[k] for k in Record.__dataclass_fields__ if k != "model"},
+        records = tuple(Record(**{k: r[k] for k in Record.__dataclass_fields__
+                                  if k != "model" and k in r},  # older chapters lack some
                                model=subject(r["id"], models, default)) for r in rows)
         out.append(Published(path.stem, title(nb), key, section_anchor(nb, key),
                              models, records))

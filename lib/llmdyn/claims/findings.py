@@ -65,7 +65,9 @@ def record(claim: Claim) -> dict[str, str]:
             "statement": claim.statement, "paper_value": claim.paper_value,
             "grade": claim.verdict.grade, "reason": claim.verdict.reason,
             "number": short(claim), "quantity": claim.measure.quantity,
-            "result": claim.result_text(), "rule": claim.rule_text}
+            "result": claim.result_text(), "rule": claim.rule_text,
+            "bound": claim.rule.bound(claim.measure) if claim.rule else "",
+            "stand_in": claim.stand_in}
 
 
 def counts_line(grades: Sequence[str]) -> str:
@@ -99,7 +101,8 @@ def statement_models(claims: Sequence[Claim]) -> set[str]:
 def _line(claim: Claim, about: str = "") -> str:
     """One verdict line of the box."""
     about = f"{about}: " if about else ""
-    return f"- **{claim.verdict.grade}** · {about}{claim.statement} · {short(claim)}"
+    stand_in = f" · *stand-in: {claim.stand_in}*" if claim.stand_in else ""
+    return f"- **{claim.verdict.grade}** · {about}{claim.statement} · {short(claim)}{stand_in}"
 
 
 def box(claims: Sequence[Claim], *, headlines: Sequence[Headline] | None = None,

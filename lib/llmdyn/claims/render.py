@@ -294,6 +294,27 @@ def split_grid(claims: dict[str, Sequence[Claim]], *, label: Callable[[Claim], s
     return Markdown("\n".join(lines))
 
 
+def split_flips(claims: Mapping[str, Sequence[Claim]], chosen: str) -> list[Claim]:
+    """The chosen split's claims, each followed by its twins under splits that grade it otherwise.
+
+    For the scorecard and the intro: a verdict that flips with the split is shown under both.
+
+    Args:
+        claims: split name -> the same claims, in the same order, judged under that split
+            (ids differ by split, as `split_grid` takes them).
+        chosen: the split the chapter publishes first (its ``phase_criterion``).
+    """
+    if chosen not in claims:
+        raise LlmdynError(f"split_flips: the chosen split {chosen!r} is not one of "
+                          f"{list(claims)}")
+    out = []
+    for i, mine in enumerate(claims[chosen]):
+        out.append(mine)
+        out += [claims[how][i] for how in claims if how != chosen
+                and claims[how][i].verdict.grade != mine.verdict.grade]
+    return out
+
+
 def _interval(claim: Claim) -> str:
     """" [lo, hi]" in the measure's format, or "" without an interval."""
     est = claim.measure.estimate
