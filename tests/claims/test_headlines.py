@@ -171,3 +171,19 @@ def test_the_intro_cell_shows_the_rule_and_the_stand_in():
                           lines, ["m-a"])
     assert "16 (n = 1 prompt) (rule: ≤ 3)" in page
     assert "<em>stand-in: SQuAD questions for the paper&#x27;s prompts</em>" in page
+
+
+def test_open_questions_list_each_open_headline_claim_with_what_would_decide_it():
+    from dataclasses import replace
+
+    from llmdyn.claims.abstracts import open_questions
+
+    lines = [Headline("A", "A3", "abstract", "coupling in LLMs", "w", ("depth_coupled",))]
+    rec = replace(_rec("depth_coupled", "m-a", "inconclusive"), number="1.2× [0.9×, 1.6×]",
+                  to_decide="n = 40 prompts (81% of simulated samples decide, most as 'holds')")
+    text = open_questions([Published("05_x", "T", "scorecard", "a", ("m-a",), (rec,))], lines)
+    assert text.startswith("- Paper A, coupling in LLMs (m-a): s is **inconclusive** at 1.2×")
+    assert "to decide: n = 40 prompts" in text
+    assert open_questions([Published("05_x", "T", "scorecard", "a", ("m-a",),
+                                     (_rec("depth_coupled", "m-a"),))], lines) == \
+        "No claim of the abstracts is open in this build."

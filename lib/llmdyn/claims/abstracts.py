@@ -107,6 +107,23 @@ def untested(headlines: Sequence[Headline]) -> str:
                       for h in headlines if h.kind == "abstract" and not h.templates)
 
 
+def open_questions(published: Sequence[Published], headlines: Sequence[Headline]) -> str:
+    """The abstracts' open claims and what would settle each (a Markdown list), or a sentence.
+
+    An open claim is inconclusive, or has no verdict for want of units; its "to decide" is the
+    n at which its own rule would decide with 80 % probability (`llmdyn.claims.planning`).
+    """
+    found = assign(published, headlines)
+    lines = []
+    for line in (h for h in headlines if h.templates):
+        for rec, table in found.get((line.paper, line.item), []):
+            if rec.to_decide:
+                lines.append(f"- Paper {line.paper}, {line.label} ({rec.model}): "
+                             f"{rec.statement} is **{rec.grade}** at {rec.number}; to decide: "
+                             f"{rec.to_decide} ([chapter {table.chapter[:2]}]({table.href}))")
+    return "\n".join(lines) or "No claim of the abstracts is open in this build."
+
+
 def table1(published: Sequence[Published], headlines: Sequence[Headline],
            models: Sequence[str]) -> str:
     """Paper B's Table 1: property, the paper's Thought/Fixation cells, our grade per model."""
@@ -140,6 +157,12 @@ def markdown(published: Sequence[Published], headlines: Sequence[Headline] | Non
         sentence_table(published, headlines, models), "",
         "The other sentences of the abstracts state no finding to test:", "",
         untested(headlines), "",
+        "### Open questions, and what would settle them", "",
+        "Each claim above that is inconclusive, or has no verdict for want of units, with the "
+        "number of units at which its own rule and interval would decide it in 80 % of "
+        "samples drawn from the units observed here (a prediction; the methods page, "
+        "\"What would decide it\").", "",
+        open_questions(published, headlines), "",
         "### Paper B's Table 1", "",
         "Each property's measure is lower where the property is stronger; a row holds where "
         f"the paper's phase is stronger (its {round(100 * LEVEL)} % interval lies on that side). "

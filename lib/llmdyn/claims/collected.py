@@ -45,6 +45,7 @@ class Record:
     model: str  # the model it is about, or OWN
     bound: str = ""  # the rule's comparison, e.g. "≤ 3" ("" without a rule)
     stand_in: str = ""  # what the measure stands in for, where it is a stand-in
+    to_decide: str = ""  # for an open claim: the n that would decide it, or why none
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 
 from llmdyn.claims.claim import GRADES, JUDGED, Claim, slug
 from llmdyn.claims.headlines import Headline, best, headline_map
+from llmdyn.claims.planning import to_decide
 from llmdyn.stats.bootstrap import LEVEL
 
 SCORECARD_KEY = "scorecard"  # render.SCORECARD_KEY, repeated here: render imports this module
@@ -67,7 +68,7 @@ def record(claim: Claim) -> dict[str, str]:
             "number": short(claim), "quantity": claim.measure.quantity,
             "result": claim.result_text(), "rule": claim.rule_text,
             "bound": claim.rule.bound(claim.measure) if claim.rule else "",
-            "stand_in": claim.stand_in}
+            "stand_in": claim.stand_in, "to_decide": to_decide(claim)}
 
 
 def counts_line(grades: Sequence[str]) -> str:

@@ -35,6 +35,7 @@ import numpy as np
 
 from llmdyn import LlmdynError
 from llmdyn.claims import units
+from llmdyn.claims.estimation import Recipe, interval_estimate
 from llmdyn.stats import bootstrap, coverage
 from llmdyn.stats.bootstrap import Estimate
 
@@ -50,49 +51,6 @@ METHOD_NAMES = {"t": "t interval", "bca": "BCa bootstrap", "percentile": "percen
                 "exact": "Clopper–Pearson interval", "welch": "Welch t interval",
                 "log_t": "t interval on the logs", "pitman_morgan": "Pitman–Morgan interval",
                 "zou": "Zou's interval"}  # how a result names its interval method
-
-
-def interval_estimate(kind: str, statistic, *samples, paired: bool = True, seed: int = 0,
-                      method: str | None = None, signed: bool = False,
-                      rows: bool = False) -> tuple[Estimate, str]:
-    """The estimate of ``statistic`` with the interval `coverage.choose` allows, and why not.
-
-    Args:
-        kind: a kind of `coverage.KINDS`, or "other".
-        statistic: vectorised ``([resample, item], ...) -> [resample]``, or with ``rows`` a
-            statistic of whole ``[item, ...]`` arrays.
-        *samples: the inputs, items on the first axis.
-        paired: paired samples (the same items in each).
-        seed: seed of the bootstrap draws.
-        method: a requested method, used only where the table allows it.
-        signed: R² with the slope's sign.
-        rows: resample rows of ``[item, ...]`` arrays (`bootstrap.bootstrap_rows`).
-
-    Returns:
-        ``(estimate, reason)``: reason is "" when the estimate has an interval it may be
-        judged on; otherwise the estimate has no interval and the reason says why.
-    """
-    sizes = [len(np.asarray(s)) if rows else np.size(s) for s in samples]
-    if paired and len(set(sizes)) > 1:
-        raise LlmdynError(f"paired samples must have equal lengths, got {sizes}; pass "
-                          "paired=False for independent ones")
-    n = min(sizes)
-    if kind == "ratio" and not paired:  # the linearised t is for paired samples only
-        kind = "other"
-    chosen, reason = coverage.choose(kind, n, method)
-    if chosen == "bca":
-        boot = bootstrap.bootstrap_rows if rows else bootstrap.bootstrap
-        est = boot(statistic, *samples, paired=paired, seed=seed)
-        return est, "" if est.has_interval else "the bootstrap gives no interval here"
-    arrays = [np.asarray(s, dtype=np.float64) if rows else
-              np.asarray(s, dtype=np.float64).ravel() for s in samples]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        value = float(statistic(*arrays) if rows else statistic(*[a[None] for a in arrays])[0])
-    if chosen is None:
-        return Estimate(value, math.nan, math.nan, n), reason
-    lo, hi = coverage.interval(kind, chosen, *arrays, paired=paired, signed=signed)
-    est = Estimate(value, float(lo), float(hi), n, method=chosen)
-    return est, "" if est.has_interval else f"the {chosen} interval is undefined here"
 
 
 @dataclass(frozen=True)
@@ -116,6 +74,8 @@ class Measure:
         unit_ids: ``[unit]`` the units' ids, where the values came keyed by id.
         samples: ``[sample][unit]`` the per-unit values the interval was computed from (one
             tuple per sample: two for a paired ratio or difference); empty where not kept.
+        recipe: how the estimate was computed from ``samples`` (to recompute it at another n,
+            `llmdyn.claims.planning`); None where it cannot be replayed.
     """
 
     quantity: str
@@ -129,6 +89,7 @@ class Measure:
     sampling_unit: str = ""
     unit_ids: tuple[str, ...] = ()
     samples: tuple[tuple[float, ...], ...] = ()
+    recipe: Recipe | None = None
 
     def __post_init__(self) -> None:
         """A fact names the paper's case; an estimate has none; a unit is an independent one."""
@@ -164,7 +125,9 @@ class Measure:
         est, reason = interval_estimate(kind, statistic, *samples, paired=paired, seed=seed,
                                         method=method, signed=signed)
         kept = tuple(tuple(float(x) for x in np.ravel(s)) for s in samples)
-        return cls._judged(quantity, est, reason, unit_ids=ids, samples=kept, **kw)
+        recipe = Recipe(kind, statistic, paired, signed, method)
+        return cls._judged(quantity, est, reason, unit_ids=ids, samples=kept, recipe=recipe,
+                           **kw)
 
     @classmethod
     def _judged(cls, quantity: str, est: Estimate, reason: str, **kw) -> Measure:

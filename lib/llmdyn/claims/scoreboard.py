@@ -24,7 +24,8 @@ from llmdyn.claims.collected import Published, Record, build_models
 from llmdyn.claims.findings import SCORECARD_KEY
 
 TABLE_ID = "scorecard-claims"
-COLUMNS = ("paper", "chapter", "model", "claim", "paper says", "this run", "grade", "rule")
+COLUMNS = ("paper", "chapter", "model", "claim", "paper says", "this run", "grade", "to decide",
+           "rule")
 # "this run" is the estimate and its interval; the full result (quantity, n, detail) folds
 # away with the rule.
 FILTERED = ("paper", "chapter", "model", "grade")  # the columns with a search pane
@@ -85,7 +86,7 @@ def _row(rec: Record, table: Published) -> list[str]:
     return [rec.paper, esc(table_name(table)), esc(rec.model),
             f'{esc(rec.statement)} <small>({esc(rec.section)}; <a href="{table.href}">'
             f"chapter {table.chapter[:2]}</a>)</small>", esc(rec.paper_value),
-            f"{esc(rec.number)}{reason}", esc(rec.grade),
+            f"{esc(rec.number)}{reason}", esc(rec.grade), esc(rec.to_decide),
             f"<details><summary>rule</summary>{esc(rec.rule)}<br><small>{esc(rec.result)}"
             "</small></details>"]
 
