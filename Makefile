@@ -12,7 +12,7 @@ STAMP   := $(VENV)/.installed
 # start. Measured on 2 cores: collecting the tests, 17.8 CPU-s without it and 11.3 with it.
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: book test test-models test-fast bench build-times gpu-check lint strip clean setup lab git-filter
+.PHONY: book test test-models test-book-models test-fast bench build-times gpu-check lint strip clean setup lab git-filter
 
 setup: $(STAMP)
 
@@ -71,6 +71,12 @@ test: $(STAMP)
 # Every model-taking chapter on every test model with only `-p model` (issue 24); not in CI.
 test-models: $(STAMP)
 	$(BIN)/python -m pytest -q --models tests/runner/test_any_model.py
+
+# The whole book at default size in one directory for SmolLM2, Gemma 3, the training suite's
+# 6-block checkpoint (a local directory), then SmolLM2 again, each build with warnings as errors
+# and checked against its model (issue 48); prints each build's wall time. Hours; not in CI.
+test-book-models: $(STAMP)
+	$(BIN)/python -m pytest -q -s --book-models tests/runner/test_book_models.py -k default_size
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -n auto -m "not slow"

@@ -55,6 +55,9 @@ def corpus_dir(tmp_path_factory):
 def pytest_addoption(parser):
     parser.addoption("--models", action="store_true",
                      help="also run the full chapters × models matrix (make test-models)")
+    parser.addoption("--book-models", action="store_true",
+                     help="the default-size book for each packaged model and a suite checkpoint "
+                          "in turn, in one directory (make test-book-models)")
     parser.addoption("--cpu-times", metavar="TSV", default=None,
                      help="append each test's wall and CPU seconds (itself, its reaped "
                           "child processes (Snakemake) and forked kernels) to TSV")
@@ -70,7 +73,7 @@ SHARED_WORKER = {"test_workflow": "slurm", "test_workflow_slurm": "slurm"}
 # The longest units first, so that no worker starts one near the end (wall seconds of each at
 # 193c126 on 2 idle cores: 355, 283, 194, 131, 100, 88); the rest keep their collection order.
 # xdist's own order (most tests first) started the smoke book and the SLURM unit late.
-LONGEST_FIRST = ["slurm", "test_book", "test_any_model", "test_workflow_model", "test_coverage",
+LONGEST_FIRST = ["slurm", "test_book", "test_any_model", "test_book_models", "test_coverage",
                  "test_workflow_resume"]
 
 

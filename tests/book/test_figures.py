@@ -13,7 +13,13 @@ import pytest  # noqa: E402
 
 from llmdyn import LlmdynError, __version__  # noqa: E402
 from llmdyn.book import buildfacts, gallery
-from llmdyn.book.figure_files import write_figure_files
+from llmdyn.book.figure_files import (
+    chapter_figures,
+    copy_vector_files,
+    named_figure_files,
+    publish_chapter_figures,
+    replace_figure_folder,
+)
 from llmdyn.data import figures
 from llmdyn.plots import output  # noqa: E402
 from llmdyn.runner.build import REPO, chapters  # noqa: E402
@@ -59,15 +65,26 @@ def test_show_refuses_an_unregistered_name():
         output.show("no-such-figure")
 
 
+URL = "https://example.org/r/blob/main"
+
+
+def publish(executed, chapter, path=None):
+    """What a chapter's run does once it finished: publish its figures, then put them in place."""
+    staged = publish_chapter_figures(path or executed / f"{chapter}.ipynb", chapter, executed, URL)
+    return replace_figure_folder(staged, chapter, executed)
+
+
 def test_publish_writes_the_vector_file_and_captions_with_paper_figure_and_cell(monkeypatch,
                                                                                 tmp_path):
     bundle, metadata = shown_bundle(monkeypatch, "coupling-grid")
     path = executed_chapter(tmp_path, "05_depth_coupling",
                             [display_output(bundle, metadata)] * 2)  # a cell that loops
-    svgs = write_figure_files(tmp_path, "https://example.org/r/blob/main")
-    folder = tmp_path / "figures" / "05_depth_coupling"
-    assert svgs == [folder / "coupling-grid.svg", folder / "coupling-grid-2.svg"]
-    assert "<svg" in svgs[0].read_text() and (folder / "coupling-grid.png").stat().st_size > 0
+    folder = publish(tmp_path, "05_depth_coupling")
+    assert folder == tmp_path / "figures" / "05_depth_coupling"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "coupling-grid-2.png", "coupling-grid-2.svg", "coupling-grid.png", "coupling-grid.svg"]
+    assert "<svg" in (folder / "coupling-grid.svg").read_text()
+    assert (folder / "coupling-grid.png").stat().st_size > 0
     md = [o.data["text/markdown"] for o in nbformat.read(path, as_version=4).cells[0].outputs]
     assert md[0].startswith(":::{figure} figures/05_depth_coupling/coupling-grid.png\n"
                             ":name: fig-coupling-grid\n")
@@ -78,14 +95,74 @@ def test_publish_writes_the_vector_file_and_captions_with_paper_figure_and_cell(
     html = nbformat.read(path, as_version=4).cells[0].outputs[0].data["text/html"]
     assert html.startswith('<figure><img src="data:image/png;base64,' + bundle["image/png"])
     assert "<strong>Regenerates Paper A, Fig 3.</strong>" in html and "cell-04" in html
-    assert write_figure_files(tmp_path, "https://example.org/r/blob/main") == svgs  # rerun: same
+    assert named_figure_files(tmp_path, "05_depth_coupling") == [
+        folder / "coupling-grid.png", folder / "coupling-grid.svg",
+        folder / "coupling-grid-2.png", folder / "coupling-grid-2.svg"]
+
+
+def test_a_run_replaces_the_figure_folder_with_what_it_drew(monkeypatch, tmp_path):
+    # issue 48: a figure the earlier run drew (for another model) must not survive the next run
+    grid, grid_meta = shown_bundle(monkeypatch, "coupling-grid")
+    compare, compare_meta = shown_bundle(monkeypatch, "coupling-compare")
+    executed_chapter(tmp_path, "05_depth_coupling", [display_output(grid, grid_meta),
+                                                     display_output(compare, compare_meta)])
+    folder = publish(tmp_path, "05_depth_coupling")
+    assert (folder / "coupling-compare.png").exists()
+    # the next run writes its notebook under a temporary name, and draws no comparison
+    partial = executed_chapter(tmp_path, ".05_depth_coupling.1.partial",
+                               [display_output(grid, grid_meta)])
+    publish(tmp_path, "05_depth_coupling", partial)
+    assert sorted(p.name for p in folder.iterdir()) == ["coupling-grid.png", "coupling-grid.svg"]
+    assert [p.name for p in (tmp_path / "figures").iterdir()] == ["05_depth_coupling"]
+
+
+def test_a_figure_file_from_another_run_or_missing_is_refused(monkeypatch, tmp_path):
+    bundle, metadata = shown_bundle(monkeypatch, "coupling-grid")
+    executed_chapter(tmp_path, "05_depth_coupling", [display_output(bundle, metadata)])
+    with pytest.raises(LlmdynError, match="not captioned by its run .*run the chapter again"):
+        named_figure_files(tmp_path, "05_depth_coupling")  # executed, never published
+    folder = publish(tmp_path, "05_depth_coupling")
+    (folder / "coupling-grid.png").write_bytes(b"another model's figure")
+    with pytest.raises(LlmdynError, match="coupling-grid.png is from another run"):
+        named_figure_files(tmp_path, "05_depth_coupling")
+    (folder / "coupling-grid.png").unlink()
+    with pytest.raises(LlmdynError, match="coupling-grid.png \\(or its .svg\\) is missing"):
+        named_figure_files(tmp_path, "05_depth_coupling")
+
+
+def test_the_html_gets_only_the_vector_files_the_chapters_name(monkeypatch, tmp_path):
+    bundle, metadata = shown_bundle(monkeypatch, "coupling-grid")
+    executed_chapter(tmp_path, "05_depth_coupling", [display_output(bundle, metadata)])
+    publish(tmp_path, "05_depth_coupling")
+    out = tmp_path / "html" / "figures"
+    (out / "05_depth_coupling").mkdir(parents=True)
+    (out / "05_depth_coupling" / "coupling-compare.svg").write_text("an earlier build's")
+    copy_vector_files(tmp_path, ["05_depth_coupling"], out)
+    assert [p.name for p in (out / "05_depth_coupling").iterdir()] == ["coupling-grid.svg"]
+
+
+def test_not_drawn_says_why_on_the_page_and_in_the_notebook(monkeypatch, tmp_path):
+    seen = []
+    monkeypatch.setattr(output, "display", lambda obj, raw, metadata: seen.append((obj, metadata)))
+    output.not_drawn("coupling-compare", "no compare model other than m was given")
+    bundle, metadata = seen[0]
+    assert bundle["text/markdown"] == (
+        "**Not drawn.** Regenerates Paper A, Fig 20 (coupling-compare) is not drawn for this "
+        "model: no compare model other than m was given")
+    executed_chapter(tmp_path, "05_depth_coupling", [display_output(bundle, metadata)])
+    shown = chapter_figures(tmp_path / "05_depth_coupling.ipynb")
+    assert shown.drawn == {} and shown.not_drawn == {
+        "coupling-compare": "no compare model other than m was given"}
+    assert publish(tmp_path, "05_depth_coupling").is_dir()  # an empty folder: nothing drawn
+    with pytest.raises(LlmdynError, match="give the reason"):
+        output.not_drawn("coupling-compare", " ")
 
 
 def test_publish_refuses_a_figure_shown_by_another_chapter(monkeypatch, tmp_path):
     bundle, metadata = shown_bundle(monkeypatch, "coupling-grid")
     executed_chapter(tmp_path, "07_regularity", [display_output(bundle, metadata)])
     with pytest.raises(LlmdynError, match="gives to chapter 05_depth_coupling"):
-        write_figure_files(tmp_path, "https://example.org")
+        publish(tmp_path, "07_regularity")
 
 
 def test_caption_text_joins_papers_and_panels():
@@ -162,19 +239,45 @@ def test_gallery_rows_point_to_existing_chapters_and_absent_figures_give_a_reaso
         assert row.thumbnail is None  # nothing was drawn in tmp_path
 
 
-def test_gallery_card_has_thumbnail_and_figure_link_when_drawn(tmp_path):
-    folder = tmp_path / "figures" / "05_depth_coupling"
-    folder.mkdir(parents=True)
-    (folder / "coupling-grid.png").write_bytes(b"png")
+def _card(md, title):
+    card = md[md.index(f":::{{grid-item-card}} {title}\n"):]
+    return card[: card.index("\n:::\n")]
+
+
+def test_gallery_card_has_thumbnail_and_figure_link_when_drawn(monkeypatch, tmp_path):
+    bundle, metadata = shown_bundle(monkeypatch, "coupling-grid")
+    executed_chapter(tmp_path, "05_depth_coupling", [display_output(bundle, metadata)])
     md = gallery.gallery_markdown(tmp_path, chapters())
     assert md.count(":::{grid-item-card}") == 54
-    card = md[md.index(":::{grid-item-card} Paper A, Fig 3\n"):]
-    card = card[: card.index("\n:::\n")]
+    card = _card(md, "Paper A, Fig 3")
     assert ":img-top: executed/figures/05_depth_coupling/coupling-grid.png" in card
     assert ":link: fig-coupling-grid\n:link-type: ref" in card
     card36 = md[md.index(":::{grid-item-card} Paper A, Fig 36\n"):]
     assert "{bdg-danger}`not offline` Needs the coupling of many pretrained LLMs" in card36[:400]
     assert ":img-top:" not in card36[: card36.index("\n:::\n")]
+
+
+def test_gallery_follows_the_notebook_not_the_files_left_in_the_folder(monkeypatch, tmp_path):
+    # issue 48: a Gemma build after a SmolLM2 one kept SmolLM2's coupling-compare.png, and the
+    # gallery linked fig-coupling-compare, a label no page had (-W failed)
+    grid, grid_meta = shown_bundle(monkeypatch, "coupling-grid")
+    seen = []
+    monkeypatch.setattr(output, "display", lambda obj, raw, metadata: seen.append((obj, metadata)))
+    output.not_drawn("coupling-compare", "no compare model other than m was given")
+    executed_chapter(tmp_path, "05_depth_coupling",
+                     [display_output(grid, grid_meta), display_output(*seen[0])])
+    stale = tmp_path / "figures" / "05_depth_coupling" / "coupling-compare.png"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"an earlier model's figure")
+    card = _card(gallery.gallery_markdown(tmp_path, chapters()), "Paper A, Fig 20")
+    assert "fig-coupling-compare" not in card and ":img-top:" not in card
+    assert ":link: executed/05_depth_coupling\n:link-type: doc" in card
+    assert ("Not drawn for this model: `coupling-compare`, no compare model other than m was "
+            "given.") in card
+    # a chapter that said nothing: the gallery still says the figure was not drawn
+    card1 = _card(gallery.gallery_markdown(tmp_path, chapters()), "Paper A, Fig 1")
+    assert ("Not drawn for this model: `sweep-coupling-score`, chapter 09_generalization did "
+            "not draw it in this run.") in card1
 
 
 def test_gallery_refuses_a_regenerated_figure_that_no_chapter_draws(tmp_path):
@@ -189,9 +292,12 @@ def test_gallery_refuses_a_regenerated_figure_that_no_chapter_draws(tmp_path):
         gallery.gallery_rows(tmp_path, chapters(), data=tmp_path)
 
 
-def test_gallery_refuses_a_chapter_missing_from_the_book(tmp_path):
-    with pytest.raises(LlmdynError, match="not in _toc.yml"):
-        gallery.gallery_rows(tmp_path, [c for c in chapters() if c != "06_token_coupling"])
+def test_a_partial_book_lists_the_figures_of_other_chapters_as_not_in_it(tmp_path):
+    md = gallery.gallery_markdown(tmp_path, [c for c in chapters() if c != "06_token_coupling"])
+    card = _card(md, "Paper A, Fig 4")
+    assert "Not in this book: `self-coupling`, chapter 06_token_coupling is not in this book." \
+        in card
+    assert "{doc}`executed/06_token_coupling`" not in card and ":link:" not in card
 
 
 def write_executed(folder, name, model, start, seconds):

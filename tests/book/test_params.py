@@ -37,7 +37,11 @@ def test_depth_coupling_compare_models_skip_the_primary():
     from llmdyn.book.params import DepthCouplingParams as P
 
     assert P().compared() == ["gemma3-270m"]
-    assert P(model="gemma3-270m").compared() == []
+    assert P(model="gemma3-270m", compare_models=["gemma3-270m"]).compared() == []
+    # issue 48: by default the packaged models other than the book's model, whichever it is
+    assert P(model="gemma3-270m").compared() == ["smollm2-135m"]
+    assert P(model="/a/checkpoint").compared() == ["smollm2-135m", "gemma3-270m"]
+    assert P(compare_models=[]).compared() == []
     with pytest.raises(LlmdynError, match="n_compare_prompts"):
         P(n_compare_prompts=0)
 

@@ -81,6 +81,20 @@ def test_resolve_reads_the_config_and_skips_a_second_spelling(tmp_path, capsys):
         capsys.readouterr().out
 
 
+def test_compare_models_default_to_the_other_packaged_models(monkeypatch):
+    # issue 48: on Gemma chapter 05 compared nothing, its fixed list naming Gemma itself
+    from llmdyn.models import packaged
+
+    monkeypatch.setattr(packaged, "PACKAGED", dict.fromkeys(["tiny-llama", "tiny-gpt2"]))
+    for model, other in (("tiny-llama", "tiny-gpt2"), ("tiny-gpt2", "tiny-llama")):
+        p = resolve(DepthCouplingParams(model=model))
+        assert p.compare_models == [other]
+        assert "`compare_models`, `grid_layers`, `k`: relative to the model" in \
+            p._repr_markdown_()
+    given = resolve(DepthCouplingParams(model="tiny-llama", compare_models=[]))
+    assert given.compare_models == [] and "`compare_models`," not in given._repr_markdown_()
+
+
 def test_models_that_do_not_load_name_their_parameter(tmp_path):
     with pytest.raises(LlmdynError, match="notebook parameter 'compare_models': 'no-such'"):
         resolve(DepthCouplingParams(model="tiny-llama", compare_models=["no-such"]))

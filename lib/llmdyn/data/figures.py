@@ -12,11 +12,11 @@ Two committed tables hold the facts; nothing about a figure is typed into a note
   ``regenerated`` gives its reason, and the gallery prints it.
 
 A chapter draws a registered figure with one call, ``plots.show("coupling-grid")`` in place of
-``plt.show()`` (see :mod:`llmdyn.plots.output`); when the book is built,
-:func:`llmdyn.book.figure_files.write_figure_files` writes ``<name>.png`` and ``<name>.svg``
-beside the executed notebook and captions the figure with the paper figures it regenerates and
-the notebook cell that made it. The gallery page (:mod:`llmdyn.book.gallery`) is built from the
-same tables.
+``plt.show()`` (see :mod:`llmdyn.plots.output`); when the chapter's run has finished,
+:func:`llmdyn.book.figure_files.publish_chapter_figures` writes ``<name>.png`` and
+``<name>.svg`` beside the executed notebook and captions the figure with the paper figures
+it regenerates and the notebook cell that made it. The gallery page
+(:mod:`llmdyn.book.gallery`) is built from the same tables.
 
 To add a chapter's figures (e.g. ``10_vit``): add one row per figure to ``book_figures.csv``
 (its ``chapter`` must be in ``_toc.yml``), end each figure cell with ``plots.show("<name>")``,
@@ -46,6 +46,7 @@ STATUSES = {
 PAPERS = {"A": "Paper A", "B": "Paper B"}
 KINDS = ("regenerates", "stand-in", "diagnostic")  # what a book figure is to its paper figures
 METADATA_KEY = "llmdyn_figure"  # a shown figure's output metadata: {"name": ...}
+NOT_DRAWN_KEY = "not_drawn"  # in that metadata: the reason a figure was not drawn in this run
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from llmdyn.core.store import safe_name
 from llmdyn.models.convert import cache_error, checked_gguf, converted
 from llmdyn.models.files import cache_dir, file_sha256
 
-__all__ = ["PACKAGED", "PackagedModel", "local_gguf", "packaged_safetensors"]
+__all__ = ["PACKAGED", "PackagedModel", "local_gguf", "other_packaged", "packaged_safetensors"]
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +59,15 @@ PACKAGED: dict[str, PackagedModel] = {
         config_url="https://huggingface.co/google/gemma-3-270m/blob/main/config.json",
     ),
 }
+
+
+def other_packaged(model: str) -> list[str]:
+    """The packaged models other than ``model``, in ``PACKAGED`` order.
+
+    The models a chapter compares with by default, whichever model the book runs on (both for
+    a local checkpoint).
+    """
+    return [name for name in PACKAGED if name != model]
 
 
 def _packaged_gguf(spec: str) -> Path:

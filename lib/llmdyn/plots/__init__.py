@@ -27,7 +27,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "layout": ["TWINS", "twins", "per_model", "token_coupling_twins", "trajectory_grid"],
         "lens": ["entropy_lines", "topk_table"],
         "matrices": ["coupling_grid", "layer_heatmap", "adjacency", "token_coupling_grid"],
-        "output": ["render", "caption_text", "show"],
+        "output": ["render", "caption_text", "show", "not_drawn"],
         "spectra": ["spectrum", "fit_scatter"],
         "training": ["step_axis", "run_color", "over_steps", "loss_curves", "against_depth",
                      "scatter_runs"],

@@ -3,10 +3,14 @@
 A figure cell ends with ``plots.show("<name>")`` instead of ``plt.show()``; ``<name>`` is a row
 of ``data/book_figures.csv`` (see :mod:`llmdyn.data.figures`). The figure is displayed as one output
 holding a PNG, an SVG and a plain-text caption, tagged with the figure's name in the output's
-metadata. Nothing is written while the chapter runs: when the book is built,
-:func:`llmdyn.book.figure_files.write_figure_files` reads those outputs from the executed
+metadata. Nothing is written while the kernel runs: when the chapter's run has finished,
+:func:`llmdyn.book.figure_files.publish_chapter_figures` reads those outputs from the executed
 notebook, writes ``figures/<chapter>/<name>.{png,svg}`` beside it and captions the figure on
 the page.
+
+A figure that a chapter does not draw in a run (an optional part with nothing to draw for this
+model) ends its cell with ``plots.not_drawn("<name>", "<why>")``: the page says why, and the
+gallery lists the figure as not drawn for this model, with that reason.
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 from matplotlib.figure import Figure
 
+from llmdyn import LlmdynError
 from llmdyn.data import figures
-from llmdyn.data.figures import METADATA_KEY
+from llmdyn.data.figures import METADATA_KEY, NOT_DRAWN_KEY
 
 
 def render(fig: Figure) -> dict[str, str]:
@@ -49,3 +54,22 @@ def show(name: str, fig: Figure | None = None) -> None:
     bundle = {**render(fig), "text/plain": caption_text(name)}
     display(bundle, raw=True, metadata={METADATA_KEY: {"name": entry.name}})
     plt.close(fig)  # the inline backend must not draw it a second time
+
+
+def not_drawn(name: str, reason: str) -> None:
+    """Say on the page that the registered figure ``name`` is not drawn in this run, and why.
+
+    The output is tagged like a shown figure, with the reason in place of the image, so the
+    gallery lists the figure as "not drawn for this model" with that reason.
+
+    Args:
+        name: a row of ``data/book_figures.csv``; an unknown name raises ``LlmdynError``.
+        reason: why this run draws nothing, in a sentence (e.g. "no compare model other than
+            gemma3-270m was given").
+    """
+    entry = figures.figure(name)
+    if not reason.strip():
+        raise LlmdynError(f"plots.not_drawn({name!r}): give the reason the figure is not drawn")
+    text = f"{entry.lead()} ({name}) is not drawn for this model: {reason.strip()}"
+    display({"text/markdown": f"**Not drawn.** {text}", "text/plain": f"Not drawn. {text}"},
+            raw=True, metadata={METADATA_KEY: {"name": entry.name, NOT_DRAWN_KEY: reason.strip()}})

@@ -81,7 +81,9 @@ def run_chapter(name: str, out_dir: Path, parameters: dict[str, Any], *,
     build, never be rendered. Papermill saves the notebook after every cell, so it writes to a
     temporary name beside the target, and only a notebook that finished (see
     :func:`unfinished`) is renamed into place: an interrupted chapter leaves no executed
-    notebook. The progress bar names the chapter and the model. ``fork``: see
+    notebook. Just before, the figures it showed replace its folder ``figures/<name>/``
+    (:func:`llmdyn.book.figure_files.publish_chapter_figures`), so the folder holds only what
+    this run drew. The progress bar names the chapter and the model. ``fork``: see
     :func:`kernel_config` (a process that runs one chapter gains nothing from it).
     """
     import papermill
@@ -103,6 +105,8 @@ def run_chapter(name: str, out_dir: Path, parameters: dict[str, Any], *,
         if why:  # e.g. the kernel was stopped by a signal and papermill returned anyway
             raise LlmdynError(f"chapter {name} did not finish ({why}); run it again")
         _hide_injected_parameters(partial)
+        figures = figure_files.publish_chapter_figures(partial, name, out_dir, source_url(root))
+        figure_files.replace_figure_folder(figures, name, out_dir)
         os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)
@@ -202,20 +206,23 @@ def _offline_mathjax(book_root: Path) -> Path:
 
 def source_url(book_root: Path) -> str:
     """Where the notebooks' sources are read on the web: ``<repository>/blob/<branch>``."""
-    repo = yaml.safe_load((book_root / "_config.yml").read_text()).get("repository", {})
+    config = book_root / "_config.yml"  # a tree of notebooks alone (a test) has none
+    repo = yaml.safe_load(config.read_text()).get("repository", {}) if config.exists() else {}
     return f"{repo.get('url', '').rstrip('/')}/blob/{repo.get('branch', 'main')}"
 
 
 def write_generated(book_root: Path) -> Path:
-    """Before the HTML build: write the chapters' figure files, write the gallery and build facts.
+    """Before the HTML build: check the chapters' figure files, write the gallery and build facts.
 
-    The figures go to ``book/executed/figures/<chapter>/`` (see
-    :func:`llmdyn.book.figure_files.write_figure_files`); the gallery cards and the landing
+    Each chapter's run wrote its figures to ``book/executed/figures/<chapter>/``; every figure
+    its notebook names must be there, from that run
+    (:func:`llmdyn.book.figure_files.named_figure_files`). The gallery cards and the landing
     page's build facts go to ``book/generated/``, which the committed pages
     ``book/gallery.md`` and ``book/intro.md`` include. Returns that directory.
     """
     executed, names = book_root / "book" / "executed", chapters(book_root)
-    figure_files.write_figure_files(executed, source_url(book_root))
+    for name in names:
+        figure_files.named_figure_files(executed, name)
     generated = book_root / "book" / "generated"
     generated.mkdir(parents=True, exist_ok=True)
     if "book/gallery" in toc_files(book_root):  # a partial book has no gallery page
@@ -244,6 +251,8 @@ def build_html(book_root: Path, *, strict: bool = True) -> Path:
                           f"{'; '.join(cut)}. Run them again (llmdyn workflow, or llmdyn book "
                           "--only <chapter>)")
     write_generated(book_root)
+    for stale in ("_images", "_downloads"):  # an earlier build's figures, drawn for another model
+        shutil.rmtree(book_root / "_build" / "html" / stale, ignore_errors=True)
     jupyter_book = Path(sys.executable).with_name("jupyter-book")
     cmd = [str(jupyter_book), "build", str(book_root), "--builder", "html",
            "--config", str(_offline_mathjax(book_root))]
@@ -254,11 +263,9 @@ def build_html(book_root: Path, *, strict: bool = True) -> Path:
         raise LlmdynError(f"jupyter-book build failed:\n{result.stdout[-4000:]}\n"
                           f"{result.stderr[-4000:]}")
     html = book_root / "_build" / "html"
-    # Every figure's vector file also at a path one can guess: html/figures/<chapter>/<name>.svg
-    figures = book_root / "book" / "executed" / "figures"
-    if figures.is_dir():  # absent when no chapter drew a figure through plots.show
-        shutil.copytree(figures, html / "figures", dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns("*.png"))
+    # Every figure's vector file also at a path one can guess: html/figures/<chapter>/<name>.svg,
+    # only those the executed chapters name (an earlier model's build may have drawn others)
+    figure_files.copy_vector_files(executed, chapters(book_root), html / "figures")
     return html
 
 
@@ -315,6 +322,7 @@ def _reuse_or_refuse(executed: Path, others: Sequence[str], run: dict[str, Any])
         if _ran_with(target) != run and source != target and _ran_with(source) == run:
             executed.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)
+            figure_files.copy_chapter_figures(source.parent, executed, name)  # that run's
         if _ran_with(target) != run:
             got = _ran_with(target)
             why = unfinished(target) or f"executed with {got}"

@@ -55,11 +55,11 @@ def chapter_sources(name: str, root: Path = REPO) -> list[Path]:
     return [notebook, *files, *sources.named_data(files, root / "data")]
 
 
-def notebook_parameter(name: str, parameter: str, root: Path = REPO) -> Any:
-    """The default of ``parameter`` in chapter ``name``'s ``parameters`` cell (None if absent)."""
+def notebook_parameter(name: str, parameter: str, root: Path = REPO, default: Any = None) -> Any:
+    """The default of ``parameter`` in chapter ``name``'s ``parameters`` cell (else ``default``)."""
     path = root / "notebooks" / f"{name}.ipynb"
     st = path.stat()
-    return _parameters_cell(path, (st.st_size, st.st_mtime_ns)).get(parameter)
+    return _parameters_cell(path, (st.st_size, st.st_mtime_ns)).get(parameter, default)
 
 
 @functools.lru_cache(maxsize=64)

@@ -8,7 +8,8 @@ writes a chapter's parameters cell from its class (each parameter is documented 
 ``relative`` the defaults relative to the model (blocks, k) and ``resolution`` sets them from the
 models' configs.
 
-May import: ``models`` (``resolution`` only), ``data``, ``phases.split`` and ``core``.
+May import: ``models`` (loading in ``resolution`` only; ``base`` reads the packaged
+models' names), ``data``, ``phases.split`` and ``core``.
 """
 
 import lazy_loader

@@ -7,12 +7,13 @@ import difflib
 import types
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from llmdyn import LlmdynError
 from llmdyn.book.params.relative import relative_blocks, relative_k, relative_window
 from llmdyn.core.tables import markdown_table
+from llmdyn.models.packaged import other_packaged
 from llmdyn.phases.split import SPLITS
 
 _PLAIN = (bool, int, float, str, list, tuple, dict, type(None))  # what a parameter cell holds
@@ -179,13 +180,21 @@ class ChapterParams:
 class CompareParams(ChapterParams):
     """A chapter that also runs other models beside the primary one."""
 
-    #: also run these beside `model` (which is skipped if listed here; [] for none)
-    compare_models: list[str] = field(default_factory=lambda: ["gemma3-270m"])
+    #: also run these beside `model` (None: the packaged models other than `model`, as
+    #: `llmdyn models` lists them; [] for none; `model` is skipped if listed here)
+    compare_models: list[str] | None = None
     cut_long_prompts: bool = True  # a prompt beyond a model's context keeps its end (False: error)
 
     def models(self) -> list[str]:
-        """The primary model, then the compare models, each once, in order."""
-        return list(dict.fromkeys([self.model, *self.compare_models]))
+        """The primary model, then the compare models, each once, in order.
+
+        ``compare_models`` None means the packaged models other than ``model``
+        (:func:`llmdyn.models.packaged.other_packaged`): Gemma-3-270M beside SmolLM2-135M and
+        the other way round, both beside a local checkpoint.
+        """
+        compare = other_packaged(self.model) if self.compare_models is None else \
+            self.compare_models
+        return list(dict.fromkeys([self.model, *compare]))
 
     def compared(self) -> list[str]:
         """The compare models other than the primary one, each once, in order."""

@@ -15,14 +15,15 @@ def resolve(params: P) -> P:
     """``params`` with its None defaults set for ``params.model``, its compare models checked.
 
     Reads each model's config (not its weights): the primary model's depth and width resolve
-    the relative defaults (:meth:`ChapterParams.for_model`); each compare model must load, and
-    one that is the primary model under another spelling is dropped with a printed note.
+    the relative defaults (:meth:`ChapterParams.for_model`); ``compare_models`` None becomes
+    the packaged models other than ``params.model``; each compare model must load, and one that
+    is the primary model under another spelling is dropped with a printed note.
 
     Raises:
         LlmdynError: the model or a compare model does not load; the message names the
             parameter (``model`` or ``compare_models``) and what to give instead.
     """
-    from llmdyn.models import known_models, model_shape
+    from llmdyn.models import known_models, model_shape, other_packaged
 
     try:
         shape = model_shape(params.model)
@@ -31,12 +32,18 @@ def resolve(params: P) -> P:
                           f"Give a name from `llmdyn models` ({', '.join(known_models())}), a "
                           "checkpoint directory such as results/suite/<run>/step<N>, or a hub "
                           "id.") from None
-    compare = getattr(params, "compare_models", None)
-    depths = [shape.n_layers]
-    if compare:
+    depths, relative = [shape.n_layers], []
+    if hasattr(params, "compare_models"):
+        compare = params.compare_models
+        if compare is None:  # relative to the model: the other packaged models
+            compare, relative = other_packaged(params.model), ["compare_models"]
         kept = _distinct_compare_models(params.model, shape.source, compare, depths)
         params = dataclasses.replace(params, compare_models=kept)
-    return params.for_model(shape.n_layers, shape.d_model, shallowest=min(depths))
+    resolved = params.for_model(shape.n_layers, shape.d_model, shallowest=min(depths))
+    if relative:  # named in the "parameters in effect" note, as the other relative defaults
+        names, *rest = resolved._resolved
+        object.__setattr__(resolved, "_resolved", (sorted([*names, *relative]), *rest))
+    return resolved
 
 
 def _distinct_compare_models(primary: str, source: str, compare: list[str],
