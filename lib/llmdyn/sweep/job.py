@@ -24,6 +24,7 @@ import numpy as np
 
 from llmdyn import LlmdynError
 from llmdyn.core.checks import torch_device
+from llmdyn.core.paths import results_root
 from llmdyn.core.store import (
     ResultStore,
     atomic_write,
@@ -123,9 +124,14 @@ class CouplingResult:
         return str(self.model["name"])
 
 
-def result_path(model: str, root: str | os.PathLike = "results/measure") -> Path:
-    """Where the workflow keeps a model's result file: ``<root>/<safe model name>.json``."""
-    return Path(root) / f"{safe_name(model)}.json"
+def result_path(model: str, root: str | os.PathLike | None = None) -> Path:
+    """Where the workflow keeps a model's result file: ``<root>/<safe model name>.json``.
+
+    ``root`` None: ``<results root>/measure`` (``$LLMDYN_RESULTS/measure``, else
+    ``results/measure``).
+    """
+    directory = Path(root) if root is not None else results_root() / "measure"
+    return directory / f"{safe_name(model)}.json"
 
 
 def measure_coupling(model: str, params: MeasureParams = MeasureParams(), *,
