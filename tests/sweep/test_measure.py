@@ -96,3 +96,14 @@ def test_command_line_writes_one_file(tmp_path, capsys):
     assert "tiny-llama: m̃ = " in capsys.readouterr().out
     r = read_result(out)
     assert r.params["tasks"] == ["mmlu"] and len(r.prompt_ids) == 1
+
+
+def test_a_task_named_twice_is_refused_before_any_work(tmp_path, capsys):
+    # Issue 45, item 4: `--tasks gsm8k gsm8k` exited 0, then read_results refused its own file.
+    with pytest.raises(LlmdynError, match=r"^tasks name gsm8k more than once \(\['gsm8k', "
+                                          r"'mmlu', 'gsm8k'\]\); name each task once"):
+        MeasureParams(tasks=("gsm8k", "mmlu", "gsm8k"))
+    out = tmp_path / "c.json"
+    assert main(["measure", "coupling", "--model", "tiny-llama", "--tasks", "gsm8k", "gsm8k",
+                 "--out", str(out)]) == 2
+    assert "name each task once" in capsys.readouterr().err and not out.exists()

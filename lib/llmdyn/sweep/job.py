@@ -83,6 +83,10 @@ class MeasureParams:
         unknown = [t for t in tasks if t not in ALL_TASKS]
         if not tasks or unknown:
             raise LlmdynError(f"tasks must be names from {ALL_TASKS}, got {list(tasks)!r}")
+        twice = sorted({t for t in tasks if tasks.count(t) > 1})
+        if twice:  # its prompts would be drawn twice, and the result file refused on reading
+            raise LlmdynError(f"tasks name {', '.join(twice)} more than once ({list(tasks)}); "
+                              "name each task once")
         object.__setattr__(self, "tasks", tasks)
 
     def as_dict(self) -> dict[str, Any]:
