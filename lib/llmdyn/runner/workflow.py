@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from llmdyn import LlmdynError
+from llmdyn.core.failures import os_error_message
 from llmdyn.core.paths import REPO
 from llmdyn.runner import sources
 from llmdyn.runner.build import build_html, chapters, resolve_model, run_chapter, stage
@@ -382,5 +383,17 @@ def _job(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _job_main(argv: Sequence[str] | None = None) -> int:
+    """:func:`_job`, with a refusal or the OS's (a full disk) as one line in the job's log."""
+    try:
+        return _job(argv)
+    except (LlmdynError, OSError) as err:
+        message = str(err) if isinstance(err, LlmdynError) else os_error_message(err)
+        if message is None:  # a bug: keep its traceback
+            raise
+        print(f"llmdyn job: error: {message}", file=sys.stderr)
+        return 2 if isinstance(err, LlmdynError) else 1
+
+
 if __name__ == "__main__":
-    raise SystemExit(_job())
+    raise SystemExit(_job_main())

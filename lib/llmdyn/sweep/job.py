@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -202,19 +203,33 @@ def _check_lengths(loaded: Any, prompts: Sequence[Any], texts: Sequence[str],
     Chapters cut prompts with their own parameters; this job has only ``max_chars``, the same
     cut for every model, so the message gives the value at which every prompt fits.
     """
-    over = []
-    for prompt, text in zip(prompts, texts, strict=True):
-        n_tok = len(loaded.tokenizer(text).input_ids)
-        if n_tok > loaded.n_ctx:
-            over.append((prompt.id, n_tok, int(len(text) * loaded.n_ctx / n_tok * 0.9)))
+    def n_tokens(text: str) -> int:
+        return len(loaded.tokenizer(text).input_ids)
+
+    over = [(prompt.id, n_tokens(text), _fitting_chars(n_tokens, text, loaded.n_ctx))
+            for prompt, text in zip(prompts, texts, strict=True)
+            if n_tokens(text) > loaded.n_ctx]
     if over:
         first, n_tok, _ = over[0]
-        fits = max(10, min(f for _, _, f in over))
+        fits = min(f for _, _, f in over)
+        if fits < 1:  # not even one character fits beside the tokenizer's own tokens
+            raise LlmdynError(f"{loaded.name}'s context of {loaded.n_ctx} tokens holds no "
+                              "character of the prompts (its tokenizer's own tokens fill it); "
+                              "measure a model with a longer context")
         raise LlmdynError(
             f"{len(over)} of {len(texts)} prompts are longer than {loaded.name}'s context of "
             f"{loaded.n_ctx} tokens (e.g. {first}: {n_tok} tokens with max_chars="
             f"{max_chars}); pass --max-chars {fits} (MeasureParams(max_chars={fits})) to keep "
             "each prompt's last characters, the same cut for every model")
+
+
+def _fitting_chars(n_tokens: Any, text: str, n_ctx: int) -> int:
+    """The most last characters of ``text`` that ``n_tokens`` counts within ``n_ctx`` tokens."""
+    low, high = 0, len(text)
+    while low < high:  # bisection: the tokens of text[-c:] grow with c
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if n_tokens(text[-mid:]) <= n_ctx else (low, mid - 1)
+    return low
 
 
 def check_out(out: str | os.PathLike, arg: str = "out") -> Path:
@@ -233,6 +248,12 @@ def check_out(out: str | os.PathLike, arg: str = "out") -> Path:
     if parent is not None and not os.access(parent, os.W_OK | os.X_OK):
         raise LlmdynError(f"{arg} {out}: cannot write in {parent} (permission denied); choose "
                           "another path")
+    if parent is not None:  # root passes os.access, and /proc takes no new file: try one
+        try:
+            tempfile.TemporaryFile(dir=parent).close()
+        except OSError as err:
+            raise LlmdynError(f"{arg} {out}: cannot create a file in {parent} "
+                              f"({os.strerror(err.errno or 0)}); choose another path") from None
     return out
 
 

@@ -23,7 +23,7 @@ import torch
 from filelock import FileLock
 
 from llmdyn import LlmdynError
-from llmdyn.core.checks import torch_device
+from llmdyn.core.checks import check_root, torch_device
 from llmdyn.core.paths import results_root
 from llmdyn.core.store import atomic_write
 from llmdyn.training import corpus
@@ -361,6 +361,7 @@ def train_suite(suite: Suite | str, root: str | Path | None = None, *,
         raise LlmdynError(f"suite {suite.name!r} has no run {sorted(unknown)}; its runs: "
                           f"{', '.join(r.name for r in suite.runs)}")
     root = Path(root if root is not None else default_root())
+    check_root(root)
     data = prepare_data(suite, root, corpus_dir)
     return [train_run(run, suite, root, data, progress=progress) for run in chosen]
 

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
 from llmdyn import LlmdynError
-from llmdyn.core.checks import torch_device
+from llmdyn.core.checks import check_root, torch_device
 from llmdyn.core.paths import results_root
 from llmdyn.core.store import safe_name
 from llmdyn.training import loop as training
@@ -326,6 +326,7 @@ def train_grid(grid: VitGrid | str, root: str | Path | None = None, *,
         raise LlmdynError(f"grid {grid.name!r} has no run {sorted(unknown)}; its runs: "
                           f"{', '.join(r.name for r in grid.runs)}")
     root = Path(root) if root is not None else default_root(grid, dataset)
+    check_root(root)
     data = grid_data(grid, dataset)
     return [train_vit(r, grid, root, data, progress=progress) for r in grid.runs
             if runs is None or r.name in runs]
