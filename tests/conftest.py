@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import resource
+import tempfile
 import time
 from pathlib import Path
 
@@ -18,8 +19,10 @@ for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+from llmdyn.core.paths import REPO  # noqa: E402
 from llmdyn.models.loading import load_model  # noqa: E402
 from llmdyn.runner import kernel_fork  # noqa: E402
+from tests import user_files  # noqa: E402
 from tests.helpers import write_corpus  # noqa: E402
 
 torch.set_num_threads(1)
@@ -30,8 +33,71 @@ FRANCE = "What is the capital of France? The capital is"
 
 @pytest.fixture(autouse=True)
 def _results_in_tmp(tmp_path, monkeypatch):
-    """Tests never write to the repository's results/ cache."""
+    """Each test has its own results root (the store, suites, ViT grids, tables)."""
     monkeypatch.setenv("LLMDYN_RESULTS", str(tmp_path / "results"))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _module_results_in_tmp(tmp_path_factory):
+    """Each module's fixtures (a smoke book, the any-model matrix) have their own results root.
+
+    Autouse, so it is set up before the module's other fixtures; session-scoped fixtures use
+    the session's root (`pytest_configure`).
+    """
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LLMDYN_RESULTS", str(tmp_path_factory.mktemp("module-results")))
+        yield
+
+
+# Set once per process, before any fixture: the session's results root and llmdyn cache. xdist's
+# workers inherit the controller's (SESSION_ENV says they are set), so the session has one
+# cache, whose converted models and downloads link to the user's (tests/user_files.py).
+SESSION_ENV = user_files.SESSION_ENV
+
+
+def pytest_configure(config):
+    """Point LLMDYN_RESULTS and LLMDYN_CACHE at the session's own directories; snapshot the
+    user's results/ and cache (the controller only), compared in `pytest_sessionfinish`."""
+    if os.environ.get(SESSION_ENV):
+        return  # an xdist worker: the controller set them
+    user = {"results/": REPO / "results", "llmdyn cache": user_files.user_cache()}
+    config._llmdyn_user = {name: (path, user_files.snapshot(path),
+                                  user_files.other_llmdyn_processes(REPO if name == "results/"
+                                                                    else None))
+                           for name, path in user.items()}
+    results = Path(tempfile.mkdtemp(prefix="llmdyn-test-results-"))
+    cache = user_files.session_cache(user["llmdyn cache"])
+    config._llmdyn_session = (results, cache)
+    os.environ.update({SESSION_ENV: str(user["llmdyn cache"]), "LLMDYN_RESULTS": str(results),
+                       "LLMDYN_CACHE": str(cache)})
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the session if the user's results/ or cache changed during it (the controller).
+
+    A change while another llmdyn run (not the tests') was alive there is reported, not failed:
+    that run may have made it.
+    """
+    config = session.config
+    user = getattr(config, "_llmdyn_user", None)
+    if user is None:
+        return
+    for path in getattr(config, "_llmdyn_session", ()):
+        user_files.remove(path)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    for name, (path, before, others) in user.items():
+        changed = user_files.changes(before, user_files.snapshot(path))
+        if not changed:
+            continue
+        others = others + user_files.other_llmdyn_processes(REPO if name == "results/" else None)
+        text = (f"the tests changed the user's {name} ({path}): {'; '.join(changed[:20])}"
+                f"{f' and {len(changed) - 20} more' if len(changed) > 20 else ''}")
+        if others:
+            text += f" (other llmdyn processes ran there: {sorted(set(others))}; not counted)"
+        elif session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if reporter is not None:
+            reporter.write_line(f"llmdyn: {text}", red=not others, yellow=bool(others))
 
 
 @pytest.fixture(scope="session", params=TINY)

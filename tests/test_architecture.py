@@ -56,8 +56,9 @@ def _planned_chapters(root: Path, work: Path) -> list[str]:
     return sorted(set(re.findall(r"Chapter (\S+) with model", out.stdout)))
 
 
-def test_a_plot_edit_reruns_the_chapters_that_draw_with_it_and_no_other(tmp_path):
+def test_a_plot_edit_reruns_the_chapters_that_draw_with_it_and_no_other(tmp_path, monkeypatch):
     root, work = tmp_path / "repo", tmp_path / "work"
+    monkeypatch.setenv("LLMDYN_RESULTS", str(work / "results"))  # the stamps written below
     _copy_tree(root)
     executed = work / "book" / "executed"
     executed.mkdir(parents=True)

@@ -27,8 +27,8 @@ from llmdyn.runner import build
 COMMAND_MODULES = {
     "measure": "llmdyn.sweep.job",
     "workflow": "llmdyn.runner.workflow_cli",
-    "train": "llmdyn.training.suite",
-    "fetch-corpus": "llmdyn.training.suite",
+    "train": "llmdyn.training.suite_cli",
+    "fetch-corpus": "llmdyn.training.suite_cli",
     "train-vit": "llmdyn.vision.grids",
     "lab": "llmdyn.runner.lab",
 }

@@ -98,12 +98,13 @@ def _prefix_ids(model: LoadedModel) -> list[int]:
 
 
 def _too_long(model: LoadedModel, prompt: str, n_tok: int) -> LlmdynError:
-    fits = max(10, int(len(prompt) * model.n_ctx / n_tok * 0.9))  # characters that should fit
+    # max_prompt_chars is not advised: it cuts some chapters' question prompts, not every
+    # prompt (example_prompt), and 01, 02, 06 do not have it
     return LlmdynError(
         f"prompt has {n_tok} tokens but {model.name} accepts at most {model.n_ctx}. In a "
         f"chapter, set cut_long_prompts = True (keeps each prompt's last {model.n_ctx} tokens) "
-        f"or max_prompt_chars = {fits} (about that many characters fit); in code, shorten the "
-        "prompt or call llmdyn.trace.keep_prompt_ends(True)")
+        "or give shorter prompts; in code, shorten the prompt or call "
+        "llmdyn.trace.keep_prompt_ends(True)")
 
 
 def encode(model: LoadedModel, prompt: str) -> torch.Tensor:

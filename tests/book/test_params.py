@@ -248,3 +248,13 @@ def test_a_long_doc_goes_above_its_field_and_a_subclass_doc_wins():
     assert "n = 3  # a doc that is long enough to need a second line" in cell
     assert "seed = 1  # seed of this chapter's draw" in cell
     assert "names = None" in cell and cell[0].startswith('model = "smollm2-135m"  # ')
+
+
+@pytest.mark.parametrize("cls_name", ["DepthCouplingParams", "TrainingParams", "VitParams"])
+def test_a_negative_seed_is_refused(cls_name):
+    # Issue 45, item 4: seed -1 drew seed 1's questions while the page reported -1.
+    import llmdyn.book.params as params
+
+    with pytest.raises(LlmdynError, match=r"notebook parameter 'seed' must be >= 0, got -1"):
+        getattr(params, cls_name)(seed=-1)
+    assert getattr(params, cls_name)(seed=0).seed == 0

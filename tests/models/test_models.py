@@ -281,3 +281,23 @@ def test_a_checkpoints_tokenizer_is_read_once_until_its_files_change(tmp_path):
     assert twin.untrained and twin.hf.config.hidden_size == first.hf.config.hidden_size
     m.tokenizer.save_pretrained(tmp_path)  # rewritten: read again
     assert load_model(str(tmp_path)).tokenizer is not first.tokenizer
+
+
+@pytest.mark.parametrize("change, why", [
+    ({"vocab_size": 2}, r"Padding_idx must be within num_embeddings"),
+    ({"num_attention_heads": 5}, r"hidden size \(32\) is not a multiple of the number of "
+                                 r"attention heads \(5\)")])
+def test_a_config_whose_values_build_no_model_is_one_line(tmp_path, change, why):
+    # Issue 45, item 5: AssertionError and StrictDataclassClassValidationError tracebacks.
+    import json
+
+    m = load_model("tiny-llama")
+    m.hf.save_pretrained(tmp_path)
+    m.tokenizer.save_pretrained(tmp_path)
+    saved = (tmp_path / "config.json").read_text()
+    (tmp_path / "config.json").write_text(json.dumps({**json.loads(saved), **change}))
+    with pytest.raises(LlmdynError, match=f"config.json describes no model that builds \\(.*"
+                                          f"{why}.*\\); restore the config.json saved with"):
+        load_model(str(tmp_path))
+    (tmp_path / "config.json").write_text(saved)  # the advice, followed
+    assert load_model(str(tmp_path)).n_layers == m.n_layers

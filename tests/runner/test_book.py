@@ -166,6 +166,16 @@ def test_no_chapter_judges_an_estimate_without_an_interval(built_book):
     assert all(any(k.endswith("_kind") for k in read_glued(nb)) for nb in executed)
 
 
+def test_every_rendered_chapter_is_what_papermill_wrote(built_book):
+    """Issue 45, item 4: run_chapter records each chapter's cells; the HTML build (whose figure
+    step adds captions to the notebooks) leaves them matching, so a later build renders them."""
+    from llmdyn.runner.build import not_rendered
+
+    root, _ = built_book
+    assert {name: not_rendered(root / "book" / "executed" / f"{name}.ipynb")
+            for name in chapters()} == dict.fromkeys(chapters())
+
+
 def test_executed_notebook_keeps_injected_parameters_hidden(built_book):
     root, _ = built_book
     nb = nbformat.read(root / "book" / "executed" / "05_depth_coupling.ipynb", as_version=4)

@@ -8,6 +8,7 @@ import pytest
 from llmdyn import LlmdynError
 from llmdyn.cli import main
 from llmdyn.runner import build as book
+from llmdyn.runner import cells_digest
 from llmdyn.runner.build import MARKER, REPO, build_book, chapters
 
 
@@ -38,6 +39,8 @@ def _executed(path, parameters, exception=None, ran=2, cells=2):
     nb.metadata["papermill"] = {"parameters": dict(parameters), "exception": exception,
                                 "end_time": "2026-01-01T00:00:00" if ran == cells else None}
     nbformat.write(nb, path)
+    if ran == cells and not exception:  # run_chapter records a finished run's cells
+        cells_digest.record(path, path)
 
 
 def test_out_refuses_a_users_directory_and_touches_nothing(tmp_path, runs):
@@ -151,5 +154,77 @@ def test_a_chapter_cut_off_by_a_signal_is_not_reused_or_rendered(tmp_path, runs,
         build_book("tiny-gpt2", out=out, only=[first])
     assert runs == []  # refused before any chapter ran
     monkeypatch.undo()  # the real build_html, which refuses it too
-    with pytest.raises(LlmdynError, match=f"did not finish: .*{second} \\(3 of its 11"):
+    with pytest.raises(LlmdynError, match=f"did not finish or were edited: .*{second} \\(3 of "
+                                          "its 11"):
         book.build_html(out)
+
+
+def _staged_book(tmp_path):
+    """A staged book whose every chapter finished, its cells recorded as run_chapter does."""
+    out = book.stage(tmp_path / "out")
+    (out / "book" / "executed").mkdir(parents=True)
+    for name in chapters():
+        _executed(out / "book" / "executed" / f"{name}.ipynb", {"model": "tiny-gpt2"})
+    return out
+
+
+def test_an_edited_executed_chapter_is_not_rendered_and_the_message_names_it(tmp_path):
+    # Issue 45, item 4: a hand-edited executed notebook was rendered as if computed.
+    out = _staged_book(tmp_path)
+    first, second, *_ = chapters()
+    path = out / "book" / "executed" / f"{second}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[0].outputs = [nbformat.v4.new_output("stream", text="a better number\n")]
+    nbformat.write(nb, path)
+    with pytest.raises(LlmdynError, match=f"did not finish or were edited: {second} \\(its cells "
+                                          f"differ from what papermill wrote.*llmdyn workflow "
+                                          f"--rerun {second} \\(or llmdyn book --only {second}\\)"):
+        book.build_html(out)
+    cells_digest.digest_path(path).unlink()  # removing the record does not help
+    with pytest.raises(LlmdynError, match=f"{second} \\(no record of its cells"):
+        book.build_html(out)
+    assert book.not_rendered(out / "book" / "executed" / f"{first}.ipynb") is None
+
+
+def test_the_figure_steps_captions_do_not_count_as_an_edit(tmp_path):
+    from llmdyn.data.figures import METADATA_KEY
+
+    path = tmp_path / "05_depth_coupling.ipynb"
+    _executed(path, {})
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[0].outputs = [nbformat.v4.new_output("display_data", data={"image/png": "iVBO"},
+                                                  metadata={METADATA_KEY: {"name": "f"}})]
+    nbformat.write(nb, path)
+    cells_digest.record(path, path)
+    nb.cells[0].outputs[0].data.update({"text/markdown": "caption", "text/html": "<p>"})
+    nbformat.write(nb, path)  # what llmdyn.book.figure_files adds
+    assert cells_digest.edited(path) is None
+    nb.cells[0].outputs[0].data["image/png"] = "other"  # the figure itself does count
+    nbformat.write(nb, path)
+    assert "differ" in cells_digest.edited(path)
+
+
+def test_a_full_disk_while_a_chapter_is_written_is_one_line(tmp_path, capsys, monkeypatch):
+    # Issue 45, item 5: the workflow's chapter job died with a traceback in its log.
+    import errno
+    import json
+
+    import papermill
+
+    from llmdyn.runner.workflow import _job_main
+
+    def full(source, target, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", target)
+
+    monkeypatch.setattr(papermill, "execute_notebook", full)
+    monkeypatch.chdir(tmp_path)
+    name = chapters()[0]
+    assert _job_main(["chapter", name, "--parameters", json.dumps({"model": "tiny-llama"})]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"llmdyn job: error: cannot write {tmp_path}/book/executed/.{name}.") \
+        and "no space left on the device; free space" in err and err.count("\n") == 1
+    assert not list((tmp_path / "book" / "executed").iterdir())  # no partial notebook left
+    monkeypatch.setattr(book, "run_chapter", lambda *a, **k: full("", str(tmp_path / "x")))
+    monkeypatch.setattr(book, "in_place_executed", lambda: tmp_path / "nothing")
+    assert main(["book", "--model", "tiny-llama", "--out", str(tmp_path / "out")]) == 1
+    assert "llmdyn book: error: cannot write" in capsys.readouterr().err

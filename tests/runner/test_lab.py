@@ -162,3 +162,22 @@ def test_parameters_cell_is_the_first_code_cell_of_every_chapter():
         if path.stem != "10_vit":  # the ViT chapter trains its own models: no `model`
             assert "model = " in first.source, path.name
         assert nb.metadata.kernelspec.name == KERNEL, path.name
+
+
+def test_a_read_only_environment_starts_the_lab_with_a_note(tmp_path, capsys, monkeypatch):
+    # Issue 45, item 5: a read-only venv stopped `llmdyn lab` with advice about --out.
+    import errno
+
+    from llmdyn.runner import lab_settings
+
+    def read_only(self, *args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system", str(self))
+
+    monkeypatch.setattr(lab_settings.Path, "write_text", read_only)
+    path = lab_settings.install(tmp_path)
+    assert not path.exists()
+    assert "JupyterLab may ask whether to fetch news; answer no" in capsys.readouterr().err
+    monkeypatch.undo()
+    lab_settings.install(tmp_path)  # written once, a read-only environment needs no write
+    monkeypatch.setattr(lab_settings.Path, "write_text", read_only)
+    assert lab_settings.install(tmp_path) == path and capsys.readouterr().err == ""

@@ -212,3 +212,20 @@ def test_python_m_llmdyn_is_the_command():
     out = subprocess.run([sys.executable, "-m", "llmdyn", "measure", "coupling", "--help"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "--n-per-task" in out.stdout
+
+
+def test_every_result_of_the_workflow_goes_under_llmdyn_results(tmp_path, monkeypatch):
+    """Issue 45, item 6: the jobs' results follow the one setting, as the chapters' do."""
+    from llmdyn.runner.workflow_cli import check_targets
+
+    elsewhere = tmp_path / "elsewhere"
+    monkeypatch.setenv("LLMDYN_RESULTS", str(elsewhere))
+    work = tmp_path / "work"
+    work.mkdir()
+    cmd = snakemake_command(dry_run=True, directory=work, targets=["measure_all"],
+                            config={"measure_models": ["tiny-llama"]})
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"Missing output files: {elsewhere}/measure/tiny-llama.json" in out.stdout
+    assert check_targets([f"{elsewhere}/measure/tiny-llama.json",
+                          "results/measure/tiny-llama.json"])  # the default's, in a directory

@@ -164,3 +164,74 @@ def test_sigterm_stops_snakemake_and_its_jobs(tmp_path, sigint):
     assert not [k for k in kids if Path(f"/proc/{k}").exists()], "left running"
     # Whether the measure job got to write its file before the signal depends on the machine's
     # load; what matters is that nothing is left running and the run says it was stopped.
+
+
+def test_a_yml_params_file_is_refused_by_name(tmp_path):
+    # Issue 45, item 4: 05_depth_coupling.yml passed the typo check, and was never read.
+    (tmp_path / "05_depth_coupling.yml").write_text("k: 4\n")
+    with pytest.raises(LlmdynError, match=r"05_depth_coupling\.yml would be ignored: only "
+                                          r"<chapter>\.yaml files are read; rename it to "
+                                          r"05_depth_coupling\.yaml"):
+        check_config(merged_config({"chapter_params": str(tmp_path)}))
+    (tmp_path / "05_depth_coupling.yml").rename(tmp_path / "05_depth_coupling.yaml")  # advice
+    assert check_config(merged_config({"chapter_params": str(tmp_path)}))
+
+
+def test_measure_models_whose_result_files_collide_are_refused_with_both_names(tmp_path):
+    # Issue 45, item 4: `a b` and `a_b` planned one job; one model was never measured.
+    for name in ("a b", "a_b"):
+        (tmp_path / name).mkdir()
+    models = [str(tmp_path / "a b"), str(tmp_path / "a_b")]
+    with pytest.raises(LlmdynError, match=r"'.*/a b' and '.*/a_b' would share one result file "
+                                          r".*a_b\.json\), so one of them would not be measured"):
+        check_config(merged_config({"measure_models": models}))
+    link = f"{tmp_path / 'a_b'}-2"  # the advice, followed
+    os.symlink(tmp_path / "a_b", link)
+    assert check_config(merged_config({"measure_models": [models[0], link]}))
+
+
+def _dry_run(*args, cwd=REPO):
+    return subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(SNAKEFILE),
+                           "-n", "--cores", "1", "--workflow-profile", "none", *args],
+                          capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_a_vit_target_trains_on_the_data_set_it_is_stored_under(tmp_path):
+    # Issue 45, item 4: results/vit/tiny/digits/<run> trained on Fashion-MNIST.
+    from llmdyn.vision.grids import GRIDS
+
+    run = GRIDS["tiny"].runs[0].name
+    out = _dry_run(f"results/vit/tiny/digits/{run}/run.json", "--directory", str(tmp_path))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"Train ViT {run} of grid tiny on digits" in out.stdout
+    out = _dry_run(f"results/vit/tiny/cifar-typo/{run}/run.json", "--directory", str(tmp_path))
+    assert out.returncode != 0 and "results/vit/tiny/cifar-typo: no data set is named " \
+        "'cifar-typo'" in out.stdout + out.stderr
+
+
+def test_a_relative_model_in_a_params_file_is_relative_to_where_the_user_ran(tmp_path,
+                                                                             monkeypatch):
+    # Issue 45, item 4: `model: m/good` with --directory W loaded W/m/good, not ./m/good.
+    here, work, params = tmp_path / "here", tmp_path / "work", tmp_path / "params"
+    for d in (here / "m" / "good", work / "m" / "good", params):
+        d.mkdir(parents=True)
+    (params / "05_depth_coupling.yaml").write_text("model: m/good\n")
+    monkeypatch.chdir(here)
+    out = workflow.run_workflow(chapters=["05_depth_coupling"], directory=work, dry_run=True,
+                                config={"chapter_params": str(params)})
+    assert f"Chapter 05_depth_coupling with model {here / 'm' / 'good'} " in out
+    (params / "05_depth_coupling.yaml").write_text("model: m/typo\n")
+    with pytest.raises(LlmdynError, match=r"model in .*05_depth_coupling\.yaml m/typo: "
+                                          f"directory {here / 'm' / 'typo'} does not exist"):
+        workflow.run_workflow(chapters=["05_depth_coupling"], directory=work, dry_run=True,
+                              config={"chapter_params": str(params)})
+
+
+@pytest.mark.parametrize("text, match", [
+    ("- k: 4\n", r"holds a list, not notebook parameters; write one 'name: value' per line"),
+    ("k: [4\n", r"is not valid YAML \(line 2\); write one 'name: value' per line")])
+def test_a_params_file_that_is_not_a_mapping_is_refused_in_one_line(tmp_path, text, match):
+    # Issue 45, item 5: a list stopped Snakemake with "dictionary update sequence element #0".
+    (tmp_path / "05_depth_coupling.yaml").write_text(text)
+    with pytest.raises(LlmdynError, match=r"05_depth_coupling\.yaml " + match):
+        check_config(merged_config({"chapter_params": str(tmp_path)}))

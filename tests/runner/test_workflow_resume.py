@@ -138,6 +138,14 @@ def test_every_interruption_resumes_with_the_same_command_and_loses_nothing(tmp_
     assert not list(executed.glob(".*.partial.ipynb"))  # the killed runs' temporaries swept
     assert (tmp_path / "logs" / "benchmarks" / "chapter" / f"{CUT}.tsv").is_file()
 
+    # Issue 45, item 5: the book's advice for a chapter it will not render (edited, unfinished),
+    # `llmdyn workflow --rerun <chapter>`, plans that chapter where the plain command has
+    # "Nothing to be done".
+    for extra, planned in (([], "Nothing to be done"), (["--rerun", FIRST], f"Chapter {FIRST}")):
+        dry = subprocess.run([*_command(tmp_path), "-n", *extra], cwd=REPO, capture_output=True,
+                             text=True, timeout=600)
+        assert dry.returncode == 0 and planned in dry.stdout, dry.stdout[-3000:]
+
     # Issue 31, item 5: content, not file times, decides a rerun. In a copy of the sources,
     # an edit of a module only chapter 01 reads, with its time set back before the outputs'
     # (as cp -p or rsync -t leave it), reruns 01 and nothing else.

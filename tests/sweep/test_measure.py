@@ -96,3 +96,68 @@ def test_command_line_writes_one_file(tmp_path, capsys):
     assert "tiny-llama: m̃ = " in capsys.readouterr().out
     r = read_result(out)
     assert r.params["tasks"] == ["mmlu"] and len(r.prompt_ids) == 1
+
+
+def test_a_task_named_twice_is_refused_before_any_work(tmp_path, capsys):
+    # Issue 45, item 4: `--tasks gsm8k gsm8k` exited 0, then read_results refused its own file.
+    with pytest.raises(LlmdynError, match=r"^tasks name gsm8k more than once \(\['gsm8k', "
+                                          r"'mmlu', 'gsm8k'\]\); name each task once"):
+        MeasureParams(tasks=("gsm8k", "mmlu", "gsm8k"))
+    out = tmp_path / "c.json"
+    assert main(["measure", "coupling", "--model", "tiny-llama", "--tasks", "gsm8k", "gsm8k",
+                 "--out", str(out)]) == 2
+    assert "name each task once" in capsys.readouterr().err and not out.exists()
+
+
+@pytest.mark.skipif(not __import__("os").path.isdir("/proc/self"), reason="needs /proc")
+def test_an_out_where_no_file_can_be_made_is_refused_before_the_measurement(capsys,
+                                                                             monkeypatch):
+    # Issue 45, item 5: `--out /proc/llmdyn.json` failed with a traceback after the whole run.
+    import llmdyn.sweep.job as job
+
+    monkeypatch.setattr(job, "measure_coupling", lambda *a, **k: pytest.fail("measured"))
+    assert main(["measure", "coupling", "--model", "tiny-llama", "--out",
+                 "/proc/llmdyn.json"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("llmdyn measure coupling: error: --out /proc/llmdyn.json: cannot "
+                          "create a file in /proc (") and err.count("\n") == 1
+
+
+def test_a_full_disk_when_the_result_is_written_is_one_line(tmp_path, capsys, monkeypatch):
+    import errno
+
+    import llmdyn.sweep.job as job
+
+    def full(path, write):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(job, "atomic_write", full)
+    out = tmp_path / "c.json"
+    assert main(["measure", "coupling", "--model", "tiny-llama", "--out", str(out), "--k", "4",
+                 "--n-per-task", "1", "--tasks", "gsm8k", "--max-chars", "40"]) == 1
+    err = capsys.readouterr().err.splitlines()[-1]  # after the progress bar
+    assert err == (f"llmdyn measure coupling: error: cannot write {out}: no space left on the "
+                   "device; free space or write elsewhere: --out, --root, LLMDYN_RESULTS "
+                   "(results cache) or LLMDYN_CACHE (converted models)")
+
+
+@pytest.mark.parametrize("n_ctx", [8, 1])
+def test_the_advised_max_chars_makes_every_prompt_fit(n_ctx):
+    # Issue 45, item 5: `--max-chars 10` was advised (and looped) on a 1-token context.
+    import re
+
+    from llmdyn.sweep.job import _check_lengths
+
+    loaded = load_model("tiny-llama")
+    loaded.hf.config.max_position_embeddings = n_ctx  # what n_ctx reads
+    prompts = sample_leaderboard(2, tasks=("gsm8k", "mmlu"), seed=0)
+    texts = [p.text for p in prompts]
+    with pytest.raises(LlmdynError) as refused:
+        _check_lengths(loaded, prompts, texts, None)
+    advised = re.search(r"--max-chars (\d+)", str(refused.value))
+    if advised is None:  # nothing fits: said so, with no advice to loop on
+        assert "holds no character of the prompts" in str(refused.value)
+        return
+    cut = int(advised.group(1))
+    _check_lengths(loaded, prompts, [t[-cut:] for t in texts], cut)  # followed: fits
+    assert MeasureParams(max_chars=cut).max_chars == cut

@@ -85,3 +85,18 @@ def test_trajectory_skips_the_head_and_keeps_the_same_bits(tiny64):
     finally:
         trace.one_logit = full_forward
     assert torch.equal(fast, full)
+
+
+def test_the_advice_for_a_long_prompt_works_when_followed(tiny64):
+    # Issue 45, item 5: the advised max_prompt_chars did not shorten example_prompt (chapters
+    # 01, 02, 06 have no such parameter); cut_long_prompts is what every chapter has.
+    from llmdyn.trace import keep_prompt_ends
+
+    with pytest.raises(LlmdynError, match="set cut_long_prompts = True") as refused:
+        trajectory(tiny64, "x" * 100)
+    assert "max_prompt_chars" not in str(refused.value)
+    keep_prompt_ends(True)  # what cut_long_prompts = True does in a chapter
+    try:
+        assert len(trajectory(tiny64, "x" * 100).tokens) <= 64
+    finally:
+        keep_prompt_ends(False)

@@ -67,3 +67,19 @@ def test_snippets_are_seeded_word_bounded_passages(tmp_path):
     a = corpus.text_snippets(docs, 5, chars=80, seed=1)
     assert a == corpus.text_snippets(docs, 5, chars=80, seed=1)
     assert len(a) == 5 and all(0 < len(s) <= 80 and not s.startswith(" ") for s in a)
+
+
+def test_a_corpus_file_that_is_not_utf8_is_refused_by_name(tmp_path):
+    # Issue 45, item 4: Latin-1 files trained on U+FFFD with no warning.
+    (tmp_path / "good.txt").write_text("plain words\n", encoding="utf-8")
+    (tmp_path / "old.txt").write_bytes("caf\xe9 cr\xe8me\n".encode("latin-1"))
+    with pytest.raises(LlmdynError, match=f"^corpus file {tmp_path / 'old.txt'} is not UTF-8 "
+                                          r"\(byte 0xe9 at offset 3\); convert it, e\.g\. iconv"):
+        corpus.load_documents(tmp_path)
+    # the advice, followed: the converted file is read
+    import subprocess
+
+    subprocess.run(f"iconv -f latin1 -t utf-8 '{tmp_path / 'old.txt'}' > converted.txt",
+                   shell=True, cwd=tmp_path, check=True)
+    (tmp_path / "old.txt").unlink()
+    assert "café crème" in [d.text for d in corpus.load_documents(tmp_path)]

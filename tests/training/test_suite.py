@@ -134,3 +134,42 @@ def test_schedule_warms_up_then_decays_to_a_tenth():
     assert s.lr_at(0) == pytest.approx(0.1) and s.lr_at(9) == pytest.approx(1.0)
     assert s.lr_at(99) == pytest.approx(0.1, abs=1e-3)
     assert all(s.lr_at(i) >= s.lr_at(i + 1) for i in range(10, 99))
+
+
+@pytest.mark.parametrize("command", ["train", "train-vit"])
+def test_a_root_that_is_a_file_is_refused_before_any_work(tmp_path, capsys, command):
+    # Issue 45, item 5: NotADirectoryError's traceback.
+    from llmdyn.cli import main
+
+    (tmp_path / "afile").write_text("mine")
+    assert main([command, "--root", str(tmp_path / "afile")]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"llmdyn {command}: error: --root {tmp_path / 'afile'} is a file; give a "
+                   "directory (it is created if missing)\n")
+    assert main([command, "--root", str(tmp_path / "afile" / "runs")]) == 2
+    assert "lies under the file" in capsys.readouterr().err
+    assert (tmp_path / "afile").read_text() == "mine"
+
+
+def test_a_full_disk_while_a_checkpoint_is_written_is_one_line(tmp_path, capsys, corpus_dir,
+                                                               monkeypatch):
+    # Issue 45, item 5: safetensors' own error (not an OSError) escaped as a traceback.
+    from safetensors import SafetensorError
+
+    from llmdyn.cli import main
+    from llmdyn.training import run_files
+
+    def full(*args, **kwargs):
+        raise SafetensorError("Error while serializing: I/O error: No space left on device "
+                              "(os error 28)")
+
+    monkeypatch.setattr(run_files, "save_file", full)
+    run = TINY.runs[0].name
+    args = ["train", "--suite", "tiny", "--run", run, "--root", str(tmp_path), "--corpus",
+            str(corpus_dir)]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"llmdyn train: error: cannot write {tmp_path / run}/.") and \
+        err.count("\n") == 1 and "no space left on the device; free space or write elsewhere" \
+        in err
+    assert not list((tmp_path / run).glob("step*"))  # nothing half-written is left

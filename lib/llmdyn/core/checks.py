@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -177,3 +179,19 @@ def nonfinite_rows(x: Any) -> Any:
     if bad.any():  # a NaN or an infinity, or finite entries whose sum overflowed
         bad = ~torch.isfinite(rows).all(dim=1)
     return bad
+
+
+def check_root(root: str | os.PathLike, arg: str = "--root") -> Path:
+    """``root`` if runs can be written under it (it, or what exists of it, is a directory).
+
+    Checked before any work (training, data preparation).
+
+    Raises:
+        LlmdynError: ``root``, or a folder on its way, is a file.
+    """
+    root = Path(root)
+    found = next((p for p in (root, *root.parents) if p.exists()), None)
+    if found is not None and not found.is_dir():
+        where = "is a file" if found == root else f"lies under the file {found}"
+        raise LlmdynError(f"{arg} {root} {where}; give a directory (it is created if missing)")
+    return root

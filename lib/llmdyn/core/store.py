@@ -29,6 +29,7 @@ from llmdyn.core.atomic import (  # re-exported: callers import them from here
     writer_state,
 )
 from llmdyn.core.failures import os_error_message
+from llmdyn.core.paths import results_root
 
 __all__ = ["ResultStore", "apply_umask", "apply_umask_tree", "atomic_write", "canonical_params",
            "code_hash", "content_hash", "params_hash", "safe_name", "temp_prefix", "umask",
@@ -184,7 +185,7 @@ class ResultStore:
         if not isinstance(model_id, str) or not safe_name(model_id):
             raise LlmdynError(f"model_id must be a non-empty name like 'google/gemma-3-270m', "
                               f"got {model_id!r}")
-        self.root = Path(root if root is not None else os.environ.get("LLMDYN_RESULTS", "results"))
+        self.root = Path(root) if root is not None else results_root()
         _check_root(self.root, "root" if root is not None else "LLMDYN_RESULTS")
         self.model_id = safe_name(model_id)
         self.provenance = canonical_params(provenance or {}, arg="provenance")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -273,7 +274,7 @@ def depths_at(centres: Sequence[int], n_layers: int,
     return sorted({int(centres[np.argmin(np.abs(centres - f * n_layers))]) for f in fractions})
 
 
-def measure_suite(suite: str | Sequence[str], *, root: str = "results/suite",
+def measure_suite(suite: str | Sequence[str], *, root: str | Path | None = None,
                   steps: Sequence[int] | None = None, prompts: Sequence[str] | None = None,
                   n_prompts: int = 16, passage_chars: int = 240, seed: int = 0, k: int = PAPER_K,
                   window: int = 3, last_point: LastPoint = "final_norm", device: str = "cpu"

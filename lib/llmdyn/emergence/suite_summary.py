@@ -50,7 +50,8 @@ def suite_table(series: dict[str, RunSeries], root: str | Path | None = None) ->
     return markdown_table(rows)
 
 
-def suite_references(suite: str | Sequence[str], root: str | Path) -> dict[str, float] | None:
+def suite_references(suite: str | Sequence[str],
+                     root: str | Path | None = None) -> dict[str, float] | None:
     """Unigram and bigram reference losses of a named suite's held-out split, nats per token.
 
     Both count models are fitted on the suite's training split with its own tokenizer
@@ -61,7 +62,7 @@ def suite_references(suite: str | Sequence[str], root: str | Path) -> dict[str, 
     if not isinstance(suite, str):
         return None
     spec = suites.get_suite(suite)
-    data = suites.prepare_data(spec, Path(root))
+    data = suites.prepare_data(spec, root)
     return reference_losses(data.train, data.heldout, spec.vocab_size)
 
 

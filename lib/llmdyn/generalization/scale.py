@@ -28,7 +28,7 @@ REFERENCE_SETS = {"heldout_loss": "heldout", "ood_loss": "ood"}  # loss column -
 MARGIN = 0.1  # nats: "clearly beats the bigram" means at least this far below it (~10 % perplexity)
 
 
-def population_references(suite: Suite, root: str | Path,
+def population_references(suite: Suite, root: str | Path | None = None,
                           corpus_dir: str | Path | None = None) -> dict[str, dict[str, float]]:
     """Unigram and bigram reference losses of the suite's held-out and OOD tokens.
 
@@ -37,7 +37,7 @@ def population_references(suite: Suite, root: str | Path,
     corpus. Returns loss column → ``{"unigram": nats/token, "bigram": nats/token}``;
     ``corpus_dir`` replaces the suite's corpus as in `prepare_data`.
     """
-    data = prepare_data(suite, Path(root), corpus_dir)
+    data = prepare_data(suite, root, corpus_dir)
     streams = {"heldout": data.heldout, "ood": data.ood}
     return {column: reference_losses(data.train, streams[name], suite.vocab_size)
             for column, name in REFERENCE_SETS.items() if streams[name] is not None}

@@ -12,6 +12,7 @@ from typing import Any
 from filelock import FileLock
 
 from llmdyn import LlmdynError
+from llmdyn.core.paths import env_dir
 from llmdyn.core.store import apply_umask, safe_name
 
 __all__ = ["cache_dir", "check_model_dir", "dir_digest", "file_sha256", "local_key",
@@ -30,7 +31,7 @@ NEEDS = ("a model directory must hold config.json and model.safetensors (what tr
 
 def cache_dir() -> Path:
     """Where converted float32 safetensors live (``$LLMDYN_CACHE`` or ``~/.cache/llmdyn``)."""
-    return Path(os.environ.get("LLMDYN_CACHE", Path.home() / ".cache" / "llmdyn"))
+    return env_dir("LLMDYN_CACHE", Path.home() / ".cache" / "llmdyn")
 
 
 def sha256_of(path: Path) -> str:

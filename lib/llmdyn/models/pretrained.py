@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from huggingface_hub.errors import StrictDataclassError
 from safetensors import SafetensorError, safe_open
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
@@ -50,9 +51,11 @@ def load_pretrained(path_or_id: str, spec: str, revision: str | None = None, *,
                           "save_pretrained, or delete it.") from None
     except LlmdynError:
         raise
-    except (OSError, ValueError, RuntimeError) as err:
-        if not local:
-            raise  # a hub id: transformers' own message
+    except (OSError, ValueError, RuntimeError, AssertionError, StrictDataclassError) as err:
+        if not local:  # a hub id: transformers' own message
+            raise
+        if isinstance(err, AssertionError | StrictDataclassError):  # the config's own values
+            raise _config_values_error(spec, Path(path_or_id), err) from None
         raise _local_load_error(spec, Path(path_or_id), err, report) from None
     for record in report:  # loaded after all: show transformers' report (missing keys, …)
         logging.getLogger(record.name).handle(record)
@@ -96,6 +99,18 @@ def check_depth(directory: Path, spec: str) -> None:
                           f"(num_hidden_layers) but the weights ({names} in {directory}) hold "
                           f"{held} blocks; the config and the weights come from different "
                           "models: restore the config.json saved with the weights")
+
+
+def _config_values_error(spec: str, directory: Path, err: Exception) -> LlmdynError:
+    """A config.json whose values build no model, as one message naming the file.
+
+    E.g. heads that do not divide the width, or a padding id beyond the vocabulary;
+    transformers' last line says which.
+    """
+    why = " ".join(line.strip() for line in str(err).splitlines()[-1:]) or type(err).__name__
+    return LlmdynError(f"model {spec!r}: {directory / 'config.json'} describes no model that "
+                       f"builds ({why}); restore the config.json saved with the weights "
+                       "(save_pretrained writes both)")
 
 
 def _local_load_error(spec: str, directory: Path, err: Exception,

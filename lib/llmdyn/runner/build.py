@@ -18,6 +18,7 @@ from llmdyn import LlmdynError, __version__
 from llmdyn.book import buildfacts, buildtimes, figure_files, gallery
 from llmdyn.core.paths import REPO
 from llmdyn.models.files import looks_like_path
+from llmdyn.runner import cells_digest
 
 KERNEL = "llmdyn"
 BOOK_FILES = ("_config.yml", "_toc.yml", "book")
@@ -107,6 +108,7 @@ def run_chapter(name: str, out_dir: Path, parameters: dict[str, Any], *,
         _hide_injected_parameters(partial)
         figures = figure_files.publish_chapter_figures(partial, name, out_dir, source_url(root))
         figure_files.replace_figure_folder(figures, name, out_dir)
+        cells_digest.record(partial, target)  # checked before the book renders it
         os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)
@@ -148,6 +150,11 @@ def unfinished(path: Path) -> str | None:
     if not meta.get("end_time"):
         return "papermill recorded no end time"
     return None
+
+
+def not_rendered(path: Path) -> str | None:
+    """Why the book must not render ``path``: :func:`unfinished`, or edited since; else None."""
+    return unfinished(path) or cells_digest.edited(path)
 
 
 def check_out(out: Path, *, force: bool = False) -> None:
@@ -244,12 +251,13 @@ def build_html(book_root: Path, *, strict: bool = True) -> Path:
     refused: a half-run chapter is never rendered.
     """
     executed = book_root / "book" / "executed"
-    cut = [f"{name} ({why})" for name in chapters(book_root)
-           if (why := unfinished(executed / f"{name}.ipynb"))]
+    cut = {name: why for name in chapters(book_root)
+           if (why := not_rendered(executed / f"{name}.ipynb"))}
     if cut:
-        raise LlmdynError(f"the book would render chapters that did not finish: "
-                          f"{'; '.join(cut)}. Run them again (llmdyn workflow, or llmdyn book "
-                          "--only <chapter>)")
+        names = " ".join(cut)
+        raise LlmdynError(f"the book would render chapters that did not finish or were edited: "
+                          f"{'; '.join(f'{n} ({w})' for n, w in cut.items())}. Run them again: "
+                          f"llmdyn workflow --rerun {names} (or llmdyn book --only {names})")
     write_generated(book_root)
     for stale in ("_images", "_downloads"):  # an earlier build's figures, drawn for another model
         shutil.rmtree(book_root / "_build" / "html" / stale, ignore_errors=True)
@@ -269,16 +277,17 @@ def build_html(book_root: Path, *, strict: bool = True) -> Path:
     return html
 
 
-def resolve_model(model: str) -> str:
+def resolve_model(model: str, base: Path | None = None, what: str = "--model") -> str:
     """A local model path made absolute (chapters run with another working directory).
 
     Names and hub ids pass through; a path that does not exist is refused before any run.
+    ``base``: what a relative path is relative to (None: the cwd); ``what``: where it was given.
     """
-    path = Path(model).expanduser()
+    path = Path(base or ".") / Path(model).expanduser()
     if path.exists():
         return str(path.resolve())
     if looks_like_path(model):  # e.g. results/typo: refused here, never sent to the hub
-        raise LlmdynError(f"--model {model}: directory {path.resolve()} does not exist; a "
+        raise LlmdynError(f"{what} {model}: directory {path.resolve()} does not exist; a "
                           "model directory holds config.json and model.safetensors")
     return model
 
@@ -298,7 +307,7 @@ def _ran_with(path: Path) -> dict[str, Any] | None:
     """Parameters papermill injected into an executed chapter; None unless it finished."""
     import nbformat
 
-    if unfinished(path):
+    if not_rendered(path):
         return None
     meta = nbformat.read(path, as_version=4).metadata.get("papermill", {})
     return dict(meta.get("parameters") or {})
@@ -321,11 +330,12 @@ def _reuse_or_refuse(executed: Path, others: Sequence[str], run: dict[str, Any])
         source = in_place_executed() / f"{name}.ipynb"
         if _ran_with(target) != run and source != target and _ran_with(source) == run:
             executed.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(cells_digest.digest_path(source), cells_digest.digest_path(target))
             shutil.copy2(source, target)
             figure_files.copy_chapter_figures(source.parent, executed, name)  # that run's
         if _ran_with(target) != run:
             got = _ran_with(target)
-            why = unfinished(target) or f"executed with {got}"
+            why = not_rendered(target) or f"executed with {got}"
             stale.append(f"{name} ({why})")
     if stale:
         raise LlmdynError(

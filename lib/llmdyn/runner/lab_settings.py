@@ -10,6 +10,7 @@ alone). ``llmdyn lab`` (and so ``make lab``) installs it before starting the ser
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -26,6 +27,14 @@ def settings_dir(prefix: str | Path = sys.prefix) -> Path:
 def install(prefix: str | Path = sys.prefix) -> Path:
     """Write the project's overrides to ``<settings_dir>/overrides.d/llmdyn.json``; return it."""
     path = settings_dir(prefix) / "overrides.d" / "llmdyn.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(OVERRIDES, indent=2) + "\n")
+    text = json.dumps(OVERRIDES, indent=2) + "\n"
+    if path.is_file() and path.read_text() == text:
+        return path  # installed: a read-only environment needs no write
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as err:  # a read-only venv: the lab runs, it only asks about news
+        print(f"llmdyn lab: note: cannot write {path} ({os.strerror(err.errno or 0)}), so "
+              "JupyterLab may ask whether to fetch news; answer no (or make that folder "
+              "writable)", file=sys.stderr)
     return path

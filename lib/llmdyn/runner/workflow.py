@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
-import difflib
 import functools
 import json
 import os
@@ -25,9 +24,11 @@ from typing import Any
 import yaml
 
 from llmdyn import LlmdynError
+from llmdyn.core.failures import os_error_message
 from llmdyn.core.paths import REPO
 from llmdyn.runner import sources
 from llmdyn.runner.build import build_html, chapters, resolve_model, run_chapter, stage
+from llmdyn.runner.config_checks import INVOKED_FROM, check_measure_models, check_params_files
 from llmdyn.runner.conversion import convert_packaged
 from llmdyn.runner.runlock import WorkflowLock, workflow_lock
 from llmdyn.runner.signals import PARENT_DIED_ENV, forwarding_signals, stoppable_child
@@ -132,7 +133,8 @@ def merged_config(overrides: dict[str, Any] | None = None,
     return merge(yaml.safe_load(defaults.read_text()) or {}, dict(overrides or {}))
 
 
-def check_config(config: dict[str, Any], root: Path = REPO) -> dict[str, Any]:
+def check_config(config: dict[str, Any], root: Path = REPO,
+                 base: Path | None = None) -> dict[str, Any]:
     """The workflow's config, checked once against ``workflow/schemas/config.schema.yaml``.
 
     The Snakefile calls this on the config Snakemake merged, and :func:`run_workflow` on the
@@ -173,24 +175,9 @@ def check_config(config: dict[str, Any], root: Path = REPO) -> dict[str, Any]:
             raise LlmdynError(f"workflow config chapter_params: {params!r} is not a directory "
                               f"({path} does not exist); give a directory of <chapter>.yaml "
                               "notebook parameters, e.g. tests/smoke, or '' for none")
-        check_params_files(path, root)
+        check_params_files(path, root, base)
+    check_measure_models(config)
     return config
-
-
-def check_params_files(path: Path, root: Path = REPO) -> None:
-    """Refuse a ``chapter_params`` file that names no chapter (a typo would be ignored).
-
-    Raises:
-        LlmdynError: naming the file and the closest chapter name.
-    """
-    known = chapters(root)
-    for file in sorted(path.glob("*.y*ml")):
-        if file.stem in known:
-            continue
-        close = difflib.get_close_matches(file.stem, known, n=1, cutoff=0.5)
-        hint = f"did you mean {close[0]}.yaml?" if close else f"chapters: {', '.join(known)}"
-        raise LlmdynError(f"workflow config chapter_params: {file} names no chapter, so it "
-                          f"would be ignored; {hint} (rename it, or remove it)")
 
 
 def snakemake_command(*, model: str | None = None, profile: str | None = None,
@@ -312,7 +299,7 @@ def _run_snakemake(cmd: list[str], cwd: Path, lock: WorkflowLock | None,
     """
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             cwd=cwd, start_new_session=True, preexec_fn=stoppable_child(),
-                            env={**os.environ, PARENT_DIED_ENV: "1"},
+                            env={**os.environ, PARENT_DIED_ENV: "1", INVOKED_FROM: os.getcwd()},
                             pass_fds=(lock.fd,) if lock else ())
     if lock:
         lock.record(snakemake_pid=proc.pid, directory=str(Path(cwd).resolve()))
@@ -349,7 +336,8 @@ def _check_run(model: str | None, profile: str | None, chapters: Sequence[str],
         what = "is a file" if Path(directory).exists() else "does not exist"
         raise LlmdynError(f"directory (--directory) {directory} {what}; create it first "
                           f"(mkdir -p {directory}) or leave it out to write into the repository")
-    check_config(merged_config({**(config or {}), **({"model": model} if model else {})}))
+    check_config(merged_config({**(config or {}), **({"model": model} if model else {})}),
+                 base=Path.cwd())
     if profile:
         profile_dir(profile)
         if _on_slurm(profile) and not dry_run:
@@ -395,5 +383,17 @@ def _job(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _job_main(argv: Sequence[str] | None = None) -> int:
+    """:func:`_job`, with a refusal or the OS's (a full disk) as one line in the job's log."""
+    try:
+        return _job(argv)
+    except (LlmdynError, OSError) as err:
+        message = str(err) if isinstance(err, LlmdynError) else os_error_message(err)
+        if message is None:  # a bug: keep its traceback
+            raise
+        print(f"llmdyn job: error: {message}", file=sys.stderr)
+        return 2 if isinstance(err, LlmdynError) else 1
+
+
 if __name__ == "__main__":
-    raise SystemExit(_job())
+    raise SystemExit(_job_main())

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from llmdyn import LlmdynError
+from llmdyn.core.paths import results_root
 from llmdyn.runner.workflow import SNAKEFILE, run_workflow
 
 EXAMPLE = """\
@@ -28,18 +29,25 @@ After an interruption (Ctrl-C, kill, a power loss), the same command continues: 
 outputs are kept, cut-off ones are run again, and a stale lock is cleared.
 """
 _RULE = re.compile(r"^rule (\w+):", re.MULTILINE)
-_OUTPUT = re.compile(r'^\s*output:\s*"([^"]+)"', re.MULTILINE)
+_OUTPUT = re.compile(r'^\s*output:\s*(RESULTS \+ )?"([^"]+)"', re.MULTILINE)
 
 
 def snakefile_targets(snakefile: Path = SNAKEFILE) -> tuple[list[str], list[re.Pattern]]:
-    """Rule names that can be targets (no wildcards) and the patterns of the files rules write."""
+    """Rule names that can be targets (no wildcards) and the patterns of the files rules write.
+
+    An output under ``RESULTS`` (the results root) matches as ``results/…`` (the default, in
+    the workflow's directory) and under ``$LLMDYN_RESULTS``.
+    """
     text = snakefile.read_text()
+    roots = list(dict.fromkeys(["results", results_root().as_posix()]))
+    outputs = [root + out for under, out in _OUTPUT.findall(text)
+               for root in (roots if under else [""])]
     patterns = [re.compile("^" + re.sub(r"\\\{\w+\\\}", "[^/]+", re.escape(out)) + "$")
-                for out in _OUTPUT.findall(text)]
+                for out in outputs]
     wildcard_rules = set()
     for block in re.split(r"\n(?=rule \w+:)", text):
         found = _RULE.search(block)
-        if found and re.search(r'output:\s*"[^"]*\{', block):
+        if found and re.search(r'output:\s*(RESULTS \+ )?"[^"]*\{', block):
             wildcard_rules.add(found.group(1))
     return [r for r in _RULE.findall(text) if r not in wildcard_rules], patterns
 

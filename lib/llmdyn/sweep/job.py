@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -24,6 +25,7 @@ import numpy as np
 
 from llmdyn import LlmdynError
 from llmdyn.core.checks import torch_device
+from llmdyn.core.paths import results_root
 from llmdyn.core.store import (
     ResultStore,
     atomic_write,
@@ -82,6 +84,10 @@ class MeasureParams:
         unknown = [t for t in tasks if t not in ALL_TASKS]
         if not tasks or unknown:
             raise LlmdynError(f"tasks must be names from {ALL_TASKS}, got {list(tasks)!r}")
+        twice = sorted({t for t in tasks if tasks.count(t) > 1})
+        if twice:  # its prompts would be drawn twice, and the result file refused on reading
+            raise LlmdynError(f"tasks name {', '.join(twice)} more than once ({list(tasks)}); "
+                              "name each task once")
         object.__setattr__(self, "tasks", tasks)
 
     def as_dict(self) -> dict[str, Any]:
@@ -123,9 +129,14 @@ class CouplingResult:
         return str(self.model["name"])
 
 
-def result_path(model: str, root: str | os.PathLike = "results/measure") -> Path:
-    """Where the workflow keeps a model's result file: ``<root>/<safe model name>.json``."""
-    return Path(root) / f"{safe_name(model)}.json"
+def result_path(model: str, root: str | os.PathLike | None = None) -> Path:
+    """Where the workflow keeps a model's result file: ``<root>/<safe model name>.json``.
+
+    ``root`` None: ``<results root>/measure`` (``$LLMDYN_RESULTS/measure``, else
+    ``results/measure``).
+    """
+    directory = Path(root) if root is not None else results_root() / "measure"
+    return directory / f"{safe_name(model)}.json"
 
 
 def measure_coupling(model: str, params: MeasureParams = MeasureParams(), *,
@@ -192,19 +203,33 @@ def _check_lengths(loaded: Any, prompts: Sequence[Any], texts: Sequence[str],
     Chapters cut prompts with their own parameters; this job has only ``max_chars``, the same
     cut for every model, so the message gives the value at which every prompt fits.
     """
-    over = []
-    for prompt, text in zip(prompts, texts, strict=True):
-        n_tok = len(loaded.tokenizer(text).input_ids)
-        if n_tok > loaded.n_ctx:
-            over.append((prompt.id, n_tok, int(len(text) * loaded.n_ctx / n_tok * 0.9)))
+    def n_tokens(text: str) -> int:
+        return len(loaded.tokenizer(text).input_ids)
+
+    over = [(prompt.id, n_tokens(text), _fitting_chars(n_tokens, text, loaded.n_ctx))
+            for prompt, text in zip(prompts, texts, strict=True)
+            if n_tokens(text) > loaded.n_ctx]
     if over:
         first, n_tok, _ = over[0]
-        fits = max(10, min(f for _, _, f in over))
+        fits = min(f for _, _, f in over)
+        if fits < 1:  # not even one character fits beside the tokenizer's own tokens
+            raise LlmdynError(f"{loaded.name}'s context of {loaded.n_ctx} tokens holds no "
+                              "character of the prompts (its tokenizer's own tokens fill it); "
+                              "measure a model with a longer context")
         raise LlmdynError(
             f"{len(over)} of {len(texts)} prompts are longer than {loaded.name}'s context of "
             f"{loaded.n_ctx} tokens (e.g. {first}: {n_tok} tokens with max_chars="
             f"{max_chars}); pass --max-chars {fits} (MeasureParams(max_chars={fits})) to keep "
             "each prompt's last characters, the same cut for every model")
+
+
+def _fitting_chars(n_tokens: Any, text: str, n_ctx: int) -> int:
+    """The most last characters of ``text`` that ``n_tokens`` counts within ``n_ctx`` tokens."""
+    low, high = 0, len(text)
+    while low < high:  # bisection: the tokens of text[-c:] grow with c
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if n_tokens(text[-mid:]) <= n_ctx else (low, mid - 1)
+    return low
 
 
 def check_out(out: str | os.PathLike, arg: str = "out") -> Path:
@@ -223,6 +248,12 @@ def check_out(out: str | os.PathLike, arg: str = "out") -> Path:
     if parent is not None and not os.access(parent, os.W_OK | os.X_OK):
         raise LlmdynError(f"{arg} {out}: cannot write in {parent} (permission denied); choose "
                           "another path")
+    if parent is not None:  # root passes os.access, and /proc takes no new file: try one
+        try:
+            tempfile.TemporaryFile(dir=parent).close()
+        except OSError as err:
+            raise LlmdynError(f"{arg} {out}: cannot create a file in {parent} "
+                              f"({os.strerror(err.errno or 0)}); choose another path") from None
     return out
 
 

@@ -101,7 +101,7 @@ class SweepTable:
 
 
 def sweep_table(models: Sequence[str], expected: MeasureParams, *,
-                root: str | os.PathLike = "results/measure") -> SweepTable:
+                root: str | os.PathLike | None = None) -> SweepTable:
     """Read each model's result file (:func:`llmdyn.sweep.result_path`) and its score.
 
     Raises:

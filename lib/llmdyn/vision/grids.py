@@ -29,7 +29,8 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
 from llmdyn import LlmdynError
-from llmdyn.core.checks import torch_device
+from llmdyn.core.checks import check_root, torch_device
+from llmdyn.core.paths import results_root
 from llmdyn.core.store import safe_name
 from llmdyn.training import loop as training
 from llmdyn.training.schedule import Schedule, check_steps
@@ -325,15 +326,19 @@ def train_grid(grid: VitGrid | str, root: str | Path | None = None, *,
         raise LlmdynError(f"grid {grid.name!r} has no run {sorted(unknown)}; its runs: "
                           f"{', '.join(r.name for r in grid.runs)}")
     root = Path(root) if root is not None else default_root(grid, dataset)
+    check_root(root)
     data = grid_data(grid, dataset)
     return [train_vit(r, grid, root, data, progress=progress) for r in grid.runs
             if runs is None or r.name in runs]
 
 
 def default_root(grid: VitGrid, dataset: str | None = None) -> Path:
-    """``results/vit/<grid>/<data set>``: runs on different data never share a directory."""
+    """``<results root>/vit/<grid>/<data set>``: runs on different data never share a directory.
+
+    The results root is ``$LLMDYN_RESULTS``, else ``results``.
+    """
     name = dataset or grid.dataset
-    return Path("results/vit") / grid.name / safe_name(Path(name).name or name)
+    return results_root() / "vit" / grid.name / safe_name(Path(name).name or name)
 
 
 def add_parser(sub) -> None:
@@ -345,7 +350,8 @@ def add_parser(sub) -> None:
     p.add_argument("--grid", default="default", help=f"one of {', '.join(GRIDS)}")
     p.add_argument("--run", action="append", default=None,
                    help="train only this run (repeatable), e.g. sd0.1-wd0.02-seed0")
-    p.add_argument("--root", type=Path, default=None, help="default results/vit/<grid>/<dataset>")
+    p.add_argument("--root", type=Path, default=None,
+                   help="default $LLMDYN_RESULTS/vit/<grid>/<dataset>")
     p.add_argument("--dataset", default=None,
                    help="fashion-mnist (default), digits, or a CIFAR-10 binary directory")
     p.add_argument("--device", default=None, help="e.g. cuda (default: the grid's)")

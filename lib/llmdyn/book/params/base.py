@@ -74,6 +74,8 @@ class ChapterParams:
                 [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
             if any(not t.strip() for t in texts):
                 _fail(f.name, value, "non-empty text")
+        if self.seed < 0:  # a negative seed would draw another seed's prompts
+            _fail("seed", self.seed, ">= 0")
         for name, low in self.at_least.items():
             if getattr(self, name) is not None and getattr(self, name) < low:
                 _fail(name, getattr(self, name), f">= {low}")

@@ -6,10 +6,12 @@ Like `llmdyn.book.params.chapters`, each class is its chapter's parameters cell,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import ClassVar
 
 from llmdyn import LlmdynError
 from llmdyn.book.params.base import ChapterParams
+from llmdyn.core.paths import results_root
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,9 @@ class TrainingParams(ChapterParams):
 
     #: a suite from llmdyn.training.suite.SUITES, or a list of checkpoint dirs / hub revisions
     suite: str | list[str] = "default"
-    suite_root: str = "results/suite"  # where a named suite's runs are (trained here if missing)
+    #: where a named suite's runs are, trained here if missing (None: $LLMDYN_RESULTS/suite,
+    #: else results/suite)
+    suite_root: str | None = None
     checkpoints: list[int] | None = None  # steps to measure (None: every saved step)
     #: None: passages from the held-out documents of the suite's corpus
     prompts: list[str] | None = None
@@ -61,6 +65,11 @@ class TrainingParams(ChapterParams):
             raise LlmdynError(f"last_point must be 'final_norm' or 'block_output', got "
                               f"{self.last_point!r}")
 
+    @property
+    def suite_dir(self) -> Path:
+        """``suite_root``, or ``suite`` under the results root ($LLMDYN_RESULTS, else results)."""
+        return Path(self.suite_root) if self.suite_root else results_root() / "suite"
+
 
 @dataclass(frozen=True)
 class GeneralizationParams(ChapterParams):
@@ -70,7 +79,7 @@ class GeneralizationParams(ChapterParams):
     model: str = "smollm2-135m"
 
     suite: str = "population"  # independent runs, final checkpoints (llmdyn.training.suite.SUITES)
-    suite_root: str = "results/suite"  # where its runs are
+    suite_root: str | None = None  # where its runs are (None: $LLMDYN_RESULTS/suite)
     n_prompts: int = 16  # held-out passages, the same for every model
     passage_chars: int = 160  # about 50 tokens: the population's context is 64
     #: top singular vectors; overrides relative_k (d_model // 8 on these narrow models) with paper
@@ -84,9 +93,10 @@ class GeneralizationParams(ChapterParams):
     n_compare_prompts: int = 4
     #: hub ids measured by `llmdyn measure coupling` (part 3; empty offline)
     sweep_models: list[str] = field(default_factory=list)
-    sweep_root: str = "results/measure"  # where their result files are
+    sweep_root: str | None = None  # where their result files are (None: $LLMDYN_RESULTS/measure)
     sweep_n_per_task: int = 200  # prompts per task of the sweep files (paper: 200)
-    out_dir: str = "results/generalization"  # the per-checkpoint table is written here
+    #: the per-checkpoint table is written here (None: $LLMDYN_RESULTS/generalization)
+    out_dir: str | None = None
     power_draws: int = 500  # simulated populations per scenario for each verdict rule's power
 
     def __post_init__(self) -> None:
@@ -105,6 +115,17 @@ class GeneralizationParams(ChapterParams):
     def models(self) -> list[str]:
         """``model`` first, then the compare models, each once."""
         return list(dict.fromkeys([self.model, *self.compare_models]))
+
+    @property
+    def suite_dir(self) -> Path:
+        """``suite_root``, or ``suite`` under the results root ($LLMDYN_RESULTS, else results)."""
+        return Path(self.suite_root) if self.suite_root else results_root() / "suite"
+
+    @property
+    def table_path(self) -> Path:
+        """Where the population table goes: ``<out_dir>/<suite>.csv``."""
+        out = Path(self.out_dir) if self.out_dir else results_root() / "generalization"
+        return out / f"{self.suite}.csv"
 
 
 @dataclass(frozen=True)
