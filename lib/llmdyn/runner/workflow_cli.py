@@ -29,12 +29,16 @@ outputs are kept, cut-off ones are run again, and a stale lock is cleared.
 """
 _RULE = re.compile(r"^rule (\w+):", re.MULTILINE)
 _OUTPUT = re.compile(r'^\s*output:\s*"([^"]+)"', re.MULTILINE)
+# What a wildcard of a target may hold: a name (a chapter, a run, a grid, a data set, a model's
+# safe name), as the Snakefile's wildcard_constraints demand. Nothing a shell reads as syntax
+# ($(...), `...`, ;, quotes, spaces, newlines) can pass (issue 45, item 1).
+_WILDCARD = "[A-Za-z0-9][A-Za-z0-9._-]*"
 
 
 def snakefile_targets(snakefile: Path = SNAKEFILE) -> tuple[list[str], list[re.Pattern]]:
     """Rule names that can be targets (no wildcards) and the patterns of the files rules write."""
     text = snakefile.read_text()
-    patterns = [re.compile("^" + re.sub(r"\\\{\w+\\\}", "[^/]+", re.escape(out)) + "$")
+    patterns = [re.compile("^" + re.sub(r"\\\{\w+\\\}", _WILDCARD, re.escape(out)) + r"\Z")
                 for out in _OUTPUT.findall(text)]
     wildcard_rules = set()
     for block in re.split(r"\n(?=rule \w+:)", text):
