@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from llmdyn import LlmdynError
+from llmdyn.core.paths import REPO
+from llmdyn.runner.runlock import unlock
 from llmdyn.runner.workflow import SNAKEFILE, run_workflow
 
 EXAMPLE = """\
@@ -97,6 +99,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--rerun", nargs="+", default=(), metavar="CHAPTER|RULE|FILE",
                    help="run these again (and what depends on them) although up to date")
     p.add_argument("-n", "--dry-run", action="store_true")
+    p.add_argument("--unlock", action="store_true",
+                   help="only remove Snakemake's locks in --directory (or the repository), e.g. "
+                        "those of a run on another host that has ended; a run alive on this "
+                        "machine is still refused")
     p.add_argument("targets", nargs="*", help="other targets: a rule (e.g. measure_all) or a "
                                               "file the workflow writes")
 
@@ -126,6 +132,11 @@ def _rerun(names: Sequence[str]) -> list[str]:
 
 def run_cli(args: argparse.Namespace) -> int:
     """Run ``llmdyn workflow`` from parsed arguments (`llmdyn.cli.main` prints refusals)."""
+    if args.unlock:
+        where = Path(args.directory or REPO)
+        removed = unlock(where)
+        print(f"llmdyn workflow: removed {len(removed)} Snakemake lock file(s) in {where}")
+        return 0
     extra = []
     if args.keep_going:
         extra.append("--keep-going")
