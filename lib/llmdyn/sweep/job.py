@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from llmdyn import LlmdynError
+from llmdyn.core.atomic import check_new_file
 from llmdyn.core.checks import torch_device
 from llmdyn.core.store import (
     ResultStore,
@@ -210,7 +211,9 @@ def _check_lengths(loaded: Any, prompts: Sequence[Any], texts: Sequence[str],
 def check_out(out: str | os.PathLike, arg: str = "out") -> Path:
     """``out`` as a Path if a result file can be written there, else LlmdynError naming ``arg``.
 
-    Checked before measuring, so a bad ``--out`` fails at once, not after the measurement.
+    Checked before measuring, so a bad ``--out`` fails at once, not after the measurement: a
+    directory, a device, a FIFO or a socket (which the write would replace), a parent that is a
+    file, or a directory where no file can be created (``/proc``, read-only, no permission).
     """
     out = Path(out)
     if out.is_dir():
@@ -223,7 +226,7 @@ def check_out(out: str | os.PathLike, arg: str = "out") -> Path:
     if parent is not None and not os.access(parent, os.W_OK | os.X_OK):
         raise LlmdynError(f"{arg} {out}: cannot write in {parent} (permission denied); choose "
                           "another path")
-    return out
+    return check_new_file(out, arg)  # a device, FIFO or socket; /proc; a read-only disk
 
 
 def write_result(result: dict[str, Any], out: str | os.PathLike) -> Path:
