@@ -84,7 +84,9 @@ def test_a_target_with_shell_syntax_is_refused_in_one_line_before_snakemake(
     for target in targets:
         for args in ([target], ["--rerun", target]):
             assert main(["workflow", "--directory", str(tmp_path), "-n", *args]) == 2, target
-            assert "is neither a rule nor a file the workflow writes" in one_line_refusal(capsys)
+            assert "is neither a rule nor a file the workflow writes; each name in a file's " \
+                   "path (chapter, model, run, grid, data set) is letters, digits and ._- only" \
+                in one_line_refusal(capsys)
     assert not list(tmp_path.rglob(f"*{MARKER}*")) and not (tmp_path.parent / MARKER).exists()
 
 

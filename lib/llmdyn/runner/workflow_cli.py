@@ -35,6 +35,7 @@ _OUTPUT = re.compile(r'^\s*output:\s*"([^"]+)"', re.MULTILINE)
 # safe name), as the Snakefile's wildcard_constraints demand. Nothing a shell reads as syntax
 # ($(...), `...`, ;, quotes, spaces, newlines) can pass (issue 45, item 1).
 _WILDCARD = "[A-Za-z0-9][A-Za-z0-9._-]*"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._/-]")
 
 
 def snakefile_targets(snakefile: Path = SNAKEFILE) -> tuple[list[str], list[re.Pattern]]:
@@ -66,9 +67,11 @@ def check_targets(targets: Sequence[str], snakefile: Path = SNAKEFILE) -> list[s
                 "--cores, --set-resources, --resources, --config; see llmdyn workflow --help); "
                 "an interrupted run needs none: the same command resumes it")
         if target not in rules and not any(p.match(target) for p in patterns):
+            names = ("; each name in a file's path (chapter, model, run, grid, data set) is "
+                     "letters, digits and ._- only" if _UNSAFE.search(target) else "")
             raise LlmdynError(
-                f"target {target!r} is neither a rule nor a file the workflow writes; rules: "
-                f"{', '.join(rules)}; files such as book/executed/<chapter>.ipynb, "
+                f"target {target!r} is neither a rule nor a file the workflow writes{names}; "
+                f"rules: {', '.join(rules)}; files such as book/executed/<chapter>.ipynb, "
                 "results/measure/<model>.json (chapters: use --only)")
     return list(targets)
 
