@@ -150,6 +150,8 @@ def test_plain_snakemake_refuses_shell_syntax_in_config_and_resources_and_quotes
     runs = {
         "suite": snakemake(tmp_path, "-n", "results/suite/_data/prepared.txt", "--config",
                            f"suite=x;touch {MARKER}"),
+        "device": snakemake(tmp_path, "-n", "measure_all", "--config",
+                            f"device=cpu;touch {MARKER}"),
         "slurm_extra": snakemake(tmp_path, "-n", "book/executed/05_depth_coupling.ipynb",
                                  "--set-resources", f"chapter:slurm_extra=--qos=x;touch {MARKER}"),
     }
@@ -157,15 +159,18 @@ def test_plain_snakemake_refuses_shell_syntax_in_config_and_resources_and_quotes
         out = proc.communicate(timeout=300)[0]
         assert proc.returncode == 1, out
         refusal = {"suite": "workflow config suite: 'x;touch PWNED' does not match",
+                   "device": "workflow config device: 'cpu;touch PWNED' does not match",
                    "slurm_extra": "resource chapter:slurm_extra='--qos=x;touch PWNED' is refused"}
         assert refusal[what] in out, out
     # Paths with spaces and shell syntax still work: each reaches its job as one argument.
     params = tmp_path / "smoke params $(x)"
     shutil.copytree(REPO / "tests" / "smoke", params)
     model = tmp_path / f"my model;$(touch {MARKER})"
+    chapter_model = f"m';$(touch {MARKER})\"x `touch {MARKER}`"
     proc = snakemake(tmp_path, "-n", "-p", "measure_all", "book/executed/01_trajectories.ipynb",
                      "--config", f"chapter_params={params}",
-                     f"measure_models=[{json.dumps(str(model))}]")
+                     f"measure_models=[{json.dumps(str(model))}]",
+                     f"model={chapter_model}")
     out = proc.communicate(timeout=300)[0]
     assert proc.returncode == 0, out
     commands = [line for line in out.splitlines() if " -m llmdyn" in line]
@@ -173,4 +178,5 @@ def test_plain_snakemake_refuses_shell_syntax_in_config_and_resources_and_quotes
     assert measure[measure.index("--model") + 1] == str(model)
     chapter = shlex.split(next(c for c in commands if "workflow chapter" in c))
     assert chapter[chapter.index("chapter") + 1] == "01_trajectories"
+    assert json.loads(chapter[chapter.index("--parameters") + 1])["model"] == chapter_model
     assert not list(tmp_path.rglob(f"*{MARKER}*"))

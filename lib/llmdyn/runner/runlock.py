@@ -54,7 +54,8 @@ def holder(path: Path) -> str:
     info = _recorded(path)
     pids = lock_holders(path)
     snakemake = info.get("snakemake_pid")
-    if isinstance(snakemake, int) and snakemake not in pids and pid_alive(snakemake):
+    here = info.get("host") == socket.gethostname()  # a PID of another host means nothing here
+    if here and isinstance(snakemake, int) and snakemake not in pids and pid_alive(snakemake):
         pids.append(snakemake)
     if pids:
         who = ", ".join(describe(pid, socket.gethostname()) for pid in pids)
