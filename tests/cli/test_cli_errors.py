@@ -106,6 +106,23 @@ def test_measure_checks_out_before_measuring(tmp_path, monkeypatch, capsys):
     assert "is a file, not a directory" in capsys.readouterr().err
 
 
+def test_measure_refuses_an_out_that_is_not_a_regular_file_before_measuring(
+        tmp_path, monkeypatch, capsys):
+    # --out NODE (mknod c 1 3) exited 0 and replaced the device; --out /proc/llmdyn.json
+    # failed with a traceback after the whole measurement
+    from tests.core.test_atomic import special_files
+
+    def never(*args, **kwargs):
+        raise AssertionError("measured before checking --out")
+
+    monkeypatch.setattr(measure_job, "measure_coupling", never)
+    for out, what in {**special_files(tmp_path), "/proc/llmdyn.json": "cannot use /proc"}.items():
+        assert main(["measure", "coupling", "--model", "tiny-llama", "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"llmdyn measure coupling: error: --out {out}") and what in err
+        assert err.count("\n") == 1, err
+
+
 @pytest.mark.skipif(CUDA, reason="this torch has CUDA")
 def test_train_on_cuda_without_cuda_is_refused_before_any_work(tmp_path, capsys):
     assert main(["train", "--suite", "tiny", "--device", "cuda", "--root", str(tmp_path)]) == 2

@@ -1,4 +1,10 @@
-"""Files that appear whole or not at all, with the umask's mode, and who is writing a temp file."""
+"""Files that appear whole or not at all, with the umask's mode, and who is writing a temp file.
+
+A write never replaces what is not a regular file: a directory, a device (``--out /dev/null``
+run as root replaced the device with a file), a FIFO or a socket is refused, by name, before
+the write and, where a command checks its output first (:func:`check_new_file`), before any
+work (issue 45, item 3).
+"""
 
 # llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
 
@@ -7,13 +13,18 @@ from __future__ import annotations
 import os
 import re
 import socket
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["apply_umask", "apply_umask_tree", "atomic_write", "safe_name", "temp_prefix",
-           "umask", "writer_alive", "writer_state"]
+from llmdyn import LlmdynError
+from llmdyn.core.failures import os_error_message
+
+__all__ = ["apply_umask", "apply_umask_tree", "atomic_write", "check_new_file",
+           "check_regular_file", "not_regular", "safe_name", "temp_prefix", "umask",
+           "writer_alive", "writer_state"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -77,12 +88,79 @@ def temp_prefix(name: str) -> str:
     return f".{name}.@{_host()}.{os.getpid()}-"
 
 
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def not_regular(path: str | os.PathLike) -> str | None:
+    """What ``path`` is if it exists and is not a regular file (``"a FIFO (named pipe)"``...).
+
+    A symbolic link is followed: a link to ``/dev/null`` is a character device. None for a
+    regular file or a path that does not exist.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return next((what for test, what in _KINDS if test(mode)), "not a regular file")
+
+
+def check_regular_file(path: str | os.PathLike, arg: str = "output") -> Path:
+    """``path`` as a Path unless it exists and is not a regular file.
+
+    Raises:
+        LlmdynError: naming ``arg``, the path and what it is, e.g. ``--out /dev/null is a
+            character device, not a regular file ...``.
+    """
+    what = not_regular(path)
+    if what is not None:
+        raise LlmdynError(f"{arg} {path} is {what}, not a regular file; writing there would "
+                          "replace it. Give the path of a new or regular file")
+    return Path(path)
+
+
+def check_new_file(path: str | os.PathLike, arg: str = "output") -> Path:
+    """Refuse, before any work, an output path that cannot be written as a regular file.
+
+    Beyond :func:`check_regular_file`, a file is created and removed in the nearest existing
+    directory above ``path``, as the final write will (``/proc`` and ``/sys`` accept no new
+    file although they look writable; a read-only or full file system says so here).
+
+    Raises:
+        LlmdynError: one line naming ``arg``, the path and the reason.
+    """
+    out = check_regular_file(path, arg)
+    parent = next((p for p in Path(os.path.abspath(out)).parents if p.exists()), None)
+    if parent is None:
+        return out
+    if not parent.is_dir():
+        raise LlmdynError(f"{arg} {out}: {parent} is a file, not a directory; choose another "
+                          "path")
+    try:
+        with tempfile.NamedTemporaryFile(dir=parent, prefix=temp_prefix(out.name),
+                                         suffix=".tmp"):
+            pass
+    except OSError as err:
+        err.filename = str(parent)  # the directory, not the probe's temp name
+        raise LlmdynError(f"{arg} {out}: " + (os_error_message(err) or (
+            f"cannot create a file in {parent} ({err.strerror}); choose another path"))) from None
+    return out
+
+
 def atomic_write(path: Path, write: Callable[[Any], None]) -> None:
     """Write via `write(fileobj)` to a ``.tmp`` file beside `path`, fsync, then rename onto it.
 
     The temp name is unique to the process (`temp_prefix`: host, pid and random letters); the
     file gets the mode the umask gives (not tempfile's 0600) before the rename.
+
+    Raises:
+        LlmdynError: `path` exists and is not a regular file (:func:`check_regular_file`);
+            nothing is written.
     """
+    check_regular_file(path)
     tmp = tempfile.NamedTemporaryFile(dir=path.parent, prefix=temp_prefix(path.name),
                                       suffix=".tmp", delete=False)
     try:

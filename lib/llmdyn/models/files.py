@@ -12,6 +12,7 @@ from typing import Any
 from filelock import FileLock
 
 from llmdyn import LlmdynError
+from llmdyn.core.atomic import check_regular_file
 from llmdyn.core.paths import env_dir
 from llmdyn.core.store import apply_umask, safe_name
 
@@ -96,6 +97,7 @@ def _remember(path: Path, stamp: dict[str, int], digest: str) -> None:
 
 
 def _write_json(path: Path, data: Any) -> None:
+    check_regular_file(path)  # os.replace would put a file in place of a device or FIFO
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as fh:

@@ -16,6 +16,7 @@ import yaml
 
 from llmdyn import LlmdynError, __version__
 from llmdyn.book import buildfacts, buildtimes, figure_files, gallery
+from llmdyn.core.atomic import not_regular
 from llmdyn.core.paths import REPO
 from llmdyn.models.files import looks_like_path
 from llmdyn.runner import cells_digest
@@ -134,7 +135,8 @@ def check_out(out: Path, *, force: bool = False) -> None:
     file); anything else only with ``force``.
     """
     if out.exists() and not out.is_dir():
-        raise LlmdynError(f"--out {out} is a file; give a directory for the book")
+        raise LlmdynError(f"--out {out} is {not_regular(out) or 'a file'}; give a directory "
+                          "for the book")
     if out.is_dir() and any(out.iterdir()) and not (out / MARKER).exists() and not force:
         raise LlmdynError(
             f"--out {out} is a non-empty directory that is not an llmdyn book build (no "

@@ -8,9 +8,10 @@ no two chapters wait on one conversion (issue 32, item 2). The conversion itself
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
+
+from llmdyn.core.atomic import atomic_write
 
 __all__ = ["convert_packaged", "convert_stamp_valid"]
 
@@ -26,9 +27,8 @@ def convert_packaged(model: str, stamp: Path) -> dict[str, Any]:
     directory, identity = packaged_safetensors(model)
     record = {"model": model, "directory": str(directory), **identity}
     stamp.parent.mkdir(parents=True, exist_ok=True)
-    tmp = stamp.with_name(f".{stamp.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
-    os.replace(tmp, stamp)
+    text = json.dumps(record, indent=1, sort_keys=True) + "\n"
+    atomic_write(stamp, lambda f: f.write(text.encode()))  # never onto a device or FIFO
     return record
 
 

@@ -35,6 +35,11 @@ PER_JOB_LIMIT = re.compile(r"^(QOS|Assoc)\w*PerJob\w*$")  # e.g. QOSMaxCpuPerJob
 SUBMITTED = re.compile(r"submitted with SLURM jobid (\d+)")
 _RESOURCE = re.compile(r"^([A-Za-z_]\w*):([A-Za-z_]\w*)=(\S+)$")
 _LIMIT = re.compile(r"^([A-Za-z_]\w*)=(\d+)$")
+# A resource value that may reach a shell or Python: the SLURM plugin pastes `slurm_extra` (and
+# others) into its sbatch line, run by a shell, and Snakemake eval()s a value that is not a
+# number. An integer or a word of these characters is neither code nor shell syntax (no
+# parentheses, quotes, $, ;, `, spaces or newlines), e.g. 8000, gpu, --qos=high, 2:00:00.
+SAFE_RESOURCE = re.compile(r"^[A-Za-z0-9_.,:@%+/=-]+$")
 
 
 def check_slurm(timeout: float = 10) -> None:
@@ -78,11 +83,46 @@ def resource_arguments(set_resources: Sequence[str], resources: Sequence[str],
         if match.group(1) not in rules:
             raise LlmdynError(f"--set-resources {item!r}: the workflow has no rule "
                               f"{match.group(1)!r}; rules: {', '.join(rules)}")
+        check_resource_value(match.group(1), match.group(2), match.group(3))
     for item in resources:
         if not _LIMIT.match(item):
             raise LlmdynError(f"--resources takes NAME=INTEGER, e.g. gpu=1, got {item!r}")
     return ([*(["--set-resources", *set_resources] if set_resources else []),
              *(["--resources", *resources] if resources else [])])
+
+
+def check_resource_value(rule: str, name: str, value: object) -> None:
+    """Refuse a resource value that could run code: anything but an integer or a plain word.
+
+    Raises:
+        LlmdynError: naming the rule, the resource and the value, and what may be given.
+    """
+    if isinstance(value, bool) or value is None or isinstance(value, int | float):
+        return
+    if not (isinstance(value, str) and SAFE_RESOURCE.match(value)):
+        raise LlmdynError(
+            f"resource {rule}:{name}={value!r} is refused: a resource value reaches the SLURM "
+            "submission's shell line and Snakemake's eval(), so it must be an integer or a "
+            "word of letters, digits and _.,:@%+/=- (e.g. chapter:slurm_extra=--qos=high); "
+            "no spaces, quotes, $, ;, `, parentheses or newlines")
+
+
+def check_resource_settings(settings: object) -> None:
+    """Check every resource of a Snakemake run with :func:`check_resource_value`.
+
+    That is ``--set-resources``, a profile's ``set-resources`` and ``default-resources``.
+    Called by the Snakefile, so a plain ``snakemake --set-resources ...`` is checked as
+    ``llmdyn workflow`` is. ``settings`` is Snakemake's ``workflow.resource_settings``.
+    """
+    def raw(resource: object) -> object:
+        return getattr(resource, "raw", resource)  # Snakemake's Resource keeps what was typed
+
+    for rule, values in dict(getattr(settings, "overwrite_resources", None) or {}).items():
+        for name in values:
+            check_resource_value(rule, name, raw(values[name]))
+    defaults = getattr(settings, "default_resources", None)
+    for name in (defaults or {}):
+        check_resource_value("default", name, raw(defaults[name]))
 
 
 @dataclass(frozen=True)

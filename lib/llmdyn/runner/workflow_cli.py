@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from llmdyn import LlmdynError
-from llmdyn.core.paths import results_root
+from llmdyn.core.paths import REPO, results_root
+from llmdyn.runner.runlock import unlock
 from llmdyn.runner.workflow import SNAKEFILE, run_workflow
 
 EXAMPLE = """\
@@ -30,6 +31,11 @@ outputs are kept, cut-off ones are run again, and a stale lock is cleared.
 """
 _RULE = re.compile(r"^rule (\w+):", re.MULTILINE)
 _OUTPUT = re.compile(r'^\s*output:\s*(RESULTS \+ )?"([^"]+)"', re.MULTILINE)
+# What a wildcard of a target may hold: a name (a chapter, a run, a grid, a data set, a model's
+# safe name), as the Snakefile's wildcard_constraints demand. Nothing a shell reads as syntax
+# ($(...), `...`, ;, quotes, spaces, newlines) can pass (issue 45, item 1).
+_WILDCARD = "[A-Za-z0-9][A-Za-z0-9._-]*"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._/-]")
 
 
 def snakefile_targets(snakefile: Path = SNAKEFILE) -> tuple[list[str], list[re.Pattern]]:
@@ -42,7 +48,7 @@ def snakefile_targets(snakefile: Path = SNAKEFILE) -> tuple[list[str], list[re.P
     roots = list(dict.fromkeys(["results", results_root().as_posix()]))
     outputs = [root + out for under, out in _OUTPUT.findall(text)
                for root in (roots if under else [""])]
-    patterns = [re.compile("^" + re.sub(r"\\\{\w+\\\}", "[^/]+", re.escape(out)) + "$")
+    patterns = [re.compile("^" + re.sub(r"\\\{\w+\\\}", _WILDCARD, re.escape(out)) + r"\Z")
                 for out in outputs]
     wildcard_rules = set()
     for block in re.split(r"\n(?=rule \w+:)", text):
@@ -68,9 +74,11 @@ def check_targets(targets: Sequence[str], snakefile: Path = SNAKEFILE) -> list[s
                 "--cores, --set-resources, --resources, --config; see llmdyn workflow --help); "
                 "an interrupted run needs none: the same command resumes it")
         if target not in rules and not any(p.match(target) for p in patterns):
+            names = ("; each name in a file's path (chapter, model, run, grid, data set) is "
+                     "letters, digits and ._- only" if _UNSAFE.search(target) else "")
             raise LlmdynError(
-                f"target {target!r} is neither a rule nor a file the workflow writes; rules: "
-                f"{', '.join(rules)}; files such as book/executed/<chapter>.ipynb, "
+                f"target {target!r} is neither a rule nor a file the workflow writes{names}; "
+                f"rules: {', '.join(rules)}; files such as book/executed/<chapter>.ipynb, "
                 "results/measure/<model>.json (chapters: use --only)")
     return list(targets)
 
@@ -101,6 +109,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--rerun", nargs="+", default=(), metavar="CHAPTER|RULE|FILE",
                    help="run these again (and what depends on them) although up to date")
     p.add_argument("-n", "--dry-run", action="store_true")
+    p.add_argument("--unlock", action="store_true",
+                   help="only remove Snakemake's locks in --directory (or the repository), e.g. "
+                        "those of a run on another host that has ended; a run alive on this "
+                        "machine is still refused")
     p.add_argument("targets", nargs="*", help="other targets: a rule (e.g. measure_all) or a "
                                               "file the workflow writes")
 
@@ -130,6 +142,11 @@ def _rerun(names: Sequence[str]) -> list[str]:
 
 def run_cli(args: argparse.Namespace) -> int:
     """Run ``llmdyn workflow`` from parsed arguments (`llmdyn.cli.main` prints refusals)."""
+    if args.unlock:
+        where = Path(args.directory or REPO)
+        removed = unlock(where)
+        print(f"llmdyn workflow: removed {len(removed)} Snakemake lock file(s) in {where}")
+        return 0
     extra = []
     if args.keep_going:
         extra.append("--keep-going")

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -24,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from llmdyn import LlmdynError
+from llmdyn.core.atomic import check_new_file
 from llmdyn.core.checks import torch_device
 from llmdyn.core.paths import results_root
 from llmdyn.core.store import (
@@ -235,7 +235,9 @@ def _fitting_chars(n_tokens: Any, text: str, n_ctx: int) -> int:
 def check_out(out: str | os.PathLike, arg: str = "out") -> Path:
     """``out`` as a Path if a result file can be written there, else LlmdynError naming ``arg``.
 
-    Checked before measuring, so a bad ``--out`` fails at once, not after the measurement.
+    Checked before measuring, so a bad ``--out`` fails at once, not after the measurement: a
+    directory, a device, a FIFO or a socket (which the write would replace), a parent that is a
+    file, or a directory where no file can be created (``/proc``, read-only, no permission).
     """
     out = Path(out)
     if out.is_dir():
@@ -248,13 +250,7 @@ def check_out(out: str | os.PathLike, arg: str = "out") -> Path:
     if parent is not None and not os.access(parent, os.W_OK | os.X_OK):
         raise LlmdynError(f"{arg} {out}: cannot write in {parent} (permission denied); choose "
                           "another path")
-    if parent is not None:  # root passes os.access, and /proc takes no new file: try one
-        try:
-            tempfile.TemporaryFile(dir=parent).close()
-        except OSError as err:
-            raise LlmdynError(f"{arg} {out}: cannot create a file in {parent} "
-                              f"({os.strerror(err.errno or 0)}); choose another path") from None
-    return out
+    return check_new_file(out, arg)  # a device, FIFO or socket; /proc; a read-only disk
 
 
 def write_result(result: dict[str, Any], out: str | os.PathLike) -> Path:

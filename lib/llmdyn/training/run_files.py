@@ -16,18 +16,20 @@ import contextlib
 import json
 import os
 import shutil
+import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
-from filelock import FileLock
+from filelock import FileLock, Timeout
 from safetensors import SafetensorError
 from safetensors.torch import save_file  # no pickle anywhere
 
 from llmdyn import LlmdynError
 from llmdyn.core.failures import as_os_error
+from llmdyn.core.holders import describe, lock_holders
 from llmdyn.core.store import (
     apply_umask,
     apply_umask_tree,
@@ -177,15 +179,30 @@ def _replace_dir(tmp: Path, final: Path) -> None:
     shutil.rmtree(trash, ignore_errors=True)
 
 
-def run_lock(run_dir: Path) -> FileLock:
-    """A lock on one run directory, held around `train` by the suites.
+@contextlib.contextmanager
+def run_lock(run_dir: Path) -> Iterator[FileLock]:
+    """Hold the lock on one run directory around `train` (the suites and the ViT grids do).
 
     Two processes training the same run (three `llmdyn train` on one root) take turns; the
-    later one finds the run done.
+    later one finds the run done. One that has to wait first says so on stderr, naming the
+    process it waits for (read from /proc), instead of waiting without a word.
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    return FileLock(str(run_dir / ".train.lock"))
+    lock = FileLock(str(run_dir / ".train.lock"))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        pids = lock_holders(lock.lock_file)
+        who = ", ".join(map(describe, pids)) if pids else "another process"
+        print(f"llmdyn: waiting for {who}, which is training {run_dir} (it holds "
+              f"{lock.lock_file}); this run goes on when that one ends", file=sys.stderr,
+              flush=True)
+        lock.acquire()
+    try:
+        yield lock
+    finally:
+        lock.release()
 
 
 def _sweep_temp_dirs(run_dir: Path) -> None:
