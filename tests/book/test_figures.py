@@ -62,10 +62,15 @@ def test_show_refuses_an_unregistered_name():
 def test_publish_writes_the_vector_file_and_captions_with_paper_figure_and_cell(monkeypatch,
                                                                                 tmp_path):
     bundle, metadata = shown_bundle(monkeypatch, "coupling-grid")
-    path = executed_chapter(tmp_path, "05_depth_coupling",
-                            [display_output(bundle, metadata)] * 2)  # a cell that loops
-    svgs = write_figure_files(tmp_path, "https://example.org/r/blob/main")
-    folder = tmp_path / "figures" / "05_depth_coupling"
+    executed, out = tmp_path / "executed", tmp_path / "source" / "executed"
+    executed.mkdir()
+    original = executed_chapter(executed, "05_depth_coupling",
+                                [display_output(bundle, metadata)] * 2)  # a cell that loops
+    before = original.read_bytes()
+    svgs = write_figure_files(executed, "https://example.org/r/blob/main", out=out)
+    # issue 44: the executed chapter is another job's input, so only its copy is captioned
+    assert original.read_bytes() == before and not (executed / "figures").exists()
+    path, folder = out / "05_depth_coupling.ipynb", out / "figures" / "05_depth_coupling"
     assert svgs == [folder / "coupling-grid.svg", folder / "coupling-grid-2.svg"]
     assert "<svg" in svgs[0].read_text() and (folder / "coupling-grid.png").stat().st_size > 0
     md = [o.data["text/markdown"] for o in nbformat.read(path, as_version=4).cells[0].outputs]
@@ -78,14 +83,16 @@ def test_publish_writes_the_vector_file_and_captions_with_paper_figure_and_cell(
     html = nbformat.read(path, as_version=4).cells[0].outputs[0].data["text/html"]
     assert html.startswith('<figure><img src="data:image/png;base64,' + bundle["image/png"])
     assert "<strong>Regenerates Paper A, Fig 3.</strong>" in html and "cell-04" in html
-    assert write_figure_files(tmp_path, "https://example.org/r/blob/main") == svgs  # rerun: same
+    assert write_figure_files(executed, "https://example.org/r/blob/main", out=out) == svgs
+    with pytest.raises(LlmdynError, match="out is the executed chapters' own directory"):
+        write_figure_files(executed, "https://example.org/r/blob/main", out=executed)
 
 
 def test_publish_refuses_a_figure_shown_by_another_chapter(monkeypatch, tmp_path):
     bundle, metadata = shown_bundle(monkeypatch, "coupling-grid")
     executed_chapter(tmp_path, "07_regularity", [display_output(bundle, metadata)])
     with pytest.raises(LlmdynError, match="gives to chapter 05_depth_coupling"):
-        write_figure_files(tmp_path, "https://example.org")
+        write_figure_files(tmp_path, "https://example.org", out=tmp_path / "copy")
 
 
 def test_caption_text_joins_papers_and_panels():
@@ -240,6 +247,7 @@ def test_the_gallery_is_written_only_for_a_book_that_has_its_page(tmp_path, with
     t0 = dt.datetime(2026, 3, 1, 9, 0, tzinfo=dt.timezone.utc)
     for name in chapters(tmp_path):
         write_executed(executed, name, "smollm2-135m", t0, 60.0)
-    generated = write_generated(tmp_path)
+    generated = write_generated(tmp_path / "source", tmp_path)
+    assert generated == tmp_path / "source" / "book" / "generated"
     assert (generated / "gallery.md").exists() == with_gallery
     assert "smollm2-135m" in (generated / "build_facts.md").read_text()

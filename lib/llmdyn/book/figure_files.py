@@ -48,20 +48,26 @@ def figure_html(entry: BookFigure, png_base64: str, cell_id: str | None, source_
             "</a>.</figcaption></figure>")
 
 
-def write_figure_files(executed: Path, source_url: str, data: Path = DATA) -> list[Path]:
-    """Write every shown figure of the executed chapters to files and caption it on the page.
+def write_figure_files(executed: Path, source_url: str, *, out: Path,
+                       data: Path = DATA) -> list[Path]:
+    """Copy the executed chapters to ``out`` with every shown figure written to files and captioned.
 
-    For each output that ``plots.show`` tagged, writes ``figures/<chapter>/<name>.png`` and
-    ``.svg`` beside the executed notebook and adds the MyST figure (:func:`figure_myst`) as the
-    output's ``text/markdown``, which the book renders in place of the bare image, and the
-    same captioned figure as ``text/html`` (:func:`figure_html`) for Jupyter front ends. A figure
-    shown twice by one cell (a loop over models) gets ``<name>-2``, ``<name>-3``, ….
-    Running it again rewrites the same files.
+    For each output that ``plots.show`` tagged, writes ``out/figures/<chapter>/<name>.png`` and
+    ``.svg`` and adds the MyST figure (:func:`figure_myst`) as the output's ``text/markdown``,
+    which the book renders in place of the bare image, and the same captioned figure as
+    ``text/html`` (:func:`figure_html`) for Jupyter front ends; the captioned notebook is
+    written to ``out/<chapter>.ipynb``. A figure shown twice by one cell (a loop over models)
+    gets ``<name>-2``, ``<name>-3``, …. Running it again rewrites the same files.
+
+    The notebooks in ``executed`` are only read: the workflow's chapters are inputs of other
+    jobs, and a rewritten one would make Snakemake run those again after every book build.
 
     Args:
         executed: the directory of executed chapters (``book/executed``).
         source_url: the repository's address, e.g. ``https://github.com/o/r/blob/main``; the
             caption links ``<source_url>/notebooks/<chapter>.ipynb``.
+        out: where the captioned chapters and their figures go (the HTML build's copy of
+            ``book/executed``); not ``executed`` itself.
         data: the directory holding the figure tables.
 
     Returns:
@@ -69,12 +75,17 @@ def write_figure_files(executed: Path, source_url: str, data: Path = DATA) -> li
     """
     import nbformat  # here: the `llmdyn` command imports this module; nbformat takes ~1.7 s
 
+    if Path(out).resolve() == Path(executed).resolve():
+        raise LlmdynError(f"write_figure_files: out is the executed chapters' own directory "
+                          f"({executed}); give the HTML build's copy, e.g. _build/source/book/"
+                          "executed")
     written = []
+    out.mkdir(parents=True, exist_ok=True)
     for path in sorted(executed.glob("[!.]*.ipynb")):  # not a running chapter's temporary
         chapter, nb, seen = path.stem, nbformat.read(path, as_version=4), {}
         for cell in nb.cells:
-            for out in cell.get("outputs", []):
-                tag = out.get("metadata", {}).get(METADATA_KEY)
+            for output in cell.get("outputs", []):
+                tag = output.get("metadata", {}).get(METADATA_KEY)
                 if not tag:
                     continue
                 entry = figure(tag["name"], data)
@@ -83,14 +94,16 @@ def write_figure_files(executed: Path, source_url: str, data: Path = DATA) -> li
                                       f"book_figures.csv gives to chapter {entry.chapter}")
                 seen[entry.name] = seen.get(entry.name, 0) + 1
                 stem = entry.name if seen[entry.name] == 1 else f"{entry.name}-{seen[entry.name]}"
-                target = executed / "figures" / chapter
+                target = out / "figures" / chapter
                 target.mkdir(parents=True, exist_ok=True)
-                (target / f"{stem}.png").write_bytes(base64.b64decode(out.data["image/png"]))
-                (target / f"{stem}.svg").write_text(out.data["image/svg+xml"], encoding="utf-8")
+                (target / f"{stem}.png").write_bytes(base64.b64decode(output.data["image/png"]))
+                (target / f"{stem}.svg").write_text(output.data["image/svg+xml"],
+                                                    encoding="utf-8")
                 url = f"{source_url}/notebooks/{chapter}.ipynb"
-                out.data["text/markdown"] = figure_myst(entry, stem, chapter, cell.get("id"), url)
-                out.data["text/html"] = figure_html(entry, out.data["image/png"], cell.get("id"),
-                                                    url)
+                output.data["text/markdown"] = figure_myst(entry, stem, chapter, cell.get("id"),
+                                                           url)
+                output.data["text/html"] = figure_html(entry, output.data["image/png"],
+                                                       cell.get("id"), url)
                 written.append(target / f"{stem}.svg")
-        nbformat.write(nb, path)
+        nbformat.write(nb, out / path.name)
     return written

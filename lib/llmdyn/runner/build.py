@@ -206,17 +206,18 @@ def source_url(book_root: Path) -> str:
     return f"{repo.get('url', '').rstrip('/')}/blob/{repo.get('branch', 'main')}"
 
 
-def write_generated(book_root: Path) -> Path:
-    """Before the HTML build: write the chapters' figure files, write the gallery and build facts.
+def write_generated(source: Path, book_root: Path) -> Path:
+    """Before the HTML build: caption the chapters' figures, write the gallery and build facts.
 
-    The figures go to ``book/executed/figures/<chapter>/`` (see
-    :func:`llmdyn.book.figure_files.write_figure_files`); the gallery cards and the landing
-    page's build facts go to ``book/generated/``, which the committed pages
-    ``book/gallery.md`` and ``book/intro.md`` include. Returns that directory.
+    ``book_root``'s executed chapters are only read; the captioned copies and their figure files
+    go to ``source/book/executed/`` (see :func:`llmdyn.book.figure_files.write_figure_files`),
+    the gallery cards and the landing page's build facts to ``source/book/generated/``, which
+    the committed pages ``book/gallery.md`` and ``book/intro.md`` include. Returns that directory.
     """
     executed, names = book_root / "book" / "executed", chapters(book_root)
-    figure_files.write_figure_files(executed, source_url(book_root))
-    generated = book_root / "book" / "generated"
+    figure_files.write_figure_files(executed, source_url(book_root),
+                                    out=source / "book" / "executed")
+    generated = source / "book" / "generated"
     generated.mkdir(parents=True, exist_ok=True)
     if "book/gallery" in toc_files(book_root):  # a partial book has no gallery page
         (generated / "gallery.md").write_text(gallery.gallery_markdown(executed, names))
@@ -232,9 +233,11 @@ def write_generated(book_root: Path) -> Path:
 def build_html(book_root: Path, *, strict: bool = True) -> Path:
     """Build ``<book_root>/_build/html`` with Jupyter Book 1 (no execution, offline).
 
-    The figures, the gallery and the build facts are generated first (:func:`write_generated`).
-    A chapter of ``_toc.yml`` whose executed notebook did not finish (:func:`unfinished`) is
-    refused: a half-run chapter is never rendered.
+    Sphinx reads a copy of the book, ``<book_root>/_build/source`` (:func:`stage`, then
+    :func:`write_generated`): the executed chapters in ``book/executed`` are never rewritten,
+    so the workflow's chapters that are inputs of other jobs stay as papermill left them and a
+    second ``make book`` runs nothing. A chapter of ``_toc.yml`` whose executed notebook did
+    not finish (:func:`unfinished`) is refused: a half-run chapter is never rendered.
     """
     executed = book_root / "book" / "executed"
     cut = [f"{name} ({why})" for name in chapters(book_root)
@@ -243,10 +246,12 @@ def build_html(book_root: Path, *, strict: bool = True) -> Path:
         raise LlmdynError(f"the book would render chapters that did not finish: "
                           f"{'; '.join(cut)}. Run them again (llmdyn workflow, or llmdyn book "
                           "--only <chapter>)")
-    write_generated(book_root)
+    source = book_root / "_build" / "source"
+    shutil.rmtree(source, ignore_errors=True)  # nothing left from another book's pages
+    write_generated(stage(source, book_root), book_root)
     jupyter_book = Path(sys.executable).with_name("jupyter-book")
-    cmd = [str(jupyter_book), "build", str(book_root), "--builder", "html",
-           "--config", str(_offline_mathjax(book_root))]
+    cmd = [str(jupyter_book), "build", str(source), "--path-output", str(book_root),
+           "--builder", "html", "--config", str(_offline_mathjax(source))]
     if strict:
         cmd += ["-W", "--keep-going"]
     result = subprocess.run(cmd, capture_output=True, text=True)
@@ -255,7 +260,7 @@ def build_html(book_root: Path, *, strict: bool = True) -> Path:
                           f"{result.stderr[-4000:]}")
     html = book_root / "_build" / "html"
     # Every figure's vector file also at a path one can guess: html/figures/<chapter>/<name>.svg
-    figures = book_root / "book" / "executed" / "figures"
+    figures = source / "book" / "executed" / "figures"
     if figures.is_dir():  # absent when no chapter drew a figure through plots.show
         shutil.copytree(figures, html / "figures", dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns("*.png"))
