@@ -68,8 +68,11 @@ def test_a_plot_edit_reruns_the_chapters_that_draw_with_it_and_no_other(tmp_path
         (work / "results" / "models").mkdir(parents=True, exist_ok=True)
         (work / "results" / "models" / f"{spec}.json").write_text(
             json.dumps({"directory": str(tmp_path / "converted")}))
-    for chapter in MODEL_CHAPTERS:  # every chapter built after its sources
-        (executed / f"{chapter}.ipynb").write_text("{}")
+    for chapter in MODEL_CHAPTERS:  # every chapter built after its sources, as Snakemake would
+        for output in (f"results/sources/{chapter}.sha256", f"results/chapters/{chapter}.json",
+                       f"book/executed/{chapter}.ipynb"):  # sources digest, record, notebook
+            (work / output).parent.mkdir(parents=True, exist_ok=True)
+            (work / output).write_text("{}")
     assert _planned_chapters(root, work) == []
 
     plot = root / "lib" / "llmdyn" / "plots" / "lens.py"

@@ -1,3 +1,4 @@
+import os
 import re
 import shlex
 import shutil
@@ -5,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from llmdyn import LlmdynError
 from llmdyn.cli import main
@@ -20,12 +22,10 @@ from llmdyn.runner.workflow import (
     snakemake_command,
 )
 
-# A tiny target: one measurement job and one chapter with the smoke parameters.
+# The tiny measurement job (the smoke chapters run beside it, see `local_run`).
 TINY_CONFIG = {"chapter_params": "tests/smoke", "measure_models": ["tiny-llama"],
                "measure": {"k": 4, "n_per_task": 1, "tasks": ["gsm8k", "mmlu"], "seed": 0,
                            "max_chars": 40}}
-TINY_TARGET = {"chapters": ["05_depth_coupling"], "targets": ["measure_all"],
-               "config": TINY_CONFIG}
 
 
 def test_chapter_depends_on_its_notebook_and_the_modules_it_uses():
@@ -104,7 +104,9 @@ def test_dry_run_lists_every_chapter_and_the_html(tmp_path):
     assert str(SNAKEFILE).endswith("workflow/Snakefile")
 
 
-def test_chapter_05_waits_for_04_only_when_both_are_built(tmp_path):
+def test_chapter_05_waits_for_04s_record_only_when_both_are_built(tmp_path):
+    # Issue 44, item 1: 05 and 11 read the Jacobians 04 caches, so they wait for 04's record, a
+    # file only 04's job writes, never for 04's executed notebook, which the HTML job reads.
     def chapter_jobs(chosen):
         out = run_workflow(chapters=chosen, directory=tmp_path, dry_run=True)
         return sorted(set(re.findall(r"Chapter (\S+) with model", out)))
@@ -114,8 +116,13 @@ def test_chapter_05_waits_for_04_only_when_both_are_built(tmp_path):
     assert chapter_jobs(both) == both
     whole = subprocess.run(snakemake_command(dry_run=True, directory=tmp_path),
                            capture_output=True, text=True, cwd=REPO, timeout=120).stdout
-    assert re.search(r"Chapter 05_depth_coupling .*\nReason: .*updated by another job: "
-                     r"[^\n]*book/executed/04_jacobian_alignment", whole), whole
+    for later in ("05_depth_coupling", "11_spectra_and_prompts"):
+        reason = re.search(rf"Chapter {later} .*\nReason: ([^\n]*)", whole).group(1)
+        assert "results/chapters/04_jacobian_alignment.json" in reason, reason
+        assert "book/executed/04_jacobian_alignment" not in reason, reason
+        assert f"results/sources/{later}.sha256" in reason, reason  # its sources: one file
+    html = re.search(r"Building the HTML book .*\nReason: ([^\n]*)", whole).group(1)
+    assert "book/executed/04_jacobian_alignment.ipynb" in html
 
 
 def _tables(directory):
@@ -130,26 +137,73 @@ def _tables(directory):
     return out
 
 
+# Issue 44, item 1: a book of chapters 04, 05 and 11, whose HTML Snakemake can build, in a copy
+# of the repository whose _toc.yml has only those (and the methods page they cite).
+SMALL_BOOK = ["04_jacobian_alignment", "05_depth_coupling", "11_spectra_and_prompts"]
+
+
+def small_book_copy(root):
+    """The repository's sources in ``root``, with a _toc.yml of ``SMALL_BOOK`` only."""
+    ignore = shutil.ignore_patterns("executed", "generated")  # __pycache__ kept: no compiling
+    for name in ("lib", "notebooks", "data", "workflow", "book"):
+        shutil.copytree(REPO / name, root / name, ignore=ignore)
+    (root / "tests" / "smoke").mkdir(parents=True)  # the small book's chapters' files only
+    for chapter in SMALL_BOOK:
+        shutil.copy2(REPO / "tests" / "smoke" / f"{chapter}.yaml", root / "tests" / "smoke")
+    shutil.copy2(REPO / "_config.yml", root / "_config.yml")
+    (root / "_toc.yml").write_text(yaml.safe_dump({
+        "format": "jb-book", "root": "book/methods",
+        "parts": [{"caption": "Chapters",
+                   "chapters": [{"file": f"book/executed/{c}"} for c in SMALL_BOOK]}]}))
+    return root
+
+
+def run_copy(copy, directory, *, config=TINY_CONFIG, dry_run=False):
+    """Snakemake on the copy's Snakefile, its jobs importing the copy's llmdyn: the whole small
+    book and the tiny measurement. Returns Snakemake's output."""
+    cmd = snakemake_command(targets=["all", "measure_all"], cores=2, directory=directory,
+                            config=config, dry_run=dry_run,
+                            snakefile=copy / "workflow" / "Snakefile")
+    env = {**os.environ, "PYTHONPATH": str(copy / "lib")}
+    out = subprocess.run(cmd, cwd=copy, env=env, capture_output=True, text=True, timeout=1800)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return out.stdout + out.stderr
+
+
 @pytest.fixture(scope="module")
 def local_run(tmp_path_factory):
-    """The tiny target run with the local executor (the reference for the SLURM run)."""
+    """The small book and the tiny measurement, built once with the local executor.
+
+    Returns the copy of the repository and the directory its outputs went to (05's notebook
+    there is the reference for the SLURM run).
+    """
+    copy = small_book_copy(tmp_path_factory.mktemp("repo"))
     directory = tmp_path_factory.mktemp("local")
-    run_workflow(directory=directory, cores=2, **TINY_TARGET)
-    return directory
+    run_copy(copy, directory)
+    assert (directory / "_build" / "html" / "book" / "executed" / "05_depth_coupling.html").exists()
+    return copy, directory
 
 
 @pytest.mark.slow
-def test_local_rerun_does_nothing_and_a_changed_parameter_reruns_one_chapter(local_run, tmp_path):
-    out = run_workflow(directory=local_run, cores=2, **TINY_TARGET)
-    assert "Nothing to be done" in out
+def test_a_second_build_runs_nothing_and_a_changed_parameter_reruns_one_chapter(local_run,
+                                                                                 tmp_path):
+    # Issue 44, item 1: the HTML job rewrote the executed notebooks, and 05 and 11 took 04's as
+    # input, so every `make book` after a complete one ran 05, 11 and the HTML again.
+    copy, directory = local_run
+    notebooks = {p.name: p.read_bytes() for p in (directory / "book" / "executed").glob("*.ipynb")}
+    assert sorted(notebooks) == [f"{c}.ipynb" for c in SMALL_BOOK]
+    assert "Nothing to be done" in run_copy(copy, directory)  # a second build
+    assert "Nothing to be done" in run_copy(copy, directory, dry_run=True)
+    assert {p.name: p.read_bytes()
+            for p in (directory / "book" / "executed").glob("*.ipynb")} == notebooks
     params = tmp_path / "params"
-    shutil.copytree(REPO / "tests" / "smoke", params)
+    shutil.copytree(copy / "tests" / "smoke", params)
     (params / "05_depth_coupling.yaml").write_text(
         (params / "05_depth_coupling.yaml").read_text().replace("n_prompts: 2", "n_prompts: 3"))
-    config = {**TINY_CONFIG, "chapter_params": str(params)}
-    out = run_workflow(directory=local_run, cores=2, dry_run=True,
-                       **{**TINY_TARGET, "config": config})
-    assert "chapter        1" in out and "measure " not in out, out
+    out = run_copy(copy, directory, config={**TINY_CONFIG, "chapter_params": str(params)},
+                   dry_run=True)
+    assert "Chapter 05_depth_coupling" in out and "chapter        1" in out, out
+    assert "measure " not in out and "sources " not in out, out
 
 
 @pytest.mark.slow
@@ -203,7 +257,7 @@ def test_the_documented_slurm_command_runs_a_chapter_through_slurm(local_run, tm
     assert len(ids) == 1, out  # the chapter, as its own SLURM job
     logs = list((tmp_path / ".snakemake/slurm_logs").rglob("*.log"))
     assert {p.stem for p in logs} == ids and logs[0].parts[-3] == "rule_chapter"
-    assert _tables(tmp_path) == _tables(local_run)  # same numbers as the local executor
+    assert _tables(tmp_path) == _tables(local_run[1])  # same numbers as the local executor
     again = run()
     assert "Nothing to be done" in again and "SLURM jobid" not in again
 

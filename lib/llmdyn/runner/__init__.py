@@ -2,7 +2,8 @@
 
 ``build`` runs a chapter with papermill and builds the HTML (`llmdyn book`); ``workflow`` and
 ``workflow_cli`` are `llmdyn workflow` (Snakemake), with ``sources`` and ``digest`` deciding
-what a chapter depends on, ``conversion`` the convert job, ``runlock``, ``signals`` and
+what a chapter depends on, ``conversion`` the convert job, ``records`` the record a chapter
+job leaves for the chapters that wait on it, ``runlock``, ``signals`` and
 ``slurm`` keeping runs safe; ``kernel`` encrypts the kernel's sockets; ``lab`` opens JupyterLab.
 The book's content (parameters, figures, gallery, build facts) is in `llmdyn.book`.
 

@@ -30,6 +30,7 @@ from llmdyn.runner import sources
 from llmdyn.runner.build import build_html, chapters, resolve_model, run_chapter, stage
 from llmdyn.runner.config_checks import INVOKED_FROM, check_measure_models, check_params_files
 from llmdyn.runner.conversion import convert_packaged
+from llmdyn.runner.records import write_record
 from llmdyn.runner.runlock import WorkflowLock, workflow_lock
 from llmdyn.runner.signals import PARENT_DIED_ENV, forwarding_signals, stoppable_child
 from llmdyn.runner.slurm import PendingWatch, check_slurm, resource_arguments, sbatch_refusal
@@ -194,15 +195,14 @@ def snakemake_command(*, model: str | None = None, profile: str | None = None,
     # is writing here, so an incomplete output was left by an interrupted run: redo it.
     # --scheduler greedy: the default ILP scheduler builds and solves a linear program in
     # every scheduling round; with priorities set, greedy starts the same jobs first.
+    # --max-jobs-per-timespan: the default rate limit, 100/1s, runs a scheduling round every
+    # second while jobs run (the Snakefile cancels the last one's timer); jobs take 10 s or more.
     cmd = [sys.executable, "-m", "snakemake", *targets, "--snakefile", str(snakefile),
            "--cores", str(cores or os.cpu_count() or 1), "--printshellcmds",
-           "--rerun-incomplete", "--scheduler", "greedy"]
+           "--rerun-incomplete", "--scheduler", "greedy", "--max-jobs-per-timespan", "100/10s",
+           "--workflow-profile", str(profile_dir(profile)) if profile else "none"]
     if directory is not None:
         cmd += ["--directory", str(directory)]
-    if profile:
-        cmd += ["--workflow-profile", str(profile_dir(profile))]
-    else:
-        cmd += ["--workflow-profile", "none"]
     settings = dict(config or {})
     if model:
         settings["model"] = model
@@ -373,13 +373,12 @@ def _job(argv: Sequence[str] | None = None) -> int:
     here = Path.cwd()
     if args.job == "convert":
         convert_packaged(args.model, args.stamp)
-    elif args.job == "chapter":
-        run_chapter(args.name, here / "book" / "executed", json.loads(args.parameters), cwd=here,
-                    fork=False)  # one chapter per job: nothing to share a preloaded fork with
-    else:
-        if here.resolve() != REPO:
-            stage(here)
-        build_html(here)
+    elif args.job == "chapter":  # one chapter per job: no preloaded fork to share (fork=False)
+        parameters = json.loads(args.parameters)
+        run_chapter(args.name, here / "book" / "executed", parameters, cwd=here, fork=False)
+        write_record(args.name, parameters, here)  # after the notebook: what others wait on
+    else:  # html; in another directory than the repository, with the repository's pages
+        build_html(here if here.resolve() == REPO else stage(here))
     return 0
 
 

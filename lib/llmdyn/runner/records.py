@@ -1,0 +1,38 @@
+"""The record a chapter's workflow job leaves beside its notebook: a file other chapters wait on.
+
+Chapter 04 caches the last-token Jacobians of its SQuAD questions in the results store, and
+chapters 05 and 11 read them (the same draw, ``llmdyn.data.question_texts``), so the workflow
+runs them after 04. They take 04's record as input, not its executed notebook, which is the
+HTML's: a chapter takes as input only what stands for what it reads, and only the chapter's own
+job writes its record (issue 44, item 1). The record holds the chapter and the parameters it
+ran with, so a rerun with the same parameters writes the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from llmdyn.core.atomic import atomic_write
+from llmdyn.core.paths import results_root
+
+__all__ = ["record_path", "write_record"]
+
+
+def record_path(chapter: str, root: str | Path | None = None) -> str:
+    """``<results root>/chapters/<chapter>.json`` (the root: `results_root`, or ``root``)."""
+    base = Path(root if root is not None else results_root()).as_posix()
+    return f"{base}/chapters/{chapter}.json"
+
+
+def write_record(chapter: str, parameters: dict[str, Any], directory: Path) -> Path:
+    """Write ``chapter``'s record (atomically) and return its path.
+
+    It goes under the results root, taken relative to ``directory`` where the root is relative.
+    """
+    path = Path(directory) / record_path(chapter)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps({"chapter": chapter, "parameters": parameters}, indent=1, sort_keys=True)
+    atomic_write(path, lambda f: f.write((text + "\n").encode()))
+    return path
