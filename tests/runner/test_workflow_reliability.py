@@ -141,7 +141,7 @@ def test_every_rule_writes_a_benchmark_file_and_chapters_wait_for_conversion():
         if name in ("all", "measure_all"):
             continue  # no job of their own
         if name == "sources":  # an `echo` of the digest: a benchmark would cost more than it
-            assert "benchmark:" not in block and 'shell: "echo {params.digest}' in block
+            assert "benchmark:" not in block and 'shell: "echo {params.digest:q}' in block
             continue
         assert f'benchmark: "logs/benchmarks/{name}/' in block, name
     assert 'digest=sources_digest' in text and "convert_stamp(spec)" in text
