@@ -114,3 +114,13 @@ def test_per_prompt_values_applies_the_statistic_to_each_prompt():
     assert diff.tolist() == [-10.0, -6.5]
     with pytest.raises(LlmdynError, match="same prompts"):
         per_prompt_values(rising_fraction, v, v[:1])
+
+
+def test_relative_velocity_changes_share_one_scale_per_model():
+    from llmdyn.phases.curves import relative_velocity_changes
+
+    hinge = np.concatenate([np.arange(6.0), 5 + 3 * np.arange(1, 7.0)])  # slope 1 then 3
+    flat = np.full(12, 4.0)  # a prompt whose norm does not grow: change 0, not undefined
+    norms = np.stack([hinge, flat])  # mean curve: slope 0.5 then 1.5; mean slope 23/22
+    assert relative_velocity_changes(norms, exclude_last=0) == pytest.approx([44 / 23, 0.0])
+    assert np.isnan(relative_velocity_changes(-norms, exclude_last=0)).all()

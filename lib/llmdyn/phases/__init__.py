@@ -17,6 +17,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "curves": ["phase_means_per_prompt", "phase_deviations", "per_prompt_values",
                    "spread_ratio", "peak_position", "fraction_in_band",
                    "rising_fraction", "velocity_change", "relative_velocity_change",
+                   "relative_velocity_changes",
                    "velocity_gain_over", "alignment_profile", "most_aligned_position",
                    "profile_correlation"],
         "measure": ["measure_boundary"],

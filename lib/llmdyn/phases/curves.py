@@ -170,6 +170,27 @@ def relative_velocity_change(norms, *, min_size: int = 3, exclude_last: int = 1)
     return velocity_change(norms, min_size=min_size, exclude_last=exclude_last) / mean_slope
 
 
+def relative_velocity_changes(norms, *, min_size: int = 3, exclude_last: int = 1) -> np.ndarray:
+    """Each prompt's :func:`velocity_change`, in units of the mean-curve's mean slope: ``[prompt]``.
+
+    One scale for all prompts of a model (the average increment per layer of the prompt-mean
+    curve, as in :func:`relative_velocity_change`), so a prompt whose norm grows little does not
+    make its value undefined, and the mean over prompts compares a model with its twin.
+
+    Args:
+        norms: ``[prompt, layer+1]``.
+        min_size: fewest layers on either side of each prompt's knot.
+        exclude_last: trailing layers left out (the final norm's output).
+    """
+    curve = np.asarray(norms, dtype=np.float64).mean(0)  # (layer+1,)
+    if exclude_last:
+        curve = curve[:-exclude_last]
+    scale = float(np.mean(np.diff(curve)))
+    change = per_prompt_values(
+        lambda x: velocity_change(x, min_size=min_size, exclude_last=exclude_last), norms)
+    return change / scale if scale > 0 else np.full(change.shape, np.nan)
+
+
 def velocity_gain_over(norms, reference, *, min_size: int = 3) -> float:
     """Relative velocity change of ``norms`` minus that of ``reference`` (e.g. the twin).
 
