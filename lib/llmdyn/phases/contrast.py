@@ -1,5 +1,7 @@
 """Paper B's Thought/Fixation contrast: split per-layer measurements at a boundary (Table 1)."""
 
+# llmdyn: outside the code hash (no stored array depends on this module: it builds claims)
+
 from __future__ import annotations
 
 from typing import Literal, NamedTuple
@@ -160,41 +162,40 @@ def contrast_claims(name: str, split: PhaseSplit, *, norms: np.ndarray, lss: np.
     eq_t, eq_f = phase_means_per_prompt(equidistance, split)
     norm_dev, entropy_dev = (phase_deviations(norms, split, relative=True),
                              phase_deviations(entropy, split))
-    where, per = split.label(), {"sampling_unit": "prompt"}
+    where, per = split.label(), {"sampling_unit": "prompt", "fmt": ".2f"}
     band = fraction_in_band(lss, split, low=2.0, high=3.0)
     return [
         Claim(f"geo_norm_prompts_{sid}", "B", "§4.1, Fig 2", f"{name}: the norm is "
               "prompt-independent in Thought, prompt-dependent in Fixation",
               "band narrow in Thought, wide in Fixation",
               Measure.ratio(*norm_dev, quantity="Thought / Fixation mean absolute deviation "
-                            "of the norm from the prompt mean (relative to it)", fmt=".2f",
+                            "of the norm from the prompt mean (relative to it)",
                             detail=where, **per), below(1)),
         Claim(f"geo_lss_drop_{sid}", "B", "§4.2, Fig 3", f"{name}: LSS falls in Fixation",
               "lower LSS in Fixation", Measure.difference(
-                  lss_f, lss_t, "mean windowed LSS, Fixation − Thought", fmt=".2f",
+                  lss_f, lss_t, "mean windowed LSS, Fixation − Thought",
                   detail=where, **per), below(0)),
         Claim(f"geo_lss_range_{sid}", "B", "§5.1", f"{name}: LSS between 2.0 and 3.0 through "
               "Fixation", "2.0–3.0", Measure.mean(
-                  lss_f, "mean windowed LSS over the Fixation layers", fmt=".2f",
+                  lss_f, "mean windowed LSS over the Fixation layers",
                   detail=f"{where}; share of Fixation layers whose prompt-mean LSS lies in "
                   f"2.0–3.0: {band:.2f}", **per), within(2.5, 0.5)),
         Claim(f"geo_eq_drop_{sid}", "B", "§4.3, Fig 4", f"{name}: equidistance drops in "
               "Fixation", "≤ 0.3 in Thought, ≈ 0.1 in Fixation", Measure.difference(
-                  eq_f, eq_t, "mean equidistance, Fixation − Thought", fmt=".2f",
+                  eq_f, eq_t, "mean equidistance, Fixation − Thought",
                   detail=where, **per), below(0)),
         Claim(f"geo_eq_level_{sid}", "B", "§4.3, Fig 4", f"{name}: equidistance is about 0.1 "
               "in Fixation", "≈ 0.1", Measure.mean(eq_f, "mean Fixation equidistance",
-                                                   fmt=".2f", detail=where, **per),
-              at_most(0.15)),
+                                                   detail=where, **per), at_most(0.15)),
         Claim(f"geo_entropy_spread_{sid}", "B", "§4.4, Fig 5", f"{name}: prompts agree in "
               "confidence in Thought, disagree in Fixation", "low variation in Thought",
               Measure.ratio(*entropy_dev, quantity="Thought / Fixation mean absolute "
-                            "deviation of the entropy from the prompt mean", fmt=".2f",
+                            "deviation of the entropy from the prompt mean",
                             detail=where, **per), below(1)),
         Claim(f"geo_fixation_lss_{sid}", "B", "§5.4, Fig 12", f"{name}: over the Fixation "
               "layers LSS is lower than over all layers", "for every model",
               Measure.difference(lss_f, _row_means(lss), "mean LSS, Fixation − all layers",
-                                 fmt=".2f", detail=where, **per), below(0)),
+                                 detail=where, **per), below(0)),
     ]
 
 
