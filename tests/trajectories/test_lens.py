@@ -109,14 +109,3 @@ def test_paper_lens_sharpens_as_the_norm_grows(tiny_norm):
     assert all(a > b for a, b in zip(entropies["paper"][:-1], entropies["paper"][1:],
                                      strict=True))
     np.testing.assert_allclose(entropies["normed"], entropies["normed"][0], rtol=1e-4)
-
-
-def test_distinct_last_tokens_keeps_one_prompt_per_last_token(tiny64):
-    from llmdyn import LlmdynError
-    from llmdyn.trajectories.lens import distinct_last_tokens
-
-    prompts = ["The answer is:", "Say it:", "United States of", "What month was I born in"]
-    chosen = distinct_last_tokens(tiny64, prompts, 3)  # the second ends in ":" too: skipped
-    assert chosen == [prompts[0], prompts[2], prompts[3]]
-    with pytest.raises(LlmdynError, match="only 3 of the 4 prompts end in distinct tokens"):
-        distinct_last_tokens(tiny64, prompts, 4)

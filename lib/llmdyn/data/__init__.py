@@ -7,7 +7,7 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["figures", "named", "packaged", "prompts", "squad"],
+    submodules=["figures", "named", "packaged", "prompts", "squad", "stems"],
     submod_attrs={
         "figures": ["DATA", "STATUSES", "PAPERS", "KINDS", "METADATA_KEY", "BookFigure",
                     "PaperFigure", "book_figures", "paper_figures", "figure", "drawn_by"],
@@ -17,6 +17,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
                     "mmlu_subjects", "load_task", "sample_leaderboard", "zero_shot_cot",
                     "gsm8k_solution_steps"],
         "squad": ["SquadArticle", "squad_prompt", "squad_articles", "squad_prompts",
-                  "question_texts", "question_stems"],
+                  "question_texts"],
+        "stems": ["question_stems"],
     },
 )

