@@ -105,7 +105,7 @@ def test_shared_bases_give_models_and_checks_once():
         ["smollm2-135m", "x"]
     assert JacobianAlignmentParams().compared() == ["gemma3-270m"]
     assert JacobianAlignmentParams().n_prompts == 20 == UncertaintyParams().n_prompts
-    assert JacobianAlignmentParams().n_compare_prompts == 2
+    assert JacobianAlignmentParams().n_compare_prompts == 16
     for cls in (UncertaintyParams, JacobianAlignmentParams):
         with pytest.raises(LlmdynError, match="phase_criterion"):
             cls(phase_criterion="median")

@@ -92,3 +92,35 @@ def test_spread_ratio_without_fixation_spread_is_not_an_error():
     v = same.copy()
     v[0, 1] = 2.0  # spread in Thought only
     assert spread_ratio(v, 2) == float("inf")
+
+
+def test_phase_deviations_known_answer():
+    from llmdyn.phases.curves import phase_deviations
+    v = np.array([[9.0, 1.0, 2.0, 2.0], [9.0, 3.0, 6.0, 6.0]])  # mean per layer 9, 2, 4, 4
+    thought, fixation = phase_deviations(v, 2)  # Thought: layer 1; Fixation: layers 2, 3
+    assert thought.tolist() == [1.0, 1.0] and fixation.tolist() == [2.0, 2.0]
+    thought, fixation = phase_deviations(v, 2, relative=True)  # /2 in Thought, /4 in Fixation
+    assert thought.tolist() == [0.5, 0.5] and fixation.tolist() == [0.5, 0.5]
+    with_nan = np.array([[0.0, 1.0, np.nan, 2.0], [0.0, 3.0, np.nan, 6.0]])
+    assert phase_deviations(with_nan, 2)[1].tolist() == [2.0, 2.0]  # the NaN layer is ignored
+
+
+def test_per_prompt_values_applies_the_statistic_to_each_prompt():
+    from llmdyn.phases.curves import per_prompt_values, rising_fraction
+    v = np.array([[0.0, 1.0, 2.0, 3.0, 4.0], [0.0, 1.0, 0.5, 2.0, 3.0]])
+    assert per_prompt_values(rising_fraction, v).tolist() == [1.0, 0.75]
+    assert per_prompt_values(peak_position, v).tolist() == [1.0, 1.0]
+    diff = per_prompt_values(lambda a, b: a.sum() - b.sum(), v, 2 * v)
+    assert diff.tolist() == [-10.0, -6.5]
+    with pytest.raises(LlmdynError, match="same prompts"):
+        per_prompt_values(rising_fraction, v, v[:1])
+
+
+def test_relative_velocity_changes_share_one_scale_per_model():
+    from llmdyn.phases.curves import relative_velocity_changes
+
+    hinge = np.concatenate([np.arange(6.0), 5 + 3 * np.arange(1, 7.0)])  # slope 1 then 3
+    flat = np.full(12, 4.0)  # a prompt whose norm does not grow: change 0, not undefined
+    norms = np.stack([hinge, flat])  # mean curve: slope 0.5 then 1.5; mean slope 23/22
+    assert relative_velocity_changes(norms, exclude_last=0) == pytest.approx([44 / 23, 0.0])
+    assert np.isnan(relative_velocity_changes(-norms, exclude_last=0)).all()

@@ -10,12 +10,12 @@ from llmdyn.phases.split import PhaseBoundary, PhaseSplit
 L = 12
 
 
-def _paper_like(n_prompts: int = 120):  # 120: where a bootstrap of these spreads covers
+def _paper_like(n_prompts: int = 20):  # the book's n: every claim is one value per prompt
     """Curves of a model that behaves as paper B describes, Fixation from layer 7 on."""
     rng = np.random.default_rng(1)
     depth = np.arange(L + 1)
     fix = depth >= 7
-    noise = rng.normal(0, 0.01, (n_prompts, L + 1))
+    noise = rng.normal(0, 0.05, (n_prompts, L + 1))  # wide enough for a printed interval
     spread = np.where(fix, 1.0, 0.05) * rng.normal(size=(n_prompts, 1))  # prompts differ late
     curves = dict(
         norms=(10 + depth + np.where(fix, 3 * (depth - 7), 0)) * (1 + 0.05 * spread) + noise,
@@ -24,8 +24,8 @@ def _paper_like(n_prompts: int = 120):  # 120: where a bootstrap of these spread
         entropy=np.where(fix, 2.0, 9.0) + spread + noise,
     )
     blocks_fix = depth[1:] >= 7
-    ratios = np.broadcast_to(np.where(blocks_fix[:, None] & blocks_fix[None], 0.9, 0.4),
-                             (n_prompts, L, L))
+    ratios = (np.where(blocks_fix[:, None] & blocks_fix[None], 0.9, 0.4)  # prompts vary a little
+              + rng.normal(0, 0.01, (n_prompts, L, L)))
     return curves, ratios
 
 

@@ -47,12 +47,14 @@ def test_table1_claims_agree_on_a_paper_like_model():
     fix = depth >= 5
     noise = np.random.default_rng(0).normal(0, 0.01, (4, L + 1))
     curves = {"CONFIDENT": np.where(fix, 1.0, 9.0) + noise,  # confident in Fixation
-              "LINEAR": np.where(fix, 1.2, 2.0) + noise, "EQUISPACED": np.where(fix, 0.1, 0.3)}
+              "LINEAR": np.where(fix, 1.2, 2.0) + noise,
+              "EQUISPACED": np.where(fix, 0.1, 0.3) + noise}
     for prop, values in curves.items():
         thought, fixation = phase_means_per_prompt(np.broadcast_to(values, (4, L + 1)), 5)
         assert PAPER_TABLE1[prop][0] == "Fixation"
         claim = Claim("t", "B", "Table 1", prop, "Fixation",
-                      Measure.difference(fixation, thought, "Fixation − Thought"), below(0))
+                      Measure.difference(fixation, thought, "Fixation − Thought",
+                                         sampling_unit="prompt"), below(0))
         assert claim.verdict.grade == "holds"
     blocks_fix = depth[1:] >= 5
     ratio = np.where(blocks_fix[:, None] & blocks_fix[None], 0.9, 0.4)  # aligned in Thought

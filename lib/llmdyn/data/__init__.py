@@ -7,7 +7,7 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["figures", "named", "packaged", "prompts", "squad"],
+    submodules=["figures", "named", "packaged", "prompts", "squad", "stems"],
     submod_attrs={
         "figures": ["DATA", "STATUSES", "PAPERS", "KINDS", "METADATA_KEY", "BookFigure",
                     "PaperFigure", "book_figures", "paper_figures", "figure", "drawn_by"],
@@ -18,5 +18,6 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
                     "gsm8k_solution_steps"],
         "squad": ["SquadArticle", "squad_prompt", "squad_articles", "squad_prompts",
                   "question_texts"],
+        "stems": ["question_stems"],
     },
 )

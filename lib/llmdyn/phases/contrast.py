@@ -1,19 +1,20 @@
 """Paper B's Thought/Fixation contrast: split per-layer measurements at a boundary (Table 1)."""
 
+# llmdyn: outside the code hash (no stored array depends on this module: it builds claims)
+
 from __future__ import annotations
 
-from functools import partial
 from typing import Literal, NamedTuple
 
 import numpy as np
 
 from llmdyn import LlmdynError
-from llmdyn.claims.claim import Claim, Measure, at_least, at_most, below, slug
+from llmdyn.claims.claim import Claim, Measure, at_most, below, slug, within
 from llmdyn.core.masked import finite_mean
 from llmdyn.phases.curves import (
     fraction_in_band,
+    phase_deviations,
     phase_means_per_prompt,
-    spread_ratio,
 )
 from llmdyn.phases.split import PhaseSplit, as_split
 
@@ -100,7 +101,8 @@ def table1_claims(name: str, split: PhaseSplit, *, lss: np.ndarray, equidistance
     """Paper B's Table 1 for one model and one split, as claims (one per property).
 
     Each property's measure is lower where the property is stronger, so each claim judges
-    "stronger phase − other phase < 0" with a bootstrap interval over prompts.
+    "stronger phase − other phase < 0" with a paired interval over prompts (the unit; the
+    method the coverage table gives, a t interval at the book's n).
 
     Args:
         name: the model's name (claim ids end in its slug and the split's name).
@@ -128,6 +130,7 @@ def table1_claims(name: str, split: PhaseSplit, *, lss: np.ndarray, equidistance
             f"table1_{slug(prop)}_{slug(name)}_{split.name}", "B", "Table 1",
             f"{name}: {prop} is stronger in {stronger}", f"{stronger} (MORE there)",
             Measure.difference(mine, theirs, f"{measure}: {stronger} − {other}", fmt=".3f",
+                               sampling_unit="prompt",
                                detail=f"Thought {finite_mean(thought):.3f} / Fixation "
                                f"{finite_mean(fixation):.3f}; {split.label()} of {split.n_layers}"),
             below(0)))
@@ -147,47 +150,52 @@ def contrast_claims(name: str, split: PhaseSplit, *, norms: np.ndarray, lss: np.
         entropy: logit-lens entropy ``[prompt, layer+1]``.
 
     Returns:
-        Claims: the norm's relative spread over prompts (Thought/Fixation < 1), LSS and
-        equidistance lower in Fixation, Fixation equidistance ≤ 0.15 (paper: ≈ 0.1), Fixation
-        LSS in 2–3 at every Fixation layer, entropy spread over prompts (Thought/Fixation < 1),
-        Fixation LSS below the all-layer mean (Fig 12).
+        Claims, each judged over one value per prompt: the norm's relative spread over prompts
+        (Thought/Fixation < 1, as the ratio of the prompts' mean absolute deviations from the
+        mean curve, `phase_deviations`), LSS and equidistance lower in Fixation, Fixation
+        equidistance ≤ 0.15 (paper: ≈ 0.1), the mean Fixation LSS within 2–3, the entropy's
+        spread over prompts (Thought/Fixation < 1, as for the norm), Fixation LSS below the
+        all-layer mean (Fig 12).
     """
     sid = f"{slug(name)}_{split.name}"
     lss_t, lss_f = phase_means_per_prompt(lss, split)
     eq_t, eq_f = phase_means_per_prompt(equidistance, split)
-    where = split.label()
+    norm_dev, entropy_dev = (phase_deviations(norms, split, relative=True),
+                             phase_deviations(entropy, split))
+    where, per = split.label(), {"sampling_unit": "prompt", "fmt": ".2f"}
+    band = fraction_in_band(lss, split, low=2.0, high=3.0)
     return [
         Claim(f"geo_norm_prompts_{sid}", "B", "§4.1, Fig 2", f"{name}: the norm is "
               "prompt-independent in Thought, prompt-dependent in Fixation",
               "band narrow in Thought, wide in Fixation",
-              Measure.of_rows(partial(spread_ratio, split=split, relative=True), norms,
-                              quantity="Thought / Fixation std/mean of the norm over prompts",
-                              fmt=".2f", detail=where), below(1)),
+              Measure.ratio(*norm_dev, quantity="Thought / Fixation mean absolute deviation "
+                            "of the norm from the prompt mean (relative to it)",
+                            detail=where, **per), below(1)),
         Claim(f"geo_lss_drop_{sid}", "B", "§4.2, Fig 3", f"{name}: LSS falls in Fixation",
               "lower LSS in Fixation", Measure.difference(
-                  lss_f, lss_t, "mean windowed LSS, Fixation − Thought", fmt=".2f",
-                  detail=where), below(0)),
+                  lss_f, lss_t, "mean windowed LSS, Fixation − Thought",
+                  detail=where, **per), below(0)),
         Claim(f"geo_lss_range_{sid}", "B", "§5.1", f"{name}: LSS between 2.0 and 3.0 through "
-              "Fixation", "2.0–3.0", Measure.of_rows(
-                  partial(fraction_in_band, split=split, low=2.0, high=3.0), lss,
-                  quantity="share of Fixation layers with mean LSS in 2.0–3.0", fmt=".2f",
-                  detail=where), at_least(1)),
+              "Fixation", "2.0–3.0", Measure.mean(
+                  lss_f, "mean windowed LSS over the Fixation layers",
+                  detail=f"{where}; share of Fixation layers whose prompt-mean LSS lies in "
+                  f"2.0–3.0: {band:.2f}", **per), within(2.5, 0.5)),
         Claim(f"geo_eq_drop_{sid}", "B", "§4.3, Fig 4", f"{name}: equidistance drops in "
               "Fixation", "≤ 0.3 in Thought, ≈ 0.1 in Fixation", Measure.difference(
-                  eq_f, eq_t, "mean equidistance, Fixation − Thought", fmt=".2f",
-                  detail=where), below(0)),
+                  eq_f, eq_t, "mean equidistance, Fixation − Thought",
+                  detail=where, **per), below(0)),
         Claim(f"geo_eq_level_{sid}", "B", "§4.3, Fig 4", f"{name}: equidistance is about 0.1 "
               "in Fixation", "≈ 0.1", Measure.mean(eq_f, "mean Fixation equidistance",
-                                                   fmt=".2f", detail=where), at_most(0.15)),
+                                                   detail=where, **per), at_most(0.15)),
         Claim(f"geo_entropy_spread_{sid}", "B", "§4.4, Fig 5", f"{name}: prompts agree in "
               "confidence in Thought, disagree in Fixation", "low variation in Thought",
-              Measure.of_rows(partial(spread_ratio, split=split), entropy, fmt=".2f",
-                              quantity="Thought / Fixation std of the entropy over prompts",
-                              detail=where), below(1)),
+              Measure.ratio(*entropy_dev, quantity="Thought / Fixation mean absolute "
+                            "deviation of the entropy from the prompt mean",
+                            detail=where, **per), below(1)),
         Claim(f"geo_fixation_lss_{sid}", "B", "§5.4, Fig 12", f"{name}: over the Fixation "
               "layers LSS is lower than over all layers", "for every model",
               Measure.difference(lss_f, _row_means(lss), "mean LSS, Fixation − all layers",
-                                 fmt=".2f", detail=where), below(0)),
+                                 detail=where, **per), below(0)),
     ]
 
 

@@ -1,7 +1,10 @@
 """Statistics of ``[prompt, layer+1]`` curves that the chapters' claims resample over prompts.
 
 Each function takes whole arrays (prompts on the first axis) and the phase split, and returns
-per-prompt values or one number, so `llmdyn.claims.Measure.of_rows` can bootstrap it. A split is
+per-prompt values or one number. A claim is judged over one value per prompt (the unit):
+`per_prompt_values` applies a curve statistic to each prompt's curve alone, and
+`phase_deviations` measures each prompt's distance from the prompt-mean curve in each phase, so
+a spread over prompts becomes a paired comparison of per-prompt values. A split is
 a `llmdyn.phases.PhaseSplit` or the first Fixation layer ``b`` (Thought ``1 … b-1``, Fixation
 ``b … L``; layer 0, the embedding, is in neither). NaN entries (windows that do not fit) are
 ignored.
@@ -45,6 +48,52 @@ def phase_means_per_prompt(values, split: PhaseSplit | int) -> tuple[np.ndarray,
     """
     v, thought, fixation = _curves(values, split)
     return _nanmean(v[:, thought], 1), _nanmean(v[:, fixation], 1)
+
+
+def phase_deviations(values, split: PhaseSplit | int, *,
+                     relative: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Each prompt's mean absolute deviation from the prompt-mean curve, in Thought and Fixation.
+
+    ``d_p = mean over the phase's layers l of |v_{p,l} − v̄_l|`` (divided by ``v̄_l`` with
+    ``relative``), ``v̄_l`` the mean over prompts at layer l. The mean of ``d`` over prompts is
+    the phase's spread across prompts (the mean absolute deviation, as in Levene's test), so
+    "prompts agree more in Thought" is the paired ratio mean(d_Thought) / mean(d_Fixation) < 1,
+    with one value per prompt on each side.
+
+    Args:
+        values: ``[prompt, layer+1]``.
+        split: the phase split, or the first Fixation layer (2 … L).
+        relative: deviations relative to the layer's mean (a coefficient of variation).
+
+    Returns:
+        (Thought ``[prompt]``, Fixation ``[prompt]``).
+    """
+    v, thought, fixation = _curves(values, split)
+    centre = _nanmean(v, 0)  # (layer+1,)
+    dev = np.abs(v - centre)  # (prompt, layer+1)
+    if relative:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            dev = dev / np.abs(centre)
+    return _nanmean(dev[:, thought], 1), _nanmean(dev[:, fixation], 1)
+
+
+def per_prompt_values(statistic, *curves) -> np.ndarray:
+    """``statistic`` of each prompt's curve(s) alone: one value per prompt, ``[prompt]``.
+
+    Turns a statistic of the prompt-mean curve (`peak_position`, `rising_fraction`,
+    `relative_velocity_change`, ...) into one number per prompt, over which an interval is
+    taken: ``statistic(c[p:p+1], ...)`` for every prompt p.
+
+    Args:
+        statistic: a function of ``[prompt, ...]`` arrays returning one number.
+        *curves: ``[prompt, ...]`` arrays with the same prompts (paired rows).
+    """
+    arrays = [np.asarray(c, dtype=np.float64) for c in curves]
+    sizes = {len(a) for a in arrays}
+    if not arrays or len(sizes) != 1:
+        raise LlmdynError(f"curves must hold the same prompts, got {sorted(sizes)} rows")
+    return np.array([float(statistic(*(a[i:i + 1] for a in arrays)))
+                     for i in range(sizes.pop())])
 
 
 def spread_ratio(values, split: PhaseSplit | int, *, relative: bool = False) -> float:
@@ -119,6 +168,27 @@ def relative_velocity_change(norms, *, min_size: int = 3, exclude_last: int = 1)
     if not mean_slope > 0:
         return float("nan")  # no growth to compare a change of velocity with
     return velocity_change(norms, min_size=min_size, exclude_last=exclude_last) / mean_slope
+
+
+def relative_velocity_changes(norms, *, min_size: int = 3, exclude_last: int = 1) -> np.ndarray:
+    """Each prompt's :func:`velocity_change`, in units of the mean-curve's mean slope: ``[prompt]``.
+
+    One scale for all prompts of a model (the average increment per layer of the prompt-mean
+    curve, as in :func:`relative_velocity_change`), so a prompt whose norm grows little does not
+    make its value undefined, and the mean over prompts compares a model with its twin.
+
+    Args:
+        norms: ``[prompt, layer+1]``.
+        min_size: fewest layers on either side of each prompt's knot.
+        exclude_last: trailing layers left out (the final norm's output).
+    """
+    curve = np.asarray(norms, dtype=np.float64).mean(0)  # (layer+1,)
+    if exclude_last:
+        curve = curve[:-exclude_last]
+    scale = float(np.mean(np.diff(curve)))
+    change = per_prompt_values(
+        lambda x: velocity_change(x, min_size=min_size, exclude_last=exclude_last), norms)
+    return change / scale if scale > 0 else np.full(change.shape, np.nan)
 
 
 def velocity_gain_over(norms, reference, *, min_size: int = 3) -> float:

@@ -7,11 +7,13 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["geometry", "lens", "regularity", "shape"],
+    submodules=["geometry", "growth", "last_token", "lens", "regularity", "shape"],
     submod_attrs={
         "geometry": ["token_states", "DepthProfile", "depth_profile", "seed_mean", "residuals",
                      "layer_mean", "layer_range", "step_lengths", "last_step_ratio",
                      "TrajectorySummary", "trajectory_summary"],
+        "growth": ["variance_share", "per_prompt_variance_share"],
+        "last_token": ["distinct_last_tokens"],
         "lens": ["PromptLike", "LensReadout", "readout_from_logits", "lens_readouts",
                  "lens_entropy", "decode_top", "entropy_spread", "top_text", "entropy",
                  "total_variation", "tv_to_token"],

@@ -41,8 +41,8 @@ class DepthCouplingParams(CompareParams):
     squad_articles: list[str] | None = None
     #: None: whole prompts (as chapter 04); an int keeps the last characters
     max_prompt_chars: int | None = None
-    #: prompts for each compare model (1: the France prompt, as Figs 3, 20)
-    n_compare_prompts: int = 1
+    #: prompts for each compare model: the France prompt (Figs 3, 20), then chapter 04's questions
+    n_compare_prompts: int = 16
     #: untrained twins' seeds: the first on every prompt, the others on n_seed_prompts
     twin_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
     n_seed_prompts: int = 3  # prompts for the twins of the other seeds (the spread over seeds)
@@ -77,7 +77,7 @@ class JacobianAlignmentParams(QuestionParams):
     #: shallower model)
     grid_layers: list[int] | None = None
     n_prompts: int = 20  # SQuAD questions in the r(A) heatmaps and claims (paper: 100); ~5 s each
-    n_compare_prompts: int = 2  # of those, for each compare model
+    n_compare_prompts: int = 16  # of those, for each compare model (its claims' n; as chapter 05)
     n_lens_prompts: int = 20  # SQuAD questions for the boundary and the cheap Table 1 quantities
     #: untrained twins' seeds: the first on every question, the others on n_seed_prompts
     twin_seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
