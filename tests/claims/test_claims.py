@@ -424,7 +424,7 @@ def test_every_part_pastes_a_table_its_chapter_publishes():
                              ).groups()
         source = "\n".join(c.source for c in nbformat.read(REPO / "notebooks" / f"{doc}.ipynb",
                                                            as_version=4).cells)
-        published = re.findall(r"publish\((\w+)(?:, key=\"(\w+)\")?\)", source)
+        published = re.findall(r"publish\((.+?)(?:, key=\"(\w+)\")?\)$", source, re.M)
         assert key in {k or "scorecard" for _, k in published}, (part.name, published)
 
 
