@@ -135,6 +135,12 @@ class TrajectoriesParams(CompareParams):
     """Chapter 01: token trajectories in the PC plane of X^L (paper B Fig 1, paper A Fig 12)."""
 
     example_prompt: str = "What is the capital of France? The capital is"  # paper B's example
+    #: prompts the claims are judged over: the example, then SQuAD questions (chapter 04's texts)
+    n_prompts: int = 16
+    #: SQuAD articles of those questions (None: as chapter 04's default)
+    squad_articles: list[str] | None = None
+    #: None: whole questions (as chapter 04); an int keeps each question's last characters
+    max_prompt_chars: int | None = None
     #: seed of each model's untrained twin ([]: no twin)
     twin_seeds: list[int] = field(default_factory=lambda: [0])
     #: the shallow panel's layers, as fractions of the depth L
@@ -144,7 +150,7 @@ class TrajectoriesParams(CompareParams):
     windows_skip_last: bool = True  # the shallow/deep panels stop at X^(L-1)
     drop_first: int = 1  # leading tokens left out of the fit and the plot (attention sinks)
 
-    at_least: ClassVar[dict[str, int]] = {"drop_first": 0}
+    at_least: ClassVar[dict[str, int]] = {"drop_first": 0, "n_prompts": 1}
     twins_optional: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
