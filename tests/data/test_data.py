@@ -256,5 +256,8 @@ def test_prompts_then_questions_fills_from_the_shared_question_set_and_refuses_t
     with pytest.raises(LlmdynError, match=r"n_prompts=73 but the pool of 1 given prompt\(s\) "
                                           r"and 71 SQuAD questions has only 72"):
         D.prompts_then_questions([example], 73, articles="Super_Bowl_50")
+    with pytest.raises(LlmdynError, match=r"n_prompts=3 but the 2 distinct given prompt\(s\) has "
+                                          "only 2"):
+        D.prompts_then_questions([example, "United States of"], 3, questions=False)
     with pytest.raises(LlmdynError, match="n_lin must be a positive int"):
         D.prompts_then_questions([example], 0, name="n_lin")

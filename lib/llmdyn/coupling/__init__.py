@@ -21,6 +21,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "topk": ["top_singular"],
         "tokens": ["Kind", "KINDS", "KIND_TITLES", "kind_pairs", "cross_coupling", "TokenCoupling",
                    "token_coupling", "token_coupling_with_control", "CouplingSummary",
-                   "tile_shares", "summarize", "summarize_kinds", "kind_shares"],
+                   "tile_shares", "summarize", "summarize_kinds", "kind_shares",
+                   "prompt_shares"],
     },
 )

@@ -110,7 +110,7 @@ def question_texts(n: int, *, articles: str | Sequence[str] | None = None, seed:
 
 def prompts_then_questions(leading: Sequence[str | Prompt], n: int, *, name: str = "n_prompts",
                            articles: str | Sequence[str] | None = None, seed: int = 0,
-                           max_chars: int | None = None) -> list[Prompt]:
+                           max_chars: int | None = None, questions: bool = True) -> list[Prompt]:
     """``n`` prompts: the ``leading`` ones first, then :func:`question_texts`' SQuAD questions.
 
     A chapter that judges a claim over prompts needs more of them than its named examples; the
@@ -126,6 +126,8 @@ def prompts_then_questions(leading: Sequence[str | Prompt], n: int, *, name: str
         seed: seed of the questions' draw.
         max_chars: each question keeps its last characters (None: whole; e.g. 64 keeps the
             question and "The answer is:", 12–18 tokens).
+        questions: False: the leading prompts only, and an ``n`` beyond them is refused (a
+            chapter given its own prompts).
 
     Returns:
         ``[prompt]`` of length n, each with a unique id (SQuAD ones "squad/<id>[+tail<chars>]").
@@ -137,6 +139,9 @@ def prompts_then_questions(leading: Sequence[str | Prompt], n: int, *, name: str
     given = [q if isinstance(q, Prompt) else Prompt(f"given/{i}", q, "given")
              for i, q in enumerate(leading)]
     kept = [q for i, q in enumerate(given) if q.text not in {g.text for g in given[:i]}]
+    if not questions:
+        check_n(name, n, len(kept), f"the {len(kept)} distinct given prompt(s)")
+        return kept[:n]
     counts = {a.title: a.n_questions for a in squad_articles()}
     chosen = None if articles is None else [articles] if isinstance(articles, str) else articles
     available = sum(counts.values()) if chosen is None else sum(counts.get(t, 0) for t in chosen)

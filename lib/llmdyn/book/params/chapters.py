@@ -198,10 +198,13 @@ class TokenCouplingParams(ChapterParams):
 
     #: the prompt whose grids are drawn
     example_prompt: str = "What is the capital of France? The capital is"
-    #: None: the named example prompts of both papers (the example first)
+    #: None: the named example prompts of both papers (the example first), then SQuAD questions
     prompts: list[str] | None = None
-    #: prompts pooled in the summary numbers (each costs one Jacobian pass per model)
-    n_prompts: int = 3
+    #: prompts the claims are judged over (each costs one Jacobian pass per model)
+    n_prompts: int = 16
+    #: the SQuAD questions after the named prompts keep their last characters (64: the question
+    #: and "The answer is:", 12–18 tokens; None: whole, 100–300 tokens, far costlier)
+    max_prompt_chars: int | None = 64
     #: 0-based block l whose Jacobians are expressed (paper layer l + 1; None: 11, or its fraction
     #: of a shallower model)
     layer: int | None = None
