@@ -251,6 +251,8 @@ def test_prompts_then_questions_fills_from_the_shared_question_set_and_refuses_t
     assert [q.id for q in got[:2]] == ["given/0", "given/1"]
     assert [q.text for q in got[2:]] == D.question_texts(6, max_chars=64)
     assert len({q.id for q in got}) == 8 and all(q.id.startswith("squad/") for q in got[2:])
+    spectra = D.prompts_then_questions([example], 4, articles="Super_Bowl_50", seed=1)
+    assert [q.text for q in spectra[1:]] == D.question_texts(3, articles="Super_Bowl_50", seed=1)
     named = D.NAMED_PROMPTS["france"]
     assert D.prompts_then_questions([named], 1) == [named]  # n within the leading prompts
     with pytest.raises(LlmdynError, match=r"n_prompts=73 but the pool of 1 given prompt\(s\) "

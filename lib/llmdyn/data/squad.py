@@ -147,14 +147,18 @@ def prompts_then_questions(leading: Sequence[str | Prompt], n: int, *, name: str
     available = sum(counts.values()) if chosen is None else sum(counts.get(t, 0) for t in chosen)
     check_n(name, n, len(kept) + available, f"the pool of {len(kept)} given prompt(s) and "
                                             f"{available} SQuAD questions")
-    texts = {q.text for q in kept}
-    for q in squad_prompts(min(n, available), articles=articles, seed=seed):
-        if len(kept) >= n:
+    if n <= len(kept):
+        return kept[:n]
+    extra, size = n - len(kept), n - len(kept)
+    while True:  # draw as question_texts(extra) does, more only where cut texts repeat
+        drawn = [shorten_prompt(q, max_chars)
+                 for q in squad_prompts(min(size, available), articles=articles, seed=seed)]
+        fresh = [q for i, q in enumerate(drawn) if q.text not in
+                 {k.text for k in kept} | {d.text for d in drawn[:i]}][:extra]
+        if len(fresh) == extra or size >= available:
             break
-        q = shorten_prompt(q, max_chars)
-        if q.text not in texts:  # a cut question can repeat another's text, or a leading one
-            kept.append(q)
-            texts.add(q.text)
+        size += extra - len(fresh)
+    kept += fresh
     if len(kept) < n:
         raise LlmdynError(f"{name}={n} but the pool gives only {len(kept)} distinct prompts "
                           f"(max_chars={max_chars} makes some questions alike); ask for fewer "

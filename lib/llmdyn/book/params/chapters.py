@@ -105,6 +105,12 @@ class SpectraPromptsParams(CompareParams):
     #: relative noise ||delta_t|| / ||x_t^0||
     noise_levels: list[float] = field(default_factory=lambda: [0.01, 0.03, 0.1, 0.3, 1.0])
     n_draws: int = 8  # noise draws per level
+    #: prompts of the linearisation claims: the example, then SQuAD questions cut to
+    #: lin_prompt_chars (a Jacobian pass over every block each)
+    n_lin_prompts: int = 16
+    #: the linearisation's SQuAD questions keep their last characters (64: the question and
+    #: "The answer is:", 12–18 tokens; the pass grows with length)
+    lin_prompt_chars: int = 64
     #: "all": every input embedding is perturbed; "last": the last one only
     noise_tokens: str = "all"
     n_gsm8k: int = 6  # GSM8K prompts, each also with the zero-shot CoT suffix (Fig 15)
@@ -118,6 +124,7 @@ class SpectraPromptsParams(CompareParams):
 
     at_least: ClassVar[dict[str, int]] = {"k": 2, "n_prompts": 1, "n_compare_prompts": 1,
                                           "n_top": 1, "n_draws": 1, "n_per_task": 1,
+                                          "n_lin_prompts": 1, "lin_prompt_chars": 10,
                                           "n_gsm8k": 3,  # a regression needs 3 points
                                           "n_seed_prompts": 1}
 
