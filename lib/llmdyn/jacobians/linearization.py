@@ -282,26 +282,34 @@ def linearization_checks(
         return linearization_check(model, prompt, jacobians=J, **run).as_arrays()
 
     def variant(prompt: str) -> dict[str, np.ndarray]:
-        J = jacobians.pop(prompt, None)
-        J = last_token_jacobians(model, prompt) if J is None else J
-        last = last_token_jacobians(model, prompt, [model.n_layers - 1],
-                                    last_point="block_output")  # (1, d, d)
-        J = torch.cat([J[:-1], last])  # blocks before the last are the same either way
+        J = _block_output_jacobians(model, prompt, jacobians.pop(prompt, None))
         return linearization_check(model, prompt, jacobians=J, last_point="block_output",
                                    **run).as_arrays()
 
-    def one(compute, key, prompt: str) -> LinearizationCheck:
-        if store is None:
-            return LinearizationCheck(**compute(prompt))
-        return LinearizationCheck(**store.map("linearization", key, [prompt], compute)[0])
-
     main, other = [], []
     for prompt in prompts:  # prompt by prompt: one prompt's J^l held at a time
-        main.append(one(papers, params, prompt))
+        main.append(_cached(store, params, prompt, papers))
         if block_output:
-            other.append(one(variant, {**params, "last_point": "block_output"}, prompt))
+            other.append(_cached(store, {**params, "last_point": "block_output"}, prompt,
+                                 variant))
         jacobians.clear()
     return main, (other if block_output else None)
+
+
+def _block_output_jacobians(model: LoadedModel, prompt: str,
+                            papers: torch.Tensor | None) -> torch.Tensor:
+    """J^l under ``last_point="block_output"``: the papers' ``[layer, d, d]`` but the last block."""
+    J = last_token_jacobians(model, prompt) if papers is None else papers
+    last = last_token_jacobians(model, prompt, [model.n_layers - 1],
+                                last_point="block_output")  # (1, d, d)
+    return torch.cat([J[:-1], last])  # blocks before the last are the same either way
+
+
+def _cached(store: ResultStore | None, params: dict, prompt: str, compute) -> LinearizationCheck:
+    """One prompt's check from the ``linearization`` cache, computed where missing."""
+    if store is None:
+        return LinearizationCheck(**compute(prompt))
+    return LinearizationCheck(**store.map("linearization", params, [prompt], compute)[0])
 
 
 def _clean_jacobians(model: LoadedModel, prompt: str, jacobians: torch.Tensor | np.ndarray | None,
