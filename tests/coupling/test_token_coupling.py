@@ -15,6 +15,7 @@ from llmdyn.coupling.tokens import (
     cross_coupling,
     kind_pairs,
     kind_shares,
+    prompt_shares,
     summarize,
     summarize_kinds,
     tile_shares,
@@ -153,6 +154,18 @@ def test_summarize_kinds_pools_each_kind_over_prompts():
     for f in (summarize_kinds, kind_shares):
         with pytest.raises(LlmdynError, match="results is empty"):
             f([])
+
+
+def test_prompt_shares_are_each_prompts_mean_over_its_own_tiles():
+    diag, off = np.diag([1.0, 1.0]), np.array([[1.0, 1.0], [1.0, 1.0]])  # shares 1 and 1/2
+    first = {"self": _grid([[diag, diag], [off, diag]])}  # tiles 1 and 1/2: mean 0.75
+    second = {"self": _grid([[diag, off, off], [off, diag, off], [off, off, diag]])}  # 6 × 1/2
+    one = {"self": TokenCoupling("self", np.array([(0, 0)]), np.ones((1, 1, 2, 2)))}  # no tile
+    np.testing.assert_allclose(prompt_shares([first, second, one])["self"], [0.75, 0.5, np.nan])
+    # pooled over tiles the second prompt would weigh 3× the first: (1 + 0.5 + 6 × 0.5) / 8
+    assert summarize_kinds([first, second])["self"].diagonal_share == pytest.approx(4.5 / 8)
+    with pytest.raises(LlmdynError, match="results is empty"):
+        prompt_shares([])
 
 
 def test_summarize_edge_cases():

@@ -242,3 +242,24 @@ def test_question_texts_are_the_same_draw_for_every_chapter():
     assert all(t.endswith(" The answer is:") for t in twenty)
     short = D.question_texts(3, max_chars=55)
     assert all(len(t) <= 55 for t in short)
+
+
+def test_prompts_then_questions_fills_from_the_shared_question_set_and_refuses_too_many():
+    example = "What is the capital of France? The capital is"
+    got = D.prompts_then_questions([example, "United States of", example], 8, max_chars=64)
+    assert [q.text for q in got[:2]] == [example, "United States of"]  # the repeat kept once
+    assert [q.id for q in got[:2]] == ["given/0", "given/1"]
+    assert [q.text for q in got[2:]] == D.question_texts(6, max_chars=64)
+    assert len({q.id for q in got}) == 8 and all(q.id.startswith("squad/") for q in got[2:])
+    spectra = D.prompts_then_questions([example], 4, articles="Super_Bowl_50", seed=1)
+    assert [q.text for q in spectra[1:]] == D.question_texts(3, articles="Super_Bowl_50", seed=1)
+    named = D.NAMED_PROMPTS["france"]
+    assert D.prompts_then_questions([named], 1) == [named]  # n within the leading prompts
+    with pytest.raises(LlmdynError, match=r"n_prompts=73 but the pool of 1 given prompt\(s\) "
+                                          r"and 71 SQuAD questions has only 72"):
+        D.prompts_then_questions([example], 73, articles="Super_Bowl_50")
+    with pytest.raises(LlmdynError, match=r"n_prompts=3 but the 2 distinct given prompt\(s\) has "
+                                          "only 2"):
+        D.prompts_then_questions([example, "United States of"], 3, questions=False)
+    with pytest.raises(LlmdynError, match="n_lin must be a positive int"):
+        D.prompts_then_questions([example], 0, name="n_lin")

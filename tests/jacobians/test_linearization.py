@@ -101,3 +101,24 @@ def test_check_with_mismatched_fields_raises():
     with pytest.raises(LlmdynError, match="LinearizationCheck fields disagree"):
         LinearizationCheck(levels=np.zeros(2), cos_clean=np.zeros(5), cos_state=z, cos_step=z,
                            cos_delta=z)
+
+
+def test_checks_of_several_prompts_and_the_variant_equal_the_one_prompt_route(tiny64, tmp_path):
+    from llmdyn.core.store import ResultStore
+    from llmdyn.jacobians.linearization import linearization_checks
+
+    prompts, run = [FRANCE, "United States of"], dict(n_draws=2, seed=3)
+    store = ResultStore(tiny64.model_id, root=tmp_path)
+    main, variant = linearization_checks(tiny64, prompts, [0.01, 0.1], block_output=True,
+                                         store=store, **run)
+    for prompt, got, got_variant in zip(prompts, main, variant, strict=True):
+        for want, have in ((linearization_check(tiny64, prompt, [0.01, 0.1], **run), got),
+                           (linearization_check(tiny64, prompt, [0.01, 0.1],
+                                                last_point="block_output", **run), got_variant)):
+            for name, value in want.as_arrays().items():  # the last block alone differs: reused
+                np.testing.assert_array_equal(have.as_arrays()[name], value, err_msg=name)
+    cached, none = linearization_checks(tiny64, prompts[:1], [0.01, 0.1], store=store, **run)
+    assert none is None and len(list(tmp_path.rglob("*.npz"))) == 4  # 2 prompts × 2 variants
+    np.testing.assert_array_equal(cached[0].cos_state, main[0].cos_state)
+    want = main[0].cos_state[1, :, -1].mean()  # the mean over the draws
+    assert main[0].draw_mean("cos_state", 1, -1) == pytest.approx(want)

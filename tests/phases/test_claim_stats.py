@@ -86,6 +86,24 @@ def test_inverse_depth_r2_gain_matches_the_ols_fit():
     assert profile_correlation(a, 2 * a + 1) == pytest.approx(1.0)
 
 
+def test_per_prompt_r2_and_correlations_are_one_number_per_prompt():
+    from llmdyn.coupling.spectra import inverse_top_fit, prompt_inverse_r2
+    from llmdyn.phases.curves import row_correlations
+
+    rng = np.random.default_rng(0)
+    exact = 1.0 / (1.0 + 0.5 * np.arange(1, 7.0))[None, :, None]  # 1/σ₁ linear in l: R² = 1
+    noisy = rng.uniform(0.5, 2.0, (2, 6, 1))
+    got = prompt_inverse_r2(np.concatenate([exact, noisy]))
+    assert got.shape == (3,) and got[0] == pytest.approx(1.0)
+    assert got[1] == pytest.approx(inverse_top_fit(noisy[:1]).r2)
+    a = np.array([[0.0, 1, 2], [0.0, 1, 3], [1.0, 1, 1]])
+    r = row_correlations(a, np.array([[1.0, 3, 5], [3.0, 1, 0], [0.0, 1, 2]]))
+    assert r[0] == pytest.approx(1.0) and r[1] == pytest.approx(np.corrcoef(a[1], [3, 1, 0])[0, 1])
+    assert np.isnan(r[2])  # a flat profile has no correlation
+    with pytest.raises(LlmdynError, match="one shape"):
+        row_correlations(a, a[:2])
+
+
 def test_spread_ratio_without_fixation_spread_is_not_an_error():
     same = np.ones((3, 5))  # every prompt identical: no spread anywhere
     assert np.isnan(spread_ratio(same, 2))

@@ -25,7 +25,7 @@ MODELS = ["tiny-gpt2", "tiny-llama", "tiny-neox", "tiny-gemma3", "suite-checkpoi
 
 # Sample sizes only: the fewest prompts, one twin, no compare model.
 FEWER = {
-    "01_trajectories": {"twin_seeds": [0]},
+    "01_trajectories": {"n_prompts": 1, "twin_seeds": [0]},
     "02_geometry_along_depth": {"n_prompts": 2, "twin_seeds": [0]},
     "03_uncertainty": {"n_prompts": 2, "twin_seeds": [0]},
     "04_jacobian_alignment": {"n_prompts": 2, "n_compare_prompts": 1, "n_lens_prompts": 2,
@@ -33,8 +33,8 @@ FEWER = {
     "05_depth_coupling": {"n_prompts": 1, "twin_seeds": [0], "n_seed_prompts": 1},
     "06_token_coupling": {"n_prompts": 1, "twin_seeds": [0]},
     "07_regularity": {"n_per_task": 1, "twin_seeds": [0], "n_seed_prompts": 1},
-    "11_spectra_and_prompts": {"n_prompts": 1, "n_draws": 1, "n_gsm8k": 3, "n_per_task": 1,
-                               "twin_seeds": [0], "n_seed_prompts": 1},
+    "11_spectra_and_prompts": {"n_prompts": 1, "n_draws": 1, "n_lin_prompts": 1, "n_gsm8k": 3,
+                               "n_per_task": 1, "twin_seeds": [0], "n_seed_prompts": 1},
 }
 # The minimum matrix: the checkpoint, and the architectures in turn (each met at least once).
 MINIMUM = {(chapter, model) for chapter, model in zip(

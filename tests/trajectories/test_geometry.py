@@ -12,8 +12,10 @@ from llmdyn.trajectories.geometry import (
     last_step_ratio,
     layer_mean,
     layer_range,
+    median_over_tokens,
     residuals,
     step_lengths,
+    summarize_prompts,
     token_states,
     trajectory_summary,
 )
@@ -110,6 +112,27 @@ def test_trajectory_summary_known_answers():
     np.testing.assert_allclose(s.last_step[0], 1.0)
     with pytest.raises(LlmdynError, match="window"):
         trajectory_summary(np.stack([line]), window=(5, 5))
+
+
+def test_summarize_prompts_matches_two_traces_and_medians_are_per_prompt(tiny64):
+    L = tiny64.n_layers
+    got = summarize_prompts(tiny64, PROMPTS[:2], (1, L), drop_first=1)
+    for prompt, s in zip(PROMPTS[:2], got, strict=True):  # one pass gives both ends of the step
+        normed = trajectory(tiny64, prompt).per_token()[1:].double().numpy()
+        raw = trajectory(tiny64, prompt, last_point="block_output").per_token()[1:]
+        want = trajectory_summary(normed, (1, L))
+        for field in want._fields:
+            np.testing.assert_array_equal(getattr(s.summary, field), getattr(want, field))
+        np.testing.assert_array_equal(s.block_last, last_step_ratio(raw.double().numpy()))
+        assert len(s.tokens) == len(normed)
+    m = median_over_tokens(got)
+    np.testing.assert_array_equal(m.summary.growth, [np.median(s.summary.growth) for s in got])
+    np.testing.assert_array_equal(m.block_last, [np.median(s.block_last) for s in got])
+    assert list(m.n_tokens) == [len(s.tokens) for s in got]
+    with pytest.raises(LlmdynError, match="drop_first=99 leaves fewer than 2"):
+        summarize_prompts(tiny64, [PROMPTS[1]], (1, L), drop_first=99)
+    with pytest.raises(LlmdynError, match="summaries is empty"):
+        median_over_tokens([])
 
 
 def test_seed_mean_averages_prompt_by_prompt():

@@ -81,3 +81,15 @@ def power_law_fit(S, *, first_layer: int = 1) -> LinearFit:
     S = _spectra(S)
     depth = np.broadcast_to(depth_axis(S.shape[1], first_layer), S.shape[:2])
     return ols(np.log(depth), np.log(S[..., 0]))
+
+
+def prompt_inverse_r2(S) -> np.ndarray:
+    """Each prompt's R² of the line 1/σ₁ = a + b·l over its layers; ``[prompt]`` from ``S``.
+
+    ``S``: singular values ``[prompt, layer, k]``.
+
+    One number per prompt, so that the trained and untrained twins' R² (:func:`inverse_top_fit`
+    pools the prompts) can be compared prompt by prompt with a paired interval.
+    """
+    depth, inverse = _inverse_top_points(S)  # (prompt, layer) each
+    return r2(depth, inverse)

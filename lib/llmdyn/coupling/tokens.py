@@ -349,3 +349,24 @@ def kind_shares(results: Sequence[Mapping[str, TokenCoupling]]) -> dict[str, np.
     if not results:
         raise LlmdynError("results is empty; pass at least one prompt's token_coupling result")
     return {kind: tile_shares([r[kind] for r in results]) for kind in results[0]}
+
+
+def prompt_shares(results: Sequence[Mapping[str, TokenCoupling]]) -> dict[str, np.ndarray]:
+    """Each prompt's mean diagonal share over its off-diagonal tiles, per kind: ``[prompt]``.
+
+    The tiles of one prompt share its context, so a claim is judged over prompts on these
+    means (`llmdyn.claims.units`); a prompt with no finite off-diagonal tile gets NaN.
+
+    Args:
+        results: one dict per prompt, kind -> grid, as :func:`token_coupling` returns.
+
+    Returns:
+        kind -> ``[prompt]`` means, for the kinds of the first prompt, in order.
+    """
+    if not results:
+        raise LlmdynError("results is empty; pass at least one prompt's token_coupling result")
+    out = {}
+    for kind in results[0]:
+        shares = [tile_shares([r[kind]]) for r in results]
+        out[kind] = np.array([s.mean() if s.size else np.nan for s in shares])
+    return out

@@ -17,7 +17,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
                     "mmlu_subjects", "load_task", "sample_leaderboard", "zero_shot_cot",
                     "gsm8k_solution_steps"],
         "squad": ["SquadArticle", "squad_prompt", "squad_articles", "squad_prompts",
-                  "question_texts"],
+                  "question_texts", "prompts_then_questions"],
         "stems": ["question_stems"],
     },
 )

@@ -13,7 +13,8 @@ from llmdyn import LlmdynError
 from llmdyn.data.named import Prompt, shorten_prompt
 from llmdyn.data.packaged import OFFLINE_FILES, check_n, package_dir, read_rows
 
-__all__ = ["SquadArticle", "question_texts", "squad_articles", "squad_prompt", "squad_prompts"]
+__all__ = ["SquadArticle", "prompts_then_questions", "question_texts", "squad_articles",
+           "squad_prompt", "squad_prompts"]
 
 
 class SquadArticle(NamedTuple):
@@ -105,3 +106,61 @@ def question_texts(n: int, *, articles: str | Sequence[str] | None = None, seed:
     """
     return [shorten_prompt(q, max_chars).text
             for q in squad_prompts(n, articles=articles, seed=seed)]
+
+
+def prompts_then_questions(leading: Sequence[str | Prompt], n: int, *, name: str = "n_prompts",
+                           articles: str | Sequence[str] | None = None, seed: int = 0,
+                           max_chars: int | None = None, questions: bool = True) -> list[Prompt]:
+    """``n`` prompts: the ``leading`` ones first, then :func:`question_texts`' SQuAD questions.
+
+    A chapter that judges a claim over prompts needs more of them than its named examples; the
+    rest come from the book's one question set (the same draw as chapters 02–05, cut by
+    ``max_chars``), so that the cache and the question ids are shared. A leading text given
+    twice is kept once; a leading text becomes ``Prompt("given/<i>", text, "given")``.
+
+    Args:
+        leading: prompts kept first and whole (e.g. the chapter's example, named prompts).
+        n: how many prompts in all; the leading ones alone when ``n <= len(leading)``.
+        name: the parameter that asked for ``n``, named in the error.
+        articles: SQuAD article title(s) of the questions (None: :func:`squad_prompts`' default).
+        seed: seed of the questions' draw.
+        max_chars: each question keeps its last characters (None: whole; e.g. 64 keeps the
+            question and "The answer is:", 12–18 tokens).
+        questions: False: the leading prompts only, and an ``n`` beyond them is refused (a
+            chapter given its own prompts).
+
+    Returns:
+        ``[prompt]`` of length n, each with a unique id (SQuAD ones "squad/<id>[+tail<chars>]").
+
+    Raises:
+        LlmdynError: ``n`` is not a positive int, or more than the leading prompts and the
+            packaged questions together can give.
+    """
+    given = [q if isinstance(q, Prompt) else Prompt(f"given/{i}", q, "given")
+             for i, q in enumerate(leading)]
+    kept = [q for i, q in enumerate(given) if q.text not in {g.text for g in given[:i]}]
+    if not questions:
+        check_n(name, n, len(kept), f"the {len(kept)} distinct given prompt(s)")
+        return kept[:n]
+    counts = {a.title: a.n_questions for a in squad_articles()}
+    chosen = None if articles is None else [articles] if isinstance(articles, str) else articles
+    available = sum(counts.values()) if chosen is None else sum(counts.get(t, 0) for t in chosen)
+    check_n(name, n, len(kept) + available, f"the pool of {len(kept)} given prompt(s) and "
+                                            f"{available} SQuAD questions")
+    if n <= len(kept):
+        return kept[:n]
+    extra, size = n - len(kept), n - len(kept)
+    while True:  # draw as question_texts(extra) does, more only where cut texts repeat
+        drawn = [shorten_prompt(q, max_chars)
+                 for q in squad_prompts(min(size, available), articles=articles, seed=seed)]
+        fresh = [q for i, q in enumerate(drawn) if q.text not in
+                 {k.text for k in kept} | {d.text for d in drawn[:i]}][:extra]
+        if len(fresh) == extra or size >= available:
+            break
+        size += extra - len(fresh)
+    kept += fresh
+    if len(kept) < n:
+        raise LlmdynError(f"{name}={n} but the pool gives only {len(kept)} distinct prompts "
+                          f"(max_chars={max_chars} makes some questions alike); ask for fewer "
+                          "or raise max_chars")
+    return kept[:n]

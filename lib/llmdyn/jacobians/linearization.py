@@ -10,6 +10,8 @@ import numpy as np
 import torch
 
 from llmdyn import LlmdynError
+from llmdyn.core import checks
+from llmdyn.core.store import ResultStore
 from llmdyn.jacobians.last_token import last_token_jacobians
 from llmdyn.models.loading import LoadedModel
 from llmdyn.trace import LastPoint, check_last_point, encode, one_logit, with_final_norm
@@ -169,6 +171,15 @@ class LinearizationCheck:
         names = ("levels", "cos_clean", "cos_state", "cos_step", "cos_delta")
         return {k: getattr(self, k) for k in names}
 
+    def draw_mean(self, field: Literal["cos_state", "cos_step", "cos_delta"], level: int,
+                  layer: int) -> float:
+        """The mean over the noise draws of one cosine at one level and layer.
+
+        The draws perturb one prompt, so they are not independent units: a claim takes this
+        one number per prompt (`llmdyn.claims.units`).
+        """
+        return float(getattr(self, field)[level, :, layer].mean())
+
 
 def linearization_check(
     model: LoadedModel,
@@ -223,6 +234,82 @@ def linearization_check(
     return LinearizationCheck(levels=np.asarray(levels), cos_clean=cos_clean,
                               cos_state=np.stack(cos_state), cos_step=np.stack(cos_step),
                               cos_delta=np.stack(cos_delta))
+
+
+def linearization_checks(
+    model: LoadedModel,
+    prompts: Sequence[str],
+    levels: Sequence[float],
+    *,
+    n_draws: int = 8,
+    seed: int = 0,
+    tokens: NoiseTokens = "all",
+    block_output: bool = False,
+    store: ResultStore | None = None,
+) -> tuple[list[LinearizationCheck], list[LinearizationCheck] | None]:
+    """:func:`linearization_check` of several prompts, cached per prompt, with its variant.
+
+    The variant ends the last block at its raw output (``last_point="block_output"``). Its
+    Jacobians are the papers' ones except the last block's (the final norm only acts there;
+    the same bits, tested), so it costs one more block, not another pass over every block.
+    The cache key is built here, once: ``linearization`` with the levels, draws, seed and
+    noise tokens, ``last_point`` added for the variant.
+
+    Args:
+        model: a loaded model.
+        prompts: texts; each is one cached item.
+        levels: relative noise sizes, each > 0.
+        n_draws: perturbations per level.
+        seed: seed of the noise (the same draws for every prompt of one length).
+        tokens: which input embeddings are perturbed (``"all"`` or ``"last"``).
+        block_output: also compute the variant.
+        store: results cache (None: compute without caching).
+
+    Returns:
+        ``(checks, variant)``: one :class:`LinearizationCheck` per prompt each; variant None
+        unless ``block_output``.
+    """
+    prompts = checks.prompt_texts(prompts)
+    params = {"levels": [float(v) for v in levels], "n_draws": n_draws, "seed": seed,
+              "tokens": tokens, "dtype": "float32", "protocol": 2}
+    run = dict(levels=levels, n_draws=n_draws, seed=seed, tokens=tokens)
+    jacobians: dict[str, torch.Tensor] = {}  # prompt -> its J^l, kept only for the variant
+
+    def papers(prompt: str) -> dict[str, np.ndarray]:
+        J = last_token_jacobians(model, prompt)  # (layer, d, d), the final norm in the last
+        if block_output:
+            jacobians[prompt] = J
+        return linearization_check(model, prompt, jacobians=J, **run).as_arrays()
+
+    def variant(prompt: str) -> dict[str, np.ndarray]:
+        J = _block_output_jacobians(model, prompt, jacobians.pop(prompt, None))
+        return linearization_check(model, prompt, jacobians=J, last_point="block_output",
+                                   **run).as_arrays()
+
+    main, other = [], []
+    for prompt in prompts:  # prompt by prompt: one prompt's J^l held at a time
+        main.append(_cached(store, params, prompt, papers))
+        if block_output:
+            other.append(_cached(store, {**params, "last_point": "block_output"}, prompt,
+                                 variant))
+        jacobians.clear()
+    return main, (other if block_output else None)
+
+
+def _block_output_jacobians(model: LoadedModel, prompt: str,
+                            papers: torch.Tensor | None) -> torch.Tensor:
+    """J^l under ``last_point="block_output"``: the papers' ``[layer, d, d]`` but the last block."""
+    J = last_token_jacobians(model, prompt) if papers is None else papers
+    last = last_token_jacobians(model, prompt, [model.n_layers - 1],
+                                last_point="block_output")  # (1, d, d)
+    return torch.cat([J[:-1], last])  # blocks before the last are the same either way
+
+
+def _cached(store: ResultStore | None, params: dict, prompt: str, compute) -> LinearizationCheck:
+    """One prompt's check from the ``linearization`` cache, computed where missing."""
+    if store is None:
+        return LinearizationCheck(**compute(prompt))
+    return LinearizationCheck(**store.map("linearization", params, [prompt], compute)[0])
 
 
 def _clean_jacobians(model: LoadedModel, prompt: str, jacobians: torch.Tensor | np.ndarray | None,

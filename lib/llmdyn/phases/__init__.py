@@ -19,7 +19,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
                    "rising_fraction", "velocity_change", "relative_velocity_change",
                    "relative_velocity_changes",
                    "velocity_gain_over", "alignment_profile", "most_aligned_position",
-                   "profile_correlation"],
+                   "profile_correlation", "row_correlations"],
         "measure": ["measure_boundary"],
         "split": ["CRITERIA", "SPLITS", "PhaseSplit", "as_split", "window_that_fits",
                   "PhaseBoundary", "estimate_boundary", "agree"],

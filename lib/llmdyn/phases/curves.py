@@ -239,3 +239,18 @@ def profile_correlation(a, b) -> float:
     """Pearson r between the prompt-median profiles of two ``[prompt, layer]`` arrays."""
     a, b = np.median(np.asarray(a, dtype=np.float64), 0), np.median(np.asarray(b, np.float64), 0)
     return float(np.corrcoef(a, b)[0, 1])
+
+
+def row_correlations(a, b) -> np.ndarray:
+    """Pearson r between each prompt's two profiles: ``[prompt, layer]`` × 2 -> ``[prompt]``.
+
+    One number per prompt (e.g. its per-layer coupling with and without a CoT suffix), so a
+    claim about the profiles is judged over prompts rather than on one pooled median profile.
+    """
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.ndim != 2 or a.shape != b.shape or a.shape[1] < 2:
+        raise LlmdynError(f"a and b must be [prompt, layer] of one shape with layer >= 2, got "
+                          f"{a.shape} and {b.shape}")
+    da, db = a - a.mean(1, keepdims=True), b - b.mean(1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):  # a flat profile has no r: NaN
+        return (da * db).sum(1) / np.sqrt((da * da).sum(1) * (db * db).sum(1))

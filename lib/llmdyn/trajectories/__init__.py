@@ -11,7 +11,8 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
     submod_attrs={
         "geometry": ["token_states", "DepthProfile", "depth_profile", "seed_mean", "residuals",
                      "layer_mean", "layer_range", "step_lengths", "last_step_ratio",
-                     "TrajectorySummary", "trajectory_summary"],
+                     "TrajectorySummary", "trajectory_summary", "PromptSummary",
+                     "summarize_prompts", "PromptMedians", "median_over_tokens"],
         "growth": ["variance_share", "per_prompt_variance_share"],
         "last_token": ["distinct_last_tokens"],
         "lens": ["PromptLike", "LensReadout", "readout_from_logits", "lens_readouts",

@@ -12,7 +12,7 @@ from llmdyn import LlmdynError
 from llmdyn.core import checks, masked
 from llmdyn.core.store import ResultStore
 from llmdyn.models.loading import LoadedModel
-from llmdyn.trace import LastPoint, check_last_point, final_norm, trajectory
+from llmdyn.trace import LastPoint, check_last_point, final_norm, trajectory, with_final_norm
 from llmdyn.trajectories import shape
 
 
@@ -252,3 +252,66 @@ def trajectory_summary(traj: np.ndarray, window: tuple[int, int]) -> TrajectoryS
                              window_lss=shape.line_shape_score(x[:, first:last + 1]),
                              full_lss=shape.line_shape_score(x),
                              last_step=last_step_ratio(x))
+
+
+class PromptSummary(NamedTuple):
+    """One prompt's per-token Fig 1 numbers, for the tokens from ``drop_first`` on."""
+
+    tokens: tuple[str, ...]  # [tok] the tokens kept
+    summary: TrajectorySummary  # [tok] each field, with X^L after the final norm (the papers')
+    block_last: np.ndarray  # [tok] last_step_ratio with X^L before the final norm
+
+
+def summarize_prompts(model: LoadedModel, prompts: Sequence[str], window: tuple[int, int], *,
+                      drop_first: int = 1) -> list[PromptSummary]:
+    """:func:`trajectory_summary` of every prompt, from one forward pass each.
+
+    The pass keeps the last block's raw output; its image under the final norm gives the
+    papers' X^L (the same bits as ``trajectory(..., last_point="final_norm")``), so both ends
+    of the last step cost one pass.
+
+    Args:
+        model: a loaded model.
+        prompts: texts.
+        window: (first, last) layers of the stretch examined (e.g. the deep window).
+        drop_first: leading tokens left out (attention sinks); at least 2 tokens must remain.
+
+    Returns:
+        One :class:`PromptSummary` per prompt.
+    """
+    out = []
+    for prompt in _prompts(prompts):
+        tr = trajectory(model, prompt, last_point="block_output")
+        if len(tr.tokens) - drop_first < 2:
+            raise LlmdynError(f"drop_first={drop_first} leaves fewer than 2 of the "
+                              f"{len(tr.tokens)} tokens of {prompt[:40]!r}; lower it")
+        raw = tr.states[:, drop_first:]  # (layer+1, tok, d_model), X^L before the final norm
+        normed = with_final_norm(model, raw).transpose(0, 1).double().numpy()  # (tok, layer+1, d)
+        out.append(PromptSummary(tokens=tr.tokens[drop_first:],
+                                 summary=trajectory_summary(normed, window),
+                                 block_last=last_step_ratio(raw.transpose(0, 1).double().numpy())))
+    return out
+
+
+class PromptMedians(NamedTuple):
+    """Each prompt's median over its tokens of the Fig 1 numbers: one value per prompt."""
+
+    summary: TrajectorySummary  # [prompt] each field
+    block_last: np.ndarray  # [prompt] last step ratio with X^L before the final norm
+    n_tokens: np.ndarray  # [prompt] tokens each median is taken over
+
+
+def median_over_tokens(summaries: Sequence[PromptSummary]) -> PromptMedians:
+    """Each prompt's median over its tokens: the claims' one number per prompt.
+
+    The tokens of one prompt share its context, so a claim is judged over prompts
+    (`llmdyn.claims.units`), on these medians.
+    """
+    if not summaries:
+        raise LlmdynError("summaries is empty; pass at least one prompt's PromptSummary")
+    fields = TrajectorySummary._fields
+    medians = TrajectorySummary(*(np.array([np.median(getattr(s.summary, f)) for s in summaries])
+                                  for f in fields))
+    return PromptMedians(summary=medians,
+                         block_last=np.array([np.median(s.block_last) for s in summaries]),
+                         n_tokens=np.array([len(s.tokens) for s in summaries]))

@@ -105,6 +105,12 @@ class SpectraPromptsParams(CompareParams):
     #: relative noise ||delta_t|| / ||x_t^0||
     noise_levels: list[float] = field(default_factory=lambda: [0.01, 0.03, 0.1, 0.3, 1.0])
     n_draws: int = 8  # noise draws per level
+    #: prompts of the linearisation claims: the example, then SQuAD questions cut to
+    #: lin_prompt_chars (a Jacobian pass over every block each)
+    n_lin_prompts: int = 16
+    #: the linearisation's SQuAD questions keep their last characters (64: the question and
+    #: "The answer is:", 12–18 tokens; the pass grows with length)
+    lin_prompt_chars: int = 64
     #: "all": every input embedding is perturbed; "last": the last one only
     noise_tokens: str = "all"
     n_gsm8k: int = 6  # GSM8K prompts, each also with the zero-shot CoT suffix (Fig 15)
@@ -118,6 +124,7 @@ class SpectraPromptsParams(CompareParams):
 
     at_least: ClassVar[dict[str, int]] = {"k": 2, "n_prompts": 1, "n_compare_prompts": 1,
                                           "n_top": 1, "n_draws": 1, "n_per_task": 1,
+                                          "n_lin_prompts": 1, "lin_prompt_chars": 10,
                                           "n_gsm8k": 3,  # a regression needs 3 points
                                           "n_seed_prompts": 1}
 
@@ -135,6 +142,12 @@ class TrajectoriesParams(CompareParams):
     """Chapter 01: token trajectories in the PC plane of X^L (paper B Fig 1, paper A Fig 12)."""
 
     example_prompt: str = "What is the capital of France? The capital is"  # paper B's example
+    #: prompts the claims are judged over: the example, then SQuAD questions (chapter 04's texts)
+    n_prompts: int = 16
+    #: SQuAD articles of those questions (None: as chapter 04's default)
+    squad_articles: list[str] | None = None
+    #: None: whole questions (as chapter 04); an int keeps each question's last characters
+    max_prompt_chars: int | None = None
     #: seed of each model's untrained twin ([]: no twin)
     twin_seeds: list[int] = field(default_factory=lambda: [0])
     #: the shallow panel's layers, as fractions of the depth L
@@ -144,7 +157,7 @@ class TrajectoriesParams(CompareParams):
     windows_skip_last: bool = True  # the shallow/deep panels stop at X^(L-1)
     drop_first: int = 1  # leading tokens left out of the fit and the plot (attention sinks)
 
-    at_least: ClassVar[dict[str, int]] = {"drop_first": 0}
+    at_least: ClassVar[dict[str, int]] = {"drop_first": 0, "n_prompts": 1}
     twins_optional: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
@@ -192,10 +205,13 @@ class TokenCouplingParams(ChapterParams):
 
     #: the prompt whose grids are drawn
     example_prompt: str = "What is the capital of France? The capital is"
-    #: None: the named example prompts of both papers (the example first)
+    #: None: the named example prompts of both papers (the example first), then SQuAD questions
     prompts: list[str] | None = None
-    #: prompts pooled in the summary numbers (each costs one Jacobian pass per model)
-    n_prompts: int = 3
+    #: prompts the claims are judged over (each costs one Jacobian pass per model)
+    n_prompts: int = 16
+    #: the SQuAD questions after the named prompts keep their last characters (64: the question
+    #: and "The answer is:", 12–18 tokens; None: whole, 100–300 tokens, far costlier)
+    max_prompt_chars: int | None = 64
     #: 0-based block l whose Jacobians are expressed (paper layer l + 1; None: 11, or its fraction
     #: of a shallower model)
     layer: int | None = None
