@@ -260,3 +260,11 @@ def test_the_smallest_advantage_grades_as_all_rivals_together():
     assert both_clear.smallest == (0.2, 0.05, 0.4)  # lower end above 0: every rival clears
     assert one_below.smallest == (-0.3, -0.5, -0.1)  # wholly below 0: a rival beats coupling
     assert one_straddles.smallest == (0.1, -0.1, 0.3)
+    from llmdyn.claims import Claim, above
+
+    grades = [Claim("gen_vs_size", "A", "§5.4", "s", "p", a.measure("smallest advantage"),
+                    above(0)).verdict.grade for a in (both_clear, one_below, one_straddles)]
+    assert grades == ["holds", "does not hold", "inconclusive"]
+    m = both_clear.measure("smallest advantage")
+    assert m.sampling_unit == "model" and "Bonferroni level 97.50%: a: 0.30" in m.detail
+    assert m.interval_text() == "n = 27 models, Zou's interval"

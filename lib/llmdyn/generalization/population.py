@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from llmdyn import LlmdynError
+from llmdyn.claims.measure import Measure
 from llmdyn.core.store import ResultStore
 from llmdyn.core.tables import markdown_table
 from llmdyn.coupling.depth import (
@@ -158,6 +159,15 @@ class Advantage:
         """Each rival's advantage with its interval."""
         return "; ".join(f"{rival}: {d:{fmt}} [{lo:{fmt}}, {hi:{fmt}}]"
                          for rival, (d, lo, hi) in self.by_rival.items())
+
+    def measure(self, quantity: str) -> Measure:
+        """The smallest advantage as a measure over models, Zou's interval (coverage table)."""
+        d, lo, hi = self.smallest
+        return Measure.from_interval(
+            d, lo, hi, self.n, quantity, kind="correlation_difference", method="zou", fmt=".2f",
+            sampling_unit="model",
+            detail=f"{self.n} models; Zou's interval of each difference at the Bonferroni level "
+                   f"{self.level:.2%}: {self.detail()}")
 
 
 def correlation_advantage(frame: pd.DataFrame, y: str, coupling: str = "diagonal_share",
