@@ -2,7 +2,7 @@
 
 The table decides which interval judges which kind of statistic at which n
 (`llmdyn.stats.coverage`); ``book/methods.md`` shows it between the ``coverage-table`` markers.
-``tests/stats/test_coverage.py`` recomputes it and checks both copies. About 80 s of one CPU core.
+``tests/stats/test_coverage.py`` recomputes it and checks both copies. About 40 s of one CPU core.
 
     python tools/coverage.py            # write data/coverage.csv and the methods.md table
     python tools/coverage.py --check    # exit 1 when either differs from a fresh simulation
@@ -21,7 +21,8 @@ METHODS_MD = Path(__file__).resolve().parents[1] / "book" / "methods.md"
 BEGIN, END = "<!-- coverage-table: begin -->", "<!-- coverage-table: end -->"
 NAMES = {"t": "t", "bca": "BCa bootstrap", "order": "order statistics",
          "delta_t": "linearised t", "ols_t": "OLS t", "fisher_z": "Fisher z",
-         "exact": "Clopper–Pearson"}
+         "exact": "Clopper–Pearson", "log_t": "t on the logs", "pitman_morgan": "Pitman–Morgan",
+         "pitman_morgan_hc4": "Pitman–Morgan, HC4", "zou": "Zou"}
 
 
 def markdown(rows: list[dict]) -> str:

@@ -1,8 +1,9 @@
 """Intervals with known answers (against scipy's own), and the coverage table that picks them.
 
 The coverage test recomputes every row of ``data/coverage.csv`` (1,000 simulated samples per
-bootstrap row, 10,000 per closed-form row, seed 2029; about 80 s of one core) and checks that the
-committed table, the copy in ``book/methods.md`` and the library's choices all follow from it.
+bootstrap row, 2,000 per HC4 Pitman–Morgan row, 10,000 per closed-form row, seed 2029; about
+45 CPU seconds) and checks that the committed table, the copy in ``book/methods.md`` and the
+library's choices all follow from it.
 A method is used at (kind, n) only where its coverage is within the margin of 95 % (three
 binomial standard errors over 1,000 draws, 2.1 points) or above it (conservative).
 """
@@ -14,8 +15,10 @@ import importlib.util
 
 import numpy as np
 import pytest
+import statsmodels.api as sm
 from scipy import stats as sps
 
+from llmdyn import LlmdynError
 from llmdyn.claims.claim import Measure
 from llmdyn.runner.build import REPO
 from llmdyn.stats import coverage, intervals
@@ -76,6 +79,107 @@ def test_delta_t_is_exact_on_a_constant_ratio_and_t_on_unit_denominators():
     assert intervals.delta_t(3 * b, b) == pytest.approx((3.0, 3.0))
     a = RNG.gamma(4.0, size=12)
     assert intervals.delta_t(a, np.ones(12)) == pytest.approx(intervals.t_mean(a))
+
+
+def test_log_t_is_the_t_interval_of_the_log_ratios_carried_back():
+    b = RNG.gamma(4.0, size=4)
+    a = b * RNG.lognormal(np.log(2), 0.5, size=4)  # 4 runs
+    ci = sps.ttest_1samp(np.log(a / b), 0).confidence_interval()
+    assert intervals.log_t(a, b) == pytest.approx((np.exp(ci.low), np.exp(ci.high)))
+    assert intervals.log_t(3 * b, b) == pytest.approx((3.0, 3.0))  # a constant ratio
+    with pytest.raises(LlmdynError, match="positive values"):
+        intervals.log_t(a - a.max(), b)
+
+
+def test_pitman_morgan_on_a_hand_computed_case():
+    # s_a² = 20/3, s_b² = 5/3: F = 4; Σ da·db = 8 over √(20·5) = 10: r = 0.8; n − 2 = 2
+    a, b = np.array([2.0, 4, 6, 8]), np.array([1.0, 3, 2, 4])
+    t2 = sps.t.ppf(0.975, 2) ** 2
+    k = 1 + 2 * (1 - 0.64) * t2 / 2
+    assert intervals.pitman_morgan(a, b) == pytest.approx(
+        (4 * (k - np.sqrt(k * k - 1)), 4 * (k + np.sqrt(k * k - 1))))
+    assert intervals.pitman_morgan(a, b)[0] == pytest.approx(0.26206, abs=1e-5)
+
+
+def test_pitman_morgan_ends_are_where_scipys_correlation_test_reaches_its_level():
+    b = RNG.normal(size=20)
+    a = 1.5 * (0.6 * b + 0.8 * RNG.normal(size=20))
+    lo, hi = intervals.pitman_morgan(a, b)
+    for theta in (lo, hi):  # u = a ± √θ·b are uncorrelated exactly when θ = var(a)/var(b)
+        c = np.sqrt(theta)
+        assert sps.pearsonr(a + c * b, a - c * b).pvalue == pytest.approx(0.05, rel=1e-8)
+    f = a.var(ddof=1) / b.var(ddof=1)
+    assert lo < f < hi and np.sqrt(lo * hi) == pytest.approx(f)  # symmetric on a log scale
+
+
+def test_hc4_slope_t_matches_the_sandwich_from_statsmodels_pieces():
+    x, y = RNG.gamma(4.0, size=12), RNG.gamma(4.0, size=12)
+    fit = sm.OLS(y, sm.add_constant(x)).fit()
+    h = fit.get_influence().hat_matrix_diag
+    delta = np.minimum(4.0, 12 * h / 2)  # Cribari-Neto (2004): h_i over its mean 2/n
+    bread = np.linalg.inv(fit.model.exog.T @ fit.model.exog)
+    meat = fit.model.exog.T @ np.diag(fit.resid ** 2 / (1 - h) ** delta) @ fit.model.exog
+    se = np.sqrt((bread @ meat @ bread)[1, 1])
+    assert intervals.hc4_slope_t(x, y) == pytest.approx(fit.params[1] / se, rel=1e-10)
+
+
+def test_pitman_morgan_hc4_inverts_its_test_around_the_sample_ratio():
+    b = RNG.gamma(4.0, size=20)
+    a = 2 * (b + RNG.gamma(4.0, size=20))
+    lo, hi = intervals.pitman_morgan_hc4(a, b)
+    crit = sps.t.ppf(0.975, 18)
+    for theta in (lo, hi):
+        c = np.sqrt(theta)
+        assert abs(intervals.hc4_slope_t(a + c * b, a - c * b)) == pytest.approx(crit, rel=1e-6)
+    assert lo < a.var(ddof=1) / b.var(ddof=1) < hi
+    assert np.isnan(intervals.pitman_morgan_hc4(a, np.ones(20))).all()  # no ratio to a constant
+
+
+def _with_correlations(r: np.ndarray, n: int) -> np.ndarray:
+    """``[3, n]`` values whose sample correlation matrix is exactly ``r``."""
+    z = RNG.normal(size=(n, 3))
+    z -= z.mean(0)
+    z = z @ np.linalg.inv(np.linalg.cholesky(np.cov(z.T)).T)  # sample covariance = identity
+    return (z @ np.linalg.cholesky(r).T).T
+
+
+def test_zou_reproduces_zou_2007s_overlapping_example():
+    # Zou (2007), overlapping correlations: r12 = .396, r13 = .179, r23 = .088, n = 66 gives
+    # the 95 % interval (−.093, .517) of r12 − r13
+    r = np.array([[1, 0.396, 0.179], [0.396, 1, 0.088], [0.179, 0.088, 1]])
+    y, x1, x2 = _with_correlations(r, 66)
+    lo, hi = intervals.zou(y, x1, x2)
+    assert (round(float(lo), 3), round(float(hi), 3)) == (-0.093, 0.517)
+    assert intervals.zou_from_r(0.396, 0.179, 0.088, 66) == pytest.approx((lo, hi))
+    wide = intervals.zou(y, x1, x2, level=intervals.bonferroni_level(4))
+    assert wide[0] < lo and wide[1] > hi and intervals.bonferroni_level(4) == 1 - 0.05 / 4
+
+
+def test_zou_covers_at_the_bonferroni_level_of_four_rivals():
+    level, sims = intervals.bonferroni_level(4), 10_000
+    rng = np.random.default_rng([coverage.SEED, 4])
+    (y, x1, x2), truth = coverage.simulate("correlation_difference", 27, sims, rng)
+    lo, hi = intervals.zou(y, x1, x2, level=level)
+    covered = np.mean((lo <= truth) & (truth <= hi))
+    assert abs(covered - level) <= coverage.margin(sims, level)  # 98.75 % ± 0.33 points
+
+
+def test_simulated_populations_have_their_stated_parameters():
+    rng = np.random.default_rng(3)
+    (a, b), truth = coverage.simulate("log_ratio", 400_000, 1, rng)
+    assert np.exp(np.log(a / b).mean()) == pytest.approx(truth, rel=2e-3)
+    (a, b), truth = coverage.simulate("variance_ratio", 400_000, 1, rng)
+    assert a.var() / b.var() == pytest.approx(truth, rel=0.02)
+    assert sps.skew(b[0]) == pytest.approx(1.0, abs=0.05)  # Gamma(4)-shaped margins
+    (y, x1, x2), truth = coverage.simulate("correlation_difference", 400_000, 1, rng)
+    assert np.corrcoef([y[0], x1[0], x2[0]]) == pytest.approx(coverage.CORRELATIONS, abs=0.01)
+    assert truth == pytest.approx(0.3) and sps.skew(y[0]) == pytest.approx(1.0, abs=0.05)
+
+
+def test_the_paired_kinds_refuse_unpaired_samples():
+    with pytest.raises(LlmdynError, match="paired"):
+        coverage.interval("variance_ratio", "pitman_morgan", np.ones(5), np.ones(6),
+                          paired=False)
 
 
 # --- the coverage table ---------------------------------------------------------------------

@@ -45,7 +45,8 @@ class Estimate:
         level: two-sided coverage of [lo, hi].
         exact: True when the value is a single fact (one named prompt), not a sample estimate.
         method: how [lo, hi] was computed ("bca", "percentile", "t", "ols_t", "fisher_z",
-            "exact", "order"; see `llmdyn.stats.coverage.METHODS`); "" without an interval.
+            "exact", "order", "log_t", "pitman_morgan_hc4", "zou", ...; see
+            `llmdyn.stats.coverage.METHODS`); "" without an interval.
     """
 
     value: float
@@ -291,3 +292,23 @@ def relative_iqr(a: np.ndarray) -> np.ndarray:
 def fraction_true(a: np.ndarray) -> np.ndarray:
     """Fraction of items that pass (1.0 = pass, 0.0 = fail)."""
     return a.mean(-1)
+
+
+def geometric_mean_ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """exp(mean(log(a/b))): the geometric mean of paired positive ratios (e.g. over runs)."""
+    return np.exp((np.log(a) - np.log(b)).mean(-1))
+
+
+def variance_ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """var(a) / var(b) (sample variances), e.g. the spread over prompts in two phases."""
+    return a.var(-1, ddof=1) / b.var(-1, ddof=1)
+
+
+def correlation_difference(y: np.ndarray, x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
+    """r(y, x1) − r(y, x2): how much better x1 correlates with y than x2 does (Pearson r)."""
+    def r(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        du = u - u.mean(-1, keepdims=True)
+        dv = v - v.mean(-1, keepdims=True)
+        return (du * dv).sum(-1) / np.sqrt((du * du).sum(-1) * (dv * dv).sum(-1))
+
+    return r(y, x1) - r(y, x2)

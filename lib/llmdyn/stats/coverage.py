@@ -2,11 +2,12 @@
 
 An interval's 95 % is a promise about coverage; at small n the bootstrap breaks it (its
 intervals are too narrow). So no interval is used on faith. For each kind of statistic the book
-judges (``KINDS``) and each n it uses (``SIZES``: 4 runs, 8-9 and 16-21 prompts, 27 models,
-32 ViTs, 120 token pairs) every candidate method (``METHODS``) is run on ``N_SIMS`` simulated
-samples whose parameter is known (``simulate``), and its coverage is the share of intervals
-that contain it (``N_SIMS`` = 1,000 samples for the bootstrap, 10,000 for the closed forms,
-which cost nothing). The result is committed as ``data/coverage.csv`` (written by
+judges (``KINDS``) and each n it uses (``SIZES``: 4 runs, 8-9, 16, 20 and 21 prompts, 27
+models, 32 ViTs, 120 token pairs) every candidate method (``METHODS``) is run on ``N_SIMS``
+simulated samples whose parameter is known (``simulate``), and its coverage is the share of
+intervals that contain it (``N_SIMS`` = 1,000 samples for the bootstrap, 2,000 for the HC4
+Pitman–Morgan interval, which is found numerically, 10,000 for the closed forms, which cost
+nothing). The result is committed as ``data/coverage.csv`` (written by
 ``tools/coverage.py``; ``tests/stats/test_coverage.py`` recomputes it) and `choose` reads it:
 
 - a method is **calibrated** at (kind, n) when its coverage is within ``margin`` of 95 %,
@@ -25,7 +26,16 @@ which cost nothing). The result is committed as ``data/coverage.csv`` (written b
 The simulated populations are skewed where the book's data are (norms, LSS, losses):
 Gamma(4, 1) values (skewness 1) for means, medians, ratios and differences; a line with
 normal noise for slopes; a bivariate normal with ρ = 0.7 (R² = 0.49) for R²; Bernoulli(0.7)
-for fractions.
+for fractions. The kinds added for issue 43 are skewed too:
+
+- ``log_ratio`` (a geometric-mean ratio over runs): log(a_i/b_i) = ln 2 + 0.25·(G_i − 4)/2,
+  G_i ~ Gamma(4, 1): log ratios with skewness 1, true ratio 2;
+- ``variance_ratio`` (paired variances): b = X0 + X1, a = √2·(X0 + X2), X_k ~ Gamma(2, 1), so
+  both margins are Gamma(4)-shaped (skewness 1, excess kurtosis 1.5) with correlation 0.5, and
+  var(a)/var(b) = 2;
+- ``correlation_difference`` (r(y, x1) − r(y, x2)): (y, x1, x2) = L·z, L the Cholesky factor
+  of the correlations (0.6, 0.3; x1–x2 0.5) and z three standardised Gamma(4, 1) values, so
+  the correlations are exact and y has skewness 1; the difference is 0.3.
 """
 
 # llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
@@ -45,8 +55,10 @@ from llmdyn.core.paths import data_file
 from llmdyn.stats import bootstrap, intervals
 from llmdyn.stats.bootstrap import LEVEL, N_RESAMPLES
 
-KINDS = ("mean", "median", "ratio", "difference", "slope", "r2", "fraction")
-SIZES = (4, 8, 16, 27, 32, 120)  # the book's n, each range at its smallest (the hardest) n
+# New kinds go at the end: a kind's position seeds its simulated samples.
+KINDS = ("mean", "median", "ratio", "difference", "slope", "r2", "fraction",
+         "log_ratio", "variance_ratio", "correlation_difference")
+SIZES = (4, 8, 16, 20, 21, 27, 32, 120)  # the book's n; a range (8-9) at its smallest n
 METHODS: dict[str, tuple[str, ...]] = {  # candidates, preferred first
     "mean": ("t", "bca"),
     "median": ("order", "bca"),
@@ -55,9 +67,14 @@ METHODS: dict[str, tuple[str, ...]] = {  # candidates, preferred first
     "slope": ("ols_t", "bca"),
     "r2": ("fisher_z", "bca"),
     "fraction": ("exact",),
+    "log_ratio": ("log_t",),
+    "variance_ratio": ("pitman_morgan_hc4", "pitman_morgan"),
+    "correlation_difference": ("zou",),
 }
 BOOTSTRAP_MIN_N = 6  # ≤ 5 independent units: a t or exact interval, never the bootstrap
-N_SIMS = {"bca": 1000}  # simulated samples per (kind, n, method): bootstrap rows are costly
+# simulated samples per (kind, n, method): bootstrap rows are costly, and so is the HC4
+# Pitman–Morgan interval, a numerical inversion
+N_SIMS = {"bca": 1000, "pitman_morgan_hc4": 2000}
 N_SIMS_CLOSED = 10_000  # closed-form and exact intervals
 SEED = 2029  # seed of the simulated samples and of their bootstrap draws
 TABLE = data_file("coverage.csv")
@@ -110,12 +127,30 @@ def simulate(kind: str, n: int, count: int, rng: np.random.Generator):
         return (x, 0.7 * x + math.sqrt(1 - 0.49) * rng.normal(size=shape)), 0.49
     if kind == "fraction":
         return ((rng.uniform(size=shape) < 0.7).astype(np.float64),), 0.7
+    if kind == "log_ratio":  # log(a/b) = ln 2 + skewed noise of sd 0.25
+        b = rng.gamma(4.0, 1.0, shape)
+        return (b * np.exp(math.log(2) + 0.25 * (rng.gamma(4.0, 1.0, shape) - 4) / 2), b), 2.0
+    if kind == "variance_ratio":  # Gamma(4)-shaped margins sharing X0: correlation 0.5
+        x = rng.gamma(2.0, 1.0, (3, *shape))
+        return (math.sqrt(2) * (x[0] + x[2]), x[0] + x[1]), 2.0
+    if kind == "correlation_difference":
+        z = (rng.gamma(4.0, 1.0, (3, *shape)) - 4) / 2  # independent, mean 0, sd 1, skewed
+        y, x1, x2 = np.einsum("ij,j...->i...", np.linalg.cholesky(CORRELATIONS), z)
+        return (y, x1, x2), CORRELATIONS[0, 1] - CORRELATIONS[0, 2]
     raise LlmdynError(f"unknown kind {kind!r}; one of {KINDS}")
 
 
+PAIRED = ("log_ratio", "variance_ratio", "correlation_difference")  # no unpaired form
+CORRELATIONS = np.array([[1.0, 0.6, 0.3],  # of (y, x1, x2) for correlation_difference
+                         [0.6, 1.0, 0.5],
+                         [0.3, 0.5, 1.0]])
+
 STATISTICS = {"mean": bootstrap.mean, "median": bootstrap.median,
               "ratio": bootstrap.ratio_of_means, "difference": bootstrap.difference_of_means,
-              "slope": bootstrap.slope, "r2": bootstrap.r2, "fraction": bootstrap.fraction_true}
+              "slope": bootstrap.slope, "r2": bootstrap.r2, "fraction": bootstrap.fraction_true,
+              "log_ratio": bootstrap.geometric_mean_ratio,
+              "variance_ratio": bootstrap.variance_ratio,
+              "correlation_difference": bootstrap.correlation_difference}
 
 
 def interval(kind: str, method: str, *samples: np.ndarray, paired: bool = True,
@@ -126,11 +161,17 @@ def interval(kind: str, method: str, *samples: np.ndarray, paired: bool = True,
         kind: one of ``KINDS``.
         method: "bca" or the closed-form method of that kind (``METHODS``).
         *samples: the statistic's inputs.
-        paired: paired samples (differences, ratios, (x, y) pairs).
+        paired: paired samples (differences, ratios, (x, y) pairs); the kinds of ``PAIRED``
+            are paired by definition.
         signed: for R², the signed R² r·|r|.
         seed: seed of the bootstrap draws.
-        level: two-sided coverage.
+        level: two-sided coverage (for k rivals judged together,
+            ``intervals.bonferroni_level(k)``).
     """
+    if kind in PAIRED and not paired:
+        raise LlmdynError(f"a {kind} compares paired values of the same units; got "
+                          "paired=False (summarise each unit first, then pass one value per "
+                          "unit in each sample)")
     if method == "bca":
         stat = bootstrap.signed_r2 if signed else STATISTICS[kind]
         return bootstrap.bca(stat, *samples, paired=paired, seed=seed,
@@ -143,7 +184,13 @@ def interval(kind: str, method: str, *samples: np.ndarray, paired: bool = True,
               ("r2", "fisher_z"): lambda: intervals.fisher_z(*samples, signed=signed,
                                                              level=level),
               ("fraction", "exact"): lambda: intervals.clopper_pearson(*samples, level=level),
-              ("median", "order"): lambda: intervals.order_median(*samples, level=level)}
+              ("median", "order"): lambda: intervals.order_median(*samples, level=level),
+              ("log_ratio", "log_t"): lambda: intervals.log_t(*samples, level=level),
+              ("variance_ratio", "pitman_morgan"):
+                  lambda: intervals.pitman_morgan(*samples, level=level),
+              ("variance_ratio", "pitman_morgan_hc4"):
+                  lambda: intervals.pitman_morgan_hc4(*samples, level=level),
+              ("correlation_difference", "zou"): lambda: intervals.zou(*samples, level=level)}
     if (kind, method) not in closed:
         raise LlmdynError(f"no method {method!r} for a {kind}; one of {METHODS.get(kind)}")
     return closed[(kind, method)]()
