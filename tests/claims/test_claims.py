@@ -499,12 +499,16 @@ def test_every_shown_number_names_its_units_and_interval_method():
     assert "3 runs shown one by one" in one.reason and one.unit_ids == ("1", "2", "3")
 
 
-def test_publish_refuses_a_rule_that_grades_holds_on_a_straddling_interval():
-    from llmdyn.emergence.persistence import LateTrendRule
+class _OldLateTrendRule(Rule):
+    """Chapter 08's rule before issue 43: "holds" unless the interval lies wholly below 0."""
 
+    def judge(self, est):
+        return ("does not hold", "") if est.hi < 0 else ("holds", "")
+
+
+def test_publish_refuses_a_rule_that_grades_holds_on_a_straddling_interval():
     straddling = _interval(0.0126, -0.0080, 0.0333)
-    late = _claim(straddling, LateTrendRule(rise="met", rise_rule="ρ ≥ 0.7", rise_text="ρ 0.9"),
-                  id="train_coupling_persistent")
+    late = _claim(straddling, _OldLateTrendRule(">=", 0.0), id="train_coupling_persistent")
     assert late.verdict.grade == "holds"  # the old rule's reading ...
     with pytest.raises(LlmdynError, match="train_coupling_persistent: graded 'holds'.*"
                                           "gives 'inconclusive'"):

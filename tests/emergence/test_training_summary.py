@@ -5,18 +5,12 @@ from llmdyn import LlmdynError
 from llmdyn.emergence.profiles import CheckpointProfile, RunSeries, spread_steps
 from llmdyn.emergence.suite_summary import (
     adjacent_over_distant,
-    direction_claim,
     emergence_timing,
-    endpoints,
     ends_table,
-    locality_claims,
     locality_table,
     reference_text,
     seed_table,
     suite_table,
-    timing_claims,
-    timing_lag,
-    whole_endpoints,
 )
 
 
@@ -60,18 +54,6 @@ def test_timing_known_answers():
     assert "a: 1.00" in t.detail("rho") and "| a | 1.0 | 2.0 | 0.50 |" in t.markdown()
 
 
-def test_endpoints_average_runs_per_prompt():
-    series = {"a": _run([0.1, 0.2, 0.3, 0.5], [8, 7, 6, 4]), "b": _run([0.3, 0.2, 0.3, 0.7],
-                                                                       [8, 7, 6, 4])}
-    first, last = endpoints(series)
-    np.testing.assert_allclose(first["diagonal_share"], [0.2] * 3)
-    np.testing.assert_allclose(last["diagonal_share"], [0.6] * 3)
-    series["c"] = RunSeries(**{**series["a"].__dict__,
-                               "profiles": tuple(_profile(0.5, n_prompts=2) for _ in range(4))})
-    with pytest.raises(LlmdynError, match="different prompts"):
-        endpoints(series)
-
-
 def test_timing_needs_three_checkpoints():
     with pytest.raises(LlmdynError, match="at least 3 checkpoints"):
         emergence_timing({"a": _run([0.1, 0.2], [8, 7], steps=(0, 1))})
@@ -87,71 +69,12 @@ def test_spread_steps_is_log_spaced():
     assert spread_steps([0, 5], 4) == [0, 5]
 
 
-def test_timing_lag_counts_checkpoint_intervals():
-    # coupling half-way at index 1 (step 1); the loss (progress 0, .25, .75, 1) at index 1.5
-    share = np.array([[0.1, 0.3, 0.4, 0.5]] * 3)  # (prompt, ckpt)
-    assert timing_lag(share, np.array([8.0, 7.5, 6.5, 6.0])) == pytest.approx(1 - 1.5)
-    assert timing_lag(share, np.array([8.0, 6.0, 5.0, 4.0])) == pytest.approx(0.0)
-
-
-def test_timing_claims_judge_each_run_and_count():
-    rng = np.random.default_rng(0)
-    n = 120  # the lag is a statistic of no listed kind: its bootstrap covers at n = 120
-    prompts = [0.5 + 0.01 * rng.normal(size=n) for _ in range(4)]  # last share per prompt
-    early = [np.full(n, 0.1), np.full(n, 0.45), np.full(n, 0.48), prompts[0]]
-    runs = {"lead": _run(early, [8, 7.9, 7.8, 4], n_prompts=n),  # coupling 2.4 intervals first
-            "same": _run([0.1, 0.3, 0.4, 0.5], [8, 6, 5, 4], n_prompts=n)}  # half-way at index 1
-    claims = {c.id: c for c in timing_claims(runs, tolerance=1)}
-    lead, same = claims["train_timing_lead_tol1"], claims["train_timing_same_tol1"]
-    assert same.verdict.grade == "holds" and same.measure.estimate.value == pytest.approx(0)
-    assert lead.verdict.grade == "does not hold" and lead.measure.estimate.hi < -1
-    assert "coupling first (interval below 0)" in lead.measure.detail
-    share = claims["train_timing_runs_tol1"].measure
-    assert share.estimate.value == 0.5 and "1 of 2 runs hold" in share.detail
-    # 2 runs are below the smallest n whose coverage was tested (4): shown, not judged
-    assert not share.estimate.has_interval and share.missing == "no verdict"
-    half = {c.id for c in timing_claims(runs, tolerance=0.5)}
-    assert "train_timing_lead_tol0_5" in half and "train_timing_runs_tol0_5" in half
-    direction = direction_claim(runs)
-    assert "1 of 2 runs: coupling first" in direction.measure.detail
-    lags = [claims[f"train_timing_{r}_tol1"].measure.estimate.value for r in ("lead", "same")]
-    assert direction.measure.estimate.value == pytest.approx(np.mean(lags))
-    assert direction.verdict.grade == "no verdict"  # a mean over 2 runs: not judged
-    with pytest.raises(LlmdynError, match="tolerance"):
-        timing_claims(runs, tolerance=0)
-
-
 def test_adjacent_over_distant_known_answer():
     M = np.full((2, 4, 4), 0.1)
     M[:, [0, 1, 2, 1, 2, 3], [1, 2, 3, 0, 1, 2]] = 0.3  # neighbours three times the rest
     np.testing.assert_allclose(adjacent_over_distant(M), [3.0, 3.0])
     with pytest.raises(LlmdynError, match=">= 3 blocks"):
         adjacent_over_distant(np.ones((2, 2, 2)))
-
-
-def test_locality_claims_use_deep_runs_only():
-    runs = {"shallow": _run([0.1] * 4, [8, 7, 6, 4]),  # 4 prompts: the smallest judged n
-            "deep": RunSeries(**{**_run([0.1] * 4, [8, 7, 6, 4]).__dict__, "profiles": (
-                _profile(0.1, layers=4, n_prompts=4), _profile(0.1, layers=4, n_prompts=4),
-                _profile(0.1, layers=4, n_prompts=4),
-                _profile(0.1, layers=4, neighbour=0.2, n_prompts=4))})}
-    end, grows = locality_claims(runs)
-    assert end.measure.estimate.value == pytest.approx(2.0) and end.verdict.grade == "holds"
-    # The ratio is 1 at steps 0-2 and 2 at step 4: last − first = 1 (the rise is met), and the
-    # second half (steps 2, 4) rises by 1 per doubling, so it holds.
-    assert grows.measure.estimate.value == pytest.approx(1.0) and "deep (>= 3" in \
-        grows.measure.detail and "shallow" not in grows.measure.detail
-    assert "last − first 1.00" in grows.measure.detail and grows.verdict.grade == "holds"
-    assert locality_claims({"shallow": runs["shallow"]})[0].verdict.grade == "not run"
-
-
-def test_whole_endpoints_pick_the_end():
-    runs = {"a": _run([0.1, 0.2, 0.3, 0.5], [8, 7, 6, 4])}
-    first, last = whole_endpoints(runs, "lss", "block_output")
-    np.testing.assert_allclose(first, [3.0] * 3)
-    np.testing.assert_allclose(whole_endpoints(runs, "lss", "final_norm")[1], [2.0] * 3)
-    with pytest.raises(LlmdynError, match="score must be"):
-        whole_endpoints(runs, "norms", "final_norm")
 
 
 def test_ends_and_locality_tables():
@@ -171,7 +94,10 @@ def test_seed_table_puts_the_seeds_of_one_size_side_by_side():
     table = seed_table(series)
     assert table.startswith("| size s | s-seed0 | s-seed1 |") and "m-seed0" not in table
     assert "| coupling peaks at step | 4 (0.500) | 4 (0.400) |" in table
-    assert "within one network" in table
+    # s-seed0: 0.2, 0.3, 0.5 at log2 steps 0, 1, 2 slope 0.15; both half-way at index 2: lag 0.
+    # s-seed1: coupling half-way (0.25) at index 0.75, the loss (6) at 1.5: lag −0.75.
+    assert "| late slope per doubling (steps ≥ last / 4) | 0.1500 | 0.0500 |" in table
+    assert "| lag, checkpoint intervals | 0.00 | -0.75 |" in table
     assert seed_table({"m-seed0": a}) == "No size was trained with more than one seed."
 
 

@@ -221,3 +221,50 @@ def test_partial_coefficient_is_the_ols_t_interval_known_answer():
     slope = np.polyfit(x, frame.y.to_numpy(), 1)[0]
     assert (est.value, est.lo, est.hi) == pytest.approx((slope, float(lo), float(hi)), rel=1e-9)
     assert est.n == 27 and est.method == "ols_t"
+
+
+def test_correlation_advantage_is_zous_interval_per_rival_at_the_bonferroni_level():
+    """Each rival's difference is r(−y, coupling) − r(−y, rival) with Zou's interval at
+    1 − 0.05/2 (two rivals); the row's interval is [smallest lower end, smallest upper end]."""
+    import pandas as pd
+
+    from llmdyn.stats import intervals
+
+    rng = np.random.default_rng(0)
+    n = 27
+    coupling = rng.normal(size=n)
+    frame = pd.DataFrame({"diagonal_share": coupling, "a": rng.normal(size=n),
+                          "b": coupling + rng.normal(size=n)})
+    frame["loss"] = -coupling - 0.5 * frame.b + rng.normal(size=n)
+    adv = population.correlation_advantage(frame, "loss", rivals=["a", "b"])
+    assert adv.n == n and adv.level == pytest.approx(1 - 0.05 / 2)
+    score = -frame.loss.to_numpy()
+    for rival in ("a", "b"):
+        d, lo, hi = adv.by_rival[rival]
+        r = [np.corrcoef(score, frame[x])[0, 1] for x in ("diagonal_share", rival)]
+        assert d == pytest.approx(r[0] - r[1])
+        zlo, zhi = intervals.zou(score, coupling, frame[rival].to_numpy(), level=adv.level)
+        assert (lo, hi) == pytest.approx((float(zlo), float(zhi)))
+    small = adv.smallest
+    assert small == pytest.approx((min(v[0] for v in adv.by_rival.values()),
+                                   min(v[1] for v in adv.by_rival.values()),
+                                   min(v[2] for v in adv.by_rival.values())))
+    assert "a: " in adv.detail() and "; b: " in adv.detail()
+
+
+def test_the_smallest_advantage_grades_as_all_rivals_together():
+    both_clear = population.Advantage({"a": (0.3, 0.1, 0.5), "b": (0.2, 0.05, 0.4)}, 27, 0.975)
+    one_below = population.Advantage({"a": (0.3, 0.1, 0.5), "b": (-0.3, -0.5, -0.1)}, 27, 0.975)
+    one_straddles = population.Advantage({"a": (0.3, 0.1, 0.5), "b": (0.1, -0.1, 0.3)}, 27,
+                                         0.975)
+    assert both_clear.smallest == (0.2, 0.05, 0.4)  # lower end above 0: every rival clears
+    assert one_below.smallest == (-0.3, -0.5, -0.1)  # wholly below 0: a rival beats coupling
+    assert one_straddles.smallest == (0.1, -0.1, 0.3)
+    from llmdyn.claims import Claim, above
+
+    grades = [Claim("gen_vs_size", "A", "§5.4", "s", "p", a.measure("smallest advantage"),
+                    above(0)).verdict.grade for a in (both_clear, one_below, one_straddles)]
+    assert grades == ["holds", "does not hold", "inconclusive"]
+    m = both_clear.measure("smallest advantage")
+    assert m.sampling_unit == "model" and "Bonferroni level 97.50%: a: 0.30" in m.detail
+    assert m.interval_text() == "n = 27 models, Zou's interval"

@@ -84,3 +84,11 @@ def test_coefficient_rows_refuse_too_few_models():
     text = scale.coefficient_rows(frame, {"y": "loss"}, {"two": ["a", "b"]},
                                   coefficient=lambda *a: None)
     assert "too few for 4 coefficients" in text
+
+
+def test_stand_in_note_says_what_the_verdict_rests_on():
+    assert scale.stand_in_note({"below bigram": 0, "between": 27, "above unigram": 0}) == (
+        "stand-in: OOD loss of 27 models trained here, between unigram and bigram level")
+    assert scale.stand_in_note({"below bigram": 2, "between": 25, "above unigram": 0}) == (
+        "stand-in: OOD loss of 27 models trained here, 2 below bigram level, 25 between "
+        "unigram and bigram level")

@@ -92,7 +92,7 @@ def test_slope_t_interval_known_answer():
     half = 2.4469118511449692 * se  # t_{0.975, 6}
     assert m.estimate.value == pytest.approx(2.0)
     assert (m.estimate.lo, m.estimate.hi) == pytest.approx((2 - half, 2 + half))
-    assert "6 residual df" in m.detail and m.estimate.n == 8
+    assert "6 residual df" in m.detail and m.estimate.n == 8 and m.sampling_unit == "ViT"
     # Pooled over two weight decays whose levels differ by 5: the offsets absorb the level.
     other = table.assign(weight_decay=5.0, strength=table.strength + 5)
     pooled = va.slope_measure(pd.concat([table, other]), "strength", "pooled",
@@ -124,7 +124,7 @@ def test_trend_interval_over_vits_clears_zero_when_fits_tighten():
     seeds within cells leaves the trend's interval above 0."""
     table = _grid(0.0, SLOPES, seed=1)
     m = va.over_vits(va.r2_trend, table, ["drop_path", "strength", "test_accuracy"], "trend")
-    assert m.estimate.lo > 0 and m.estimate.n == len(table)
+    assert m.estimate.lo > 0 and m.estimate.n == len(table) and m.sampling_unit == "ViT"
     assert Claim("t", "A", "§3.4", "s", "p", m, above(0)).verdict.grade == "holds"
     flat = va.over_vits(va.r2_trend, _grid(0.0, dict.fromkeys(SLOPES, 0.0), seed=1),
                         ["drop_path", "strength", "test_accuracy"], "trend")
@@ -149,7 +149,8 @@ def test_judged_r2_rows_state_their_rules_power_and_withheld_rows_do_not():
     would pass if the paper's R² were true and with no effect (few draws here: a smoke check)."""
     from llmdyn.vision.claims import grid_claims
 
-    table = _grid(0.02, {0.0: 0.0, 0.3: 0.4}).assign(train_loss=0.4)
+    # cell effects of sd 0.04: an R² of 0.98 whose interval is wider than its printed digit
+    table = _grid(0.04, {0.0: 0.0, 0.3: 0.4}).assign(train_loss=0.4)
     kw = dict(fits={}, fixed_weight_decay=1.0, n_images=3, seed=0, power_draws=10)
     claims = {c.id: c for c in grid_claims(table, va.fit_check(table), va.check_cells(table),
                                            "final_norm", **kw)}
@@ -158,6 +159,11 @@ def test_judged_r2_rows_state_their_rules_power_and_withheld_rows_do_not():
     assert "power of this rule at n = 12 ViTs (10 simulated grids, seed 0)" in r2.measure.detail
     assert "if R² were the paper's 0.83" in r2.measure.detail
     assert {"vit_sd_all", "vit_sd_fixed", "vit_sd_wd0_1", "vit_sd_wd5"} <= set(claims)
+    # every row counts ViTs, each one number (its coupling averaged over the test images)
+    assert {c.measure.sampling_unit for c in claims.values()} == {"ViT"}
+    assert "(n = 12 ViTs," in r2.result_text()
+    assert "3 test images" in claims["vit_sd_all"].measure.detail
     same = _grid(0.0, {0.0: 0.0, 0.3: 0.0}).assign(train_loss=0.4)
     held = grid_claims(same, va.fit_check(same), va.check_cells(same), "final_norm", **kw)[0]
     assert held.verdict.grade == "no verdict" and "power" not in held.measure.detail
+    assert held.measure.sampling_unit == "ViT"  # a withheld row keeps its unit

@@ -1,126 +1,58 @@
-"""Does coupling keep rising to the end of training? Chapter 08's second-half rule.
+"""Does coupling keep rising to the end of training? Chapter 08's late-slope rule (issue 43).
 
-Paper A says coupling "increases persistently throughout training" (Fig 1b) and that coupled
-pairs become neighbours as training goes on (Figs 1c–e). A rank correlation over all
-checkpoints, or a comparison of the first and last checkpoint, can pass while the curve peaks
-early and falls for most of the updates. So both claims also read the trend over the **second
-half of the checkpoints**: the OLS slope of the curve on log₂ step over checkpoints
-``n // 2 … n − 1`` (one unit of the slope is one doubling of the step). The rule, fixed before
-any result was seen (issue 29):
+Paper A says coupling "increases persistently throughout training" (Fig 1b). A rank
+correlation over all checkpoints, or a comparison of the first and last checkpoint, can pass
+while the curve peaks early and falls for most of the updates. So the claim reads the trend
+over the **last quarter of training**: per run, the OLS slope of its coupling curve (the median
+diagonal share over the passages) on log₂ step over the checkpoints with step ≥ last step / 4
+(`late_window`; one unit of the slope is one doubling of the step). On Pythia's grid 0, 1, 2,
+4, …, 512 that is steps 128, 256 and 512.
 
-- **holds** when the rise condition is met (Spearman ρ of step and coupling over all
-  checkpoints ≥ 0.7; for the adjacent/distant ratio, the last − first difference's interval
-  lies above 0) *and* the 95 % interval of the second-half slope does not lie wholly below 0;
-- **does not hold** when that interval lies wholly below 0 (or the rise condition fails by
-  its own interval);
-- **inconclusive** otherwise.
+The run is the independent unit: one slope per run, then Student's t interval over the runs
+(n − 1 degrees of freedom; a bootstrap over 4 values cannot reach its stated coverage). The
+rule is the book's plain three-grade rule, decided in issue 43 after the audit had seen the
+old rule's numbers: **holds** when the interval lies wholly ≥ 0, **does not hold** when wholly
+< 0, **inconclusive** otherwise. Each run's peak step is shown beside it.
 
-Intervals. Within one run, the slope's interval resamples the passages: it is an interval
-*within one network* and says nothing about another seed. Over runs (4 in the default suite),
-the mean's interval is Student's t with n − 1 degrees of freedom, and a share of runs takes
-the exact (Clopper–Pearson) binomial interval: a percentile bootstrap over 4 values cannot
-reach its stated coverage.
+The passages inside one run are not independent evidence about training (they share the run's
+weights), so no interval is taken over them: a run's slope is one number.
 """
+
+# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
 from llmdyn import LlmdynError
-from llmdyn.claims.claim import Claim, Grade, Measure, Op, Rule
+from llmdyn.claims.claim import Claim, Measure, at_least
 from llmdyn.core.tables import markdown_table
 from llmdyn.emergence.profiles import RunSeries
-from llmdyn.stats.bootstrap import LEVEL, Estimate
 from llmdyn.stats.regression import spearman
 
-MIN_RHO = 0.7  # "persistently": ρ(step, coupling) over all checkpoints at least this
-Rise = Literal["met", "failed", "unclear"]
+LATE_FRACTION = 4  # the late window: checkpoints with step >= last step / LATE_FRACTION
 
 
-def second_half(steps: Sequence[int]) -> slice:
-    """The checkpoints of the second half, ``n // 2 … n − 1``; every step there must be > 0."""
+def late_window(steps: Sequence[int]) -> np.ndarray:
+    """Indices of the checkpoints with step ≥ last step / 4; at least 3, all with step > 0."""
     steps = np.asarray(steps)
-    half = slice(len(steps) // 2, len(steps))
-    if len(steps) < 3 or (steps[half] <= 0).any():
-        raise LlmdynError(f"the second-half trend needs >= 3 checkpoints with steps > 0 in the "
-                          f"second half, got steps {steps.tolist()}")
-    return half
+    late = np.flatnonzero(steps >= steps[-1] / LATE_FRACTION) if steps.size else steps
+    if late.size < 3 or (steps[late] <= 0).any():
+        raise LlmdynError(f"the late slope needs >= 3 checkpoints with step >= last step / "
+                          f"{LATE_FRACTION} (and step > 0), got steps {steps.tolist()}; save "
+                          "more checkpoints late in training")
+    return late
 
 
 def late_slope(steps: Sequence[int], curve: Sequence[float]) -> float:
-    """OLS slope of ``curve`` on log₂ step over the second half of the checkpoints, ``[ckpt]``."""
+    """OLS slope of ``curve`` on log₂ step over `late_window`, ``[ckpt] -> float``."""
     steps, curve = np.asarray(steps, float), np.asarray(curve, float)
-    half = second_half(steps)
-    return float(np.polyfit(np.log2(steps[half]), curve[half], 1)[0])
-
-
-def late_measure(steps: Sequence[int], values: np.ndarray, quantity: str, *,
-                 reduce=np.median, seed: int = 0, **kw) -> Measure:
-    """`late_slope` of the passages' ``reduce`` curve, with its interval over passages.
-
-    Args:
-        steps: ``[ckpt]`` optimizer updates.
-        values: ``[prompt, ckpt]`` the quantity per passage and checkpoint.
-        quantity: the measure's noun phrase.
-        reduce: how passages combine into the curve (the median for the diagonal share, the
-            mean for the locality ratio, as the chapter's figures and tables do).
-        seed: seed of the passage draws.
-        **kw: `Measure` fields (fmt, unit, detail).
-    """
-    steps = np.asarray(steps)
-    second_half(steps)  # checks before the bootstrap
-    if reduce is np.mean:
-        # The OLS slope is linear in the curve, so the slope of the mean curve is the mean of
-        # the passages' slopes: a mean over passages, with the interval the coverage table
-        # gives a mean (the median curve has no such identity and is resampled as a whole).
-        slopes = [late_slope(steps, row) for row in np.asarray(values, float)]
-        return Measure.mean(slopes, quantity, seed=seed, **kw)
-    return Measure.of_rows(lambda x: late_slope(steps, reduce(x, 0)), np.asarray(values),
-                           quantity=quantity, seed=seed, **kw)
-
-
-@dataclass(frozen=True)
-class LateTrendRule(Rule):
-    """The second-half rule: a rise condition read first, then the late slope's interval.
-
-    The measure it judges is the second-half slope; the rise condition (e.g. ρ ≥ 0.7) is
-    decided by the caller and passed in with its text.
-
-    Attributes:
-        rise: "met", "failed" (by its own interval) or "unclear".
-        rise_rule: the rise condition in words, for the rule sentence.
-        rise_text: the rise condition's outcome with its numbers, for the verdict's reason.
-    """
-
-    op: Op = ">="
-    threshold: float = 0.0
-    rise: Rise = "unclear"
-    rise_rule: str = ""
-    rise_text: str = ""
-
-    def judge(self, est: Estimate) -> tuple[Grade, str]:
-        """Does not hold on a late fall or a failed rise; holds on a rise with no late fall."""
-        if not math.isfinite(est.value) or not est.has_interval:
-            return super().judge(est)
-        if est.hi < 0:
-            return "does not hold", "it falls over the second half of the checkpoints"
-        if self.rise == "failed":
-            return "does not hold", self.rise_text
-        if self.rise == "met":
-            return "holds", ""
-        return "inconclusive", self.rise_text
-
-    def sentence(self, measure: Measure) -> str:
-        """The rule in words, with all three outcomes."""
-        level = round(100 * (measure.estimate.level if measure.estimate else LEVEL))
-        return (f"holds when {self.rise_rule} and the {level} % interval of the "
-                f"{measure.quantity} does not lie wholly below 0; does not hold when it does, "
-                "or when the rise fails by its own interval; inconclusive otherwise")
+    late = late_window(steps)
+    return float(np.polyfit(np.log2(steps[late]), curve[late], 1)[0])
 
 
 @dataclass(frozen=True)
@@ -132,60 +64,68 @@ class RunTrend:
         peak_step: the step at which the curve is highest.
         peak: the curve's highest value.
         last: its value at the last checkpoint.
-        late: the second-half slope per doubling of the step, interval over passages.
+        late: the late slope per doubling of the step (`late_slope`), one number per run.
     """
 
     rho: float
     peak_step: int
     peak: float
     last: float
-    late: Measure
+    late: float
 
 
-def run_trend(s: RunSeries, seed: int = 0) -> RunTrend:
+def run_trend(s: RunSeries) -> RunTrend:
     """`RunTrend` of one run's median diagonal share."""
-    share = s.stack("diagonal_share")  # (ckpt, prompt)
-    curve = np.median(share, 1)  # (ckpt,)
+    curve = np.median(s.stack("diagonal_share"), 1)  # (ckpt,)
     top = int(np.argmax(curve))
-    late = late_measure(s.steps, share.T, "second-half slope of the median diagonal share per "
-                        "doubling of the step", seed=seed, fmt=".4f")
     return RunTrend(spearman(s.steps, curve).r, int(s.steps[top]), float(curve[top]),
-                    float(curve[-1]), late)
+                    float(curve[-1]), late_slope(s.steps, curve))
 
 
-def persistence_claim(series: dict[str, RunSeries], seed: int = 0) -> Claim:
-    """Coupling increases persistently (Fig 1b): mean ρ ≥ 0.7 and no late fall, over runs.
+QUANTITY = ("late slope of the median diagonal share per doubling of the step (steps ≥ last / "
+            f"{LATE_FRACTION}), mean over runs")
 
-    The measure is the mean over runs of the second-half slope, with its t interval over the
-    runs; the rise condition is the mean ρ over runs.
-    """
-    trends = {run: run_trend(s, seed) for run, s in series.items()}
-    rho = float(np.mean([t.rho for t in trends.values()]))
-    detail = "; ".join(f"{run}: ρ {t.rho:.2f}, peak at step {t.peak_step}, slope "
-                       f"{t.late.estimate.value:.4f}" for run, t in trends.items())
-    measure = Measure.mean([t.late.estimate.value for t in trends.values()],
-                     "second-half slope of the median diagonal share per doubling of the "
-                     "step, mean over runs (t interval over runs)", fmt=".4f", detail=detail)
-    rule = LateTrendRule(rise="met" if rho >= MIN_RHO else "unclear",
-                         rise_rule=f"ρ(step, coupling) over all checkpoints, mean over runs, "
-                                   f"is ≥ {MIN_RHO:g}",
-                         rise_text=f"mean ρ(step, coupling) = {rho:.2f}")
+
+def late_measure(series: dict[str, RunSeries]) -> Measure:
+    """Mean over runs of each run's late slope, with Student's t interval over the runs."""
+    trends = {run: run_trend(s) for run, s in series.items()}
+    detail = "; ".join(f"{run}: slope {t.late:.4f}, peak at step {t.peak_step}"
+                       for run, t in trends.items())
+    return Measure.mean({run: t.late for run, t in trends.items()}, QUANTITY, fmt=".4f",
+                        detail=detail, sampling_unit="run")
+
+
+def persistence_claim(series: dict[str, RunSeries]) -> Claim:
+    """Coupling increases persistently (Fig 1b): the mean late slope over runs is ≥ 0."""
     return Claim("train_coupling_persistent", "A", "§5.3, Fig 1b",
                  "Coupling increases persistently throughout training",
-                 "a steady rise (Pythia 6.9B and 12B)", measure, rule)
+                 "a steady rise (Pythia 6.9B and 12B)", late_measure(series), at_least(0))
 
 
-def trend_table(series: dict[str, RunSeries], seed: int = 0) -> str:
-    """Markdown: each run's ρ, where its coupling peaks, and its second-half slope."""
+def interval_cell(m: Measure) -> str:
+    """"0.0126 [−0.0080, 0.0333] (n = 4 runs, t interval)", or why there is no interval."""
+    e = m.estimate
+    if e is None or not math.isfinite(e.value):
+        return f"n/a ({m.reason})" if m.reason else "n/a"
+    if not e.has_interval:
+        return f"{m.number(e.value)} (no interval: {m.reason or m.interval_text()})"
+    return f"{m.number(e.value)} [{m.number(e.lo)}, {m.number(e.hi)}] ({m.interval_text()})"
+
+
+def trend_table(series: dict[str, RunSeries]) -> str:
+    """Markdown: each run's ρ, where its coupling peaks, and its late slope; then over runs."""
     rows = []
     for run, s in series.items():
-        t = run_trend(s, seed)
-        e = t.late.estimate
+        t = run_trend(s)
         rows.append({"run": run, "Spearman ρ(step, coupling)": f"{t.rho:.2f}",
                      "peak (step: median share)": f"{t.peak_step}: {t.peak:.3f}",
                      "last checkpoint": f"{s.steps[-1]}: {t.last:.3f}",
-                     "second-half slope per doubling [95 % interval within one network]":
-                         f"{e.value:.4f} [{e.lo:.4f}, {e.hi:.4f}]"})
+                     f"late slope per doubling (steps ≥ last / {LATE_FRACTION})":
+                         f"{t.late:.4f}"})
+    rows.append({"run": "mean over runs", "Spearman ρ(step, coupling)": "",
+                 "peak (step: median share)": "", "last checkpoint": "",
+                 f"late slope per doubling (steps ≥ last / {LATE_FRACTION})":
+                     interval_cell(late_measure(series))})
     return markdown_table(rows)
 
 

@@ -1,4 +1,7 @@
-"""Summaries of a suite measured over training: runs table, timing, endpoints, locality, claims."""
+"""Summaries of a suite measured over training: runs table, timing, endpoints, locality.
+
+The claims over runs are in `llmdyn.emergence.over_runs`.
+"""
 
 # llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
 
@@ -6,22 +9,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from llmdyn import LlmdynError
-from llmdyn.claims.claim import Claim, Measure, above, at_least, below, slug, within
 from llmdyn.core.tables import markdown_table
-from llmdyn.emergence.persistence import (
-    LateTrendRule,
-    late_measure,
-    run_trend,
-)
+from llmdyn.emergence.persistence import run_trend
 from llmdyn.emergence.profiles import RunSeries, half_rise_step
 from llmdyn.stats.regression import spearman
-from llmdyn.trace import LAST_POINTS, LastPoint
+from llmdyn.trace import LAST_POINTS
 from llmdyn.training import suite as suites
 from llmdyn.training.baselines import reference_losses
 
@@ -152,117 +150,11 @@ def emergence_timing(series: dict[str, RunSeries]) -> EmergenceTiming:
     return EmergenceTiming(tuple(series), coupling, loss, np.array(rho), ratio)
 
 
-def endpoints(series: dict[str, RunSeries],
-              fields: tuple[str, ...] = ("diagonal_share", "miscoupling", "lss", "expodistance")
-              ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Per-prompt values at the first and the last checkpoint, averaged over runs.
-
-    Returns:
-        ``(first, last)``: field → ``[prompt]``; every run must use the same prompts.
-    """
-    shapes = {r: s.profiles[0].miscoupling.shape for r, s in series.items()}
-    if len(set(shapes.values())) != 1:
-        raise LlmdynError(f"runs were measured on different prompts: {shapes}")
-    first = {f: np.mean([getattr(s.profiles[0], f) for s in series.values()], 0)
-             for f in fields}
-    last = {f: np.mean([getattr(s.profiles[-1], f) for s in series.values()], 0)
-            for f in fields}
-    return first, last
-
-
-def whole_endpoints(series: dict[str, RunSeries], score: str,
-                    last_point: LastPoint) -> tuple[np.ndarray, np.ndarray]:
-    """``(first, last)``: a whole-trajectory score at the first and last checkpoint, ``[prompt]``.
-
-    As `endpoints`, averaged over runs per prompt; ``last_point`` picks where trajectories end
-    ("final_norm", paper A eq. 7, or "block_output").
-    """
-    endpoints(series, ("diagonal_share",))  # checks that every run used the same prompts
-    first = np.mean([s.profiles[0].whole(score, last_point) for s in series.values()], 0)
-    last = np.mean([s.profiles[-1].whole(score, last_point) for s in series.values()], 0)
-    return first, last
-
-
-def timing_lag(share: np.ndarray, loss: np.ndarray) -> float:
-    """Coupling's half-way point minus the loss's, in checkpoint intervals (< 0: coupling first).
-
-    Args:
-        share: ``[prompt, ckpt]`` diagonal share; its median over prompts is the coupling curve.
-        loss: ``[ckpt]`` held-out loss of the same checkpoints.
-
-    Each half-way point is `half_rise_step` on the checkpoint index (0, 1, 2, …), so one unit
-    is one checkpoint interval whatever the steps are (a factor 2 on the 1, 2, 4, … grid).
-    """
-    index = np.arange(len(loss))
-    return half_rise_step(index, np.median(share, 0)) - half_rise_step(index, loss)
-
-
-def _direction(est) -> str:
-    """Which curve reaches half-way first, read from the lag's interval."""
-    if est.hi < 0:
-        return "coupling first (interval below 0)"
-    if est.lo > 0:
-        return "loss first (interval above 0)"
-    return "order not resolved (interval covers 0)"
-
-
-def _lag(s: RunSeries) -> Measure:
-    """One run's lag with its interval over passages (within one network)."""
-    return Measure.of_rows(lambda x, loss=s.heldout_loss: timing_lag(x, loss),
-                           s.stack("diagonal_share").T,
-                           quantity="coupling − loss half-way point (checkpoint intervals)",
-                           fmt=".2f")
-
-
-def timing_claims(series: dict[str, RunSeries], tolerance: float = 1.0) -> list[Claim]:
-    """Per run: do coupling and loss reach half-way within ``tolerance`` checkpoint intervals?
-
-    One claim per run (the lag's interval is a bootstrap over passages, an interval within one
-    network; the loss curve is on a fixed evaluation set), then the share of runs that agree,
-    with its exact binomial interval over runs. Rule per run: holds when the interval of the
-    lag lies within ±``tolerance``. Every id carries the tolerance (``..._tol0_5``,
-    ``..._tol1``), so each tolerance is its own row of the scorecard.
-    """
-    if not tolerance > 0:
-        raise LlmdynError(f"tolerance must be > 0 checkpoint intervals, got {tolerance}")
-    claims, tag = [], f"tol{slug(f'{tolerance:g}')}"
-    for run, s in series.items():
-        m = _lag(s)
-        half = emergence_timing({run: s})
-        detail = (f"within one network; half-way at step {half.coupling_step[0]:.1f} (coupling) "
-                  f"and {half.loss_step[0]:.1f} (loss); {_direction(m.estimate)}")
-        claims.append(Claim(f"train_timing_{slug(run)}_{tag}", "A", "§5.3", f"{run}: coupling "
-                            f"and the loss reach half-way within {tolerance:g} checkpoint "
-                            "interval(s)", "“at similar training iterations”",
-                            replace(m, detail=detail), within(0, tolerance)))
-    agree = [c.verdict.grade == "holds" for c in claims]
-    claims.append(Claim(
-        f"train_timing_runs_{tag}", "A", "§5.3", "Coupling emerges at similar training "
-        f"iterations as performance, run by run (within ±{tolerance:g} interval)",
-        "similar iterations (Pythia 6.9B and 12B)",
-        Measure.fraction(agree, f"share of runs within ±{tolerance:g} interval(s) (exact "
-                       "binomial interval over runs)", fmt=".2f",
-                       detail=f"{sum(agree)} of {len(agree)} runs hold"), at_least(0.5)))
-    return claims
-
-
-def direction_claim(series: dict[str, RunSeries]) -> Claim:
-    """Coupling reaches half-way before the loss: the mean lag over runs, t interval, is < 0."""
-    lags = {run: _lag(s) for run, s in series.items()}
-    first = sum(m.estimate.hi < 0 for m in lags.values())
-    return Claim("train_timing_direction", "A", "§5.3 (ours)", "Coupling reaches half-way "
-                 "before the loss does", "not stated (“similar iterations”)",
-                 Measure.mean([m.estimate.value for m in lags.values()], "lag, mean over runs "
-                        "(checkpoint intervals; t interval over runs)", fmt=".2f",
-                        detail=f"{first} of {len(lags)} runs: coupling first by its interval "
-                        "within one network"), below(0))
-
-
 def seed_table(series: dict[str, RunSeries]) -> str:
     """Markdown: the runs of one size that differ only in seed, side by side.
 
-    The spread between two seeds is the seed-to-seed spread that each run's own intervals
-    (within one network, over passages) cannot show. Sizes trained with one seed are skipped.
+    The spread between two seeds is the seed-to-seed spread that a single run cannot show.
+    Sizes trained with one seed are skipped.
     """
     sizes: dict[str, list[str]] = {}
     for run in series:
@@ -279,16 +171,16 @@ def seed_table(series: dict[str, RunSeries]) -> str:
 
 
 def _seed_cells(s: RunSeries) -> dict[str, str]:
-    t, lag = run_trend(s), _lag(s).estimate
-    late = t.late.estimate
+    t = run_trend(s)
+    index = np.arange(len(s.steps))
+    lag = (half_rise_step(index, np.median(s.stack("diagonal_share"), 1))
+           - half_rise_step(index, s.heldout_loss))  # as `over_runs.timing_lag`
     return {"held-out loss, last checkpoint": f"{s.heldout_loss[-1]:.3f}",
             "median diagonal share, last checkpoint": f"{t.last:.3f}",
             "coupling peaks at step": f"{t.peak_step} ({t.peak:.3f})",
             "Spearman ρ(step, coupling)": f"{t.rho:.2f}",
-            "second-half slope per doubling [within one network]":
-                f"{late.value:.4f} [{late.lo:.4f}, {late.hi:.4f}]",
-            "lag, checkpoint intervals [within one network]":
-                f"{lag.value:.2f} [{lag.lo:.2f}, {lag.hi:.2f}]"}
+            "late slope per doubling (steps ≥ last / 4)": f"{t.late:.4f}",
+            "lag, checkpoint intervals": f"{lag:.2f}"}
 
 
 def adjacent_over_distant(diagonal_share_map: np.ndarray) -> np.ndarray:
@@ -305,52 +197,6 @@ def adjacent_over_distant(diagonal_share_map: np.ndarray) -> np.ndarray:
                           f"{diagonal_share_map.shape}")
     gap = np.abs(np.subtract.outer(np.arange(n), np.arange(n)))  # (layer, layer)
     return diagonal_share_map[:, gap == 1].mean(-1) / diagonal_share_map[:, gap >= 2].mean(-1)
-
-
-def locality_claims(series: dict[str, RunSeries]) -> list[Claim]:
-    """Coupling concentrates on adjacent blocks (paper A Figs 1c–e), over runs of >= 3 blocks.
-
-    Per prompt, `adjacent_over_distant` is averaged over those runs at every checkpoint. Two
-    rules: at the end it is > 1 (neighbours couple more), and it concentrates during training
-    by the second-half rule (`llmdyn.emergence.persistence`): the last − first difference lies
-    above 0 and the ratio's second-half slope does not lie wholly below 0.
-    """
-    deep = {r: s for r, s in series.items() if s.n_layers >= 3}
-    name = "adjacent/distant ratio of the diagonal share"
-    if not deep:
-        reason = "every run has fewer than 3 blocks, so no pair is distant"
-        return [Claim(i, "A", "Figs 1c–e", t, "coupled pairs are mostly neighbours",
-                      Measure.not_run(name, reason), r) for i, t, r in (
-                          ("train_local_end", "Adjacent blocks couple most", above(1)),
-                          ("train_local_grows", "Coupling concentrates on adjacent blocks "
-                           "during training", above(0)))]
-    endpoints(deep, ("diagonal_share",))
-    steps = next(iter(deep.values())).steps
-    if any(len(s.steps) != len(steps) or (s.steps != steps).any() for s in deep.values()):
-        raise LlmdynError(f"the runs of >= 3 blocks were saved at different steps: "
-                          f"{ {r: s.steps.tolist() for r, s in deep.items()} }")
-    ratio = np.mean([[adjacent_over_distant(p.diagonal_share_map) for p in s.profiles]
-                     for s in deep.values()], 0).T  # (prompt, ckpt), mean over runs
-    first, last = ratio[:, 0], ratio[:, -1]
-    runs = f"runs {', '.join(deep)} (>= 3 blocks); first checkpoint {first.mean():.2f}"
-    grows = Measure.difference(last, first, f"{name}, last − first checkpoint", fmt=".2f")
-    g = grows.estimate
-    rise = "met" if g.lo > 0 else "failed" if g.hi <= 0 else "unclear"
-    curve = ratio.mean(0)
-    top = int(np.argmax(curve))
-    late = late_measure(steps, ratio, f"second-half slope of the {name} per doubling of the "
-                        "step", reduce=np.mean, fmt=".3f",
-                        detail=f"{runs}; last − first {g.value:.2f} [{g.lo:.2f}, {g.hi:.2f}]; "
-                        f"peaks at step {steps[top]} ({curve[top]:.2f}), last {curve[-1]:.2f}")
-    return [
-        Claim("train_local_end", "A", "Figs 1c–e", "At the end of training adjacent blocks couple "
-              "more than distant ones", "edges mostly between neighbouring blocks",
-              Measure.mean(last, f"{name}, last checkpoint", fmt=".2f", detail=runs), above(1)),
-        Claim("train_local_grows", "A", "Figs 1c–e", "Coupling concentrates on adjacent blocks "
-              "during training", "neighbour edges appear as training goes on", late,
-              LateTrendRule(rise=rise, rise_rule="the last − first difference of the ratio "
-                            "lies above 0 (95 % interval over passages)",
-                            rise_text=f"last − first {g.value:.2f} [{g.lo:.2f}, {g.hi:.2f}]"))]
 
 
 def ends_table(series: dict[str, RunSeries]) -> str:

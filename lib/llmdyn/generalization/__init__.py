@@ -15,7 +15,8 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "published": ["SHAPES_CSV", "model_facts", "bits_per_byte", "fit_or_reason",
                       "subset_table", "k_table", "coupling_and_bits", "facts_table"],
         "population": ["MEASURES", "SIZE_AND_SHAPE", "coupling_scores", "finals",
-                       "measure_models", "population_frame", "single_fits", "r2_advantage",
-                       "partial_coefficient", "population_markdown", "fits_markdown"],
+                       "measure_models", "population_frame", "single_fits", "Advantage",
+                       "correlation_advantage", "partial_coefficient", "population_markdown",
+                       "fits_markdown"],
     },
 )

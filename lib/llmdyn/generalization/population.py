@@ -11,11 +11,13 @@ with the interval that the coverage table (`llmdyn.stats.coverage`) allows at th
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from llmdyn import LlmdynError
+from llmdyn.claims.measure import Measure
 from llmdyn.core.store import ResultStore
 from llmdyn.core.tables import markdown_table
 from llmdyn.coupling.depth import (
@@ -26,7 +28,7 @@ from llmdyn.coupling.depth import (
 )
 from llmdyn.models.loading import load_model
 from llmdyn.models.quiet import quiet_transformers
-from llmdyn.stats import bootstrap
+from llmdyn.stats import bootstrap, coverage, intervals
 from llmdyn.stats.bootstrap import Estimate
 from llmdyn.stats.regression import partial_regression
 from llmdyn.training.checkpoints import Checkpoint, by_run
@@ -127,18 +129,66 @@ def single_fits(frame: pd.DataFrame, y: str, predictors: Sequence[str]) -> pd.Da
     return pd.DataFrame(rows)
 
 
-def r2_advantage(frame: pd.DataFrame, y: str, coupling: str = "diagonal_share",
-                 rivals: Sequence[str] = SIZE_AND_SHAPE, seed: int = 0) -> Estimate:
-    """R²(y ~ coupling) − max over rivals of R²(y ~ rival), bootstrapped over models.
+@dataclass(frozen=True)
+class Advantage:
+    """Coupling's correlation with ``y`` against each rival's, judged together (Bonferroni).
 
-    Positive: coupling alone explains more of ``y`` than the best of size, shape and tokens.
+    Attributes:
+        by_rival: ``{rival: (d, lo, hi)}``: d = r(y, coupling) − r(y, rival) with Zou's interval
+            at the Bonferroni level ``level``, so that all of them cover together with 95 %.
+        n: models.
+        level: the level of each rival's interval, 1 − 0.05 / rivals.
     """
-    def statistic(c, yy, *others):  # each (resample, model)
-        best = np.max(np.stack([bootstrap.r2(o, yy) for o in others]), 0)
-        return bootstrap.r2(c, yy) - best
 
-    return bootstrap.bootstrap(statistic, frame[coupling], frame[y],
-                               *[frame[r] for r in rivals], seed=seed)
+    by_rival: dict[str, tuple[float, float, float]]
+    n: int
+    level: float
+
+    @property
+    def smallest(self) -> tuple[float, float, float]:
+        """``(min d, min lo, min hi)``: a simultaneous 95 % interval of the smallest advantage.
+
+        When every d_j lies in its interval, min_j d_j lies in [min_j lo_j, min_j hi_j]: the
+        interval lies above 0 exactly when every rival's does (coupling beats all four), and
+        wholly below 0 when some rival's does.
+        """
+        d, lo, hi = zip(*self.by_rival.values(), strict=True)
+        return min(d), min(lo), min(hi)
+
+    def detail(self, fmt: str = ".2f") -> str:
+        """Each rival's advantage with its interval."""
+        return "; ".join(f"{rival}: {d:{fmt}} [{lo:{fmt}}, {hi:{fmt}}]"
+                         for rival, (d, lo, hi) in self.by_rival.items())
+
+    def measure(self, quantity: str) -> Measure:
+        """The smallest advantage as a measure over models, Zou's interval (coverage table)."""
+        d, lo, hi = self.smallest
+        return Measure.from_interval(
+            d, lo, hi, self.n, quantity, kind="correlation_difference", method="zou", fmt=".2f",
+            sampling_unit="model",
+            detail=f"{self.n} models; Zou's interval of each difference at the Bonferroni level "
+                   f"{self.level:.2%}: {self.detail()}")
+
+
+def correlation_advantage(frame: pd.DataFrame, y: str, coupling: str = "diagonal_share",
+                          rivals: Sequence[str] = SIZE_AND_SHAPE, sign: float = -1.0
+                          ) -> Advantage:
+    """r(sign·y, coupling) − r(sign·y, rival) for each rival, Zou's interval, Bonferroni level.
+
+    ``sign`` = −1 turns a loss into a score (higher is better), so a positive r is the paper's
+    direction for coupling and the expected one for every rival (larger, deeper, wider models
+    trained on more tokens generalize better). Zou's (2007) interval is for the difference of
+    two correlations that share ``y`` (`llmdyn.stats.intervals.zou`).
+    """
+    score = sign * frame[y].to_numpy(float)
+    level = intervals.bonferroni_level(len(rivals))
+    by_rival = {}
+    for rival in rivals:
+        samples = (score, frame[coupling].to_numpy(float), frame[rival].to_numpy(float))
+        d = float(bootstrap.correlation_difference(*[s[None] for s in samples])[0])
+        lo, hi = coverage.interval("correlation_difference", "zou", *samples, level=level)
+        by_rival[rival] = (d, float(lo), float(hi))
+    return Advantage(by_rival, len(frame), level)
 
 
 def partial_coefficient(frame: pd.DataFrame, y: str, predictors: Sequence[str], name: str,

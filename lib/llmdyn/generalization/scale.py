@@ -7,6 +7,8 @@ something. This module places them between two count models fitted on the same t
 whose models clearly beat the bigram reference would cost.
 """
 
+# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
+
 from __future__ import annotations
 
 import math
@@ -80,6 +82,19 @@ def position_markdown(frame: pd.DataFrame, references: Mapping[str, Mapping[str,
                      f"{counts['below bigram']} | {counts['between']} | "
                      f"{counts['above unigram']} |")
     return "\n".join(lines)
+
+
+def stand_in_note(counts: Mapping[str, int], what: str = "OOD loss") -> str:
+    """The note a stand-in's verdict carries: what was measured and at what level.
+
+    ``counts`` is `position_counts` of that loss, e.g. "stand-in: OOD loss of 27 models trained
+    here, between unigram and bigram level".
+    """
+    n = sum(counts.values())
+    where = {"between": "between unigram and bigram level", "below bigram": "below bigram level",
+             "above unigram": "above unigram level"}
+    parts = [where[k] if c == n else f"{c} {where[k]}" for k, c in counts.items() if c]
+    return f"stand-in: {what} of {n} models trained here, {', '.join(parts)}"
 
 
 @dataclass(frozen=True)
@@ -221,6 +236,6 @@ def coefficient_rows(frame: pd.DataFrame, measures: Mapping[str, str],
 
 
 __all__ = ["REFERENCE_SETS", "MARGIN", "LEVELS", "level_sentence", "population_references",
-           "position_counts",
+           "position_counts", "stand_in_note",
            "position_markdown", "VerdictPower", "verdict_power", "BigramCost", "bigram_cost",
            "coefficient_rows"]

@@ -20,9 +20,11 @@ within-cell bootstrap is about √2 too narrow, while the t interval uses the se
 residual variance with its n − p degrees of freedom.
 """
 
+# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
+
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -230,6 +232,7 @@ def slope_measure(table: pd.DataFrame, column: str, quantity: str, *,
     # through the coverage table, like every other judged interval
     return Measure.from_interval(float(fit.params[1]), float(lo), float(hi), len(table),
                                  quantity, kind="slope", method="ols_t", fmt=fmt,
+                                 sampling_unit="ViT",
                                  detail=f"OLS t interval, {fit.df_resid:.0f} residual df, "
                                         f"p = {fit.pvalues[1]:.2g}")
 
@@ -266,6 +269,9 @@ def over_vits(statistic, table: pd.DataFrame, columns: list[str], quantity: str,
         quantity: the measure's noun phrase.
         seed: seed of the draws.
         **kw: `Measure` fields (fmt, unit, detail).
+
+    Each ViT is one independent draw (its own initial weights, SD masks and image order), so
+    the measure's sampling unit is the ViT: n counts ViTs, never test images.
     """
     _require(table, ["cell", *columns])
     if table.empty:
@@ -273,13 +279,12 @@ def over_vits(statistic, table: pd.DataFrame, columns: list[str], quantity: str,
                        **kw)
     est = bootstrap_within_cells(statistic, *[table[c].to_numpy(float) for c in columns],
                                  cells=table.cell.to_numpy(), seed=seed)
-    return Measure(quantity, est, **kw)
+    return Measure(quantity, est, sampling_unit="ViT", **kw)
 
 
 def withheld(measure: Measure, reason: str) -> Measure:
     """``measure`` with its estimate and interval kept but graded "no verdict" (``reason``)."""
-    return Measure(measure.quantity, measure.estimate, fmt=measure.fmt, unit=measure.unit,
-                   detail=measure.detail, missing="no verdict", reason=reason)
+    return replace(measure, missing="no verdict", reason=reason)
 
 
 def _because(scope: str, gate: OneWayAnova) -> str:

@@ -8,12 +8,16 @@ decays (one intercept per weight decay), and at each weight decay (Fig 10's "at 
 decay"; Fig 6b's is the row at the fixed weight decay).
 """
 
+# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
+
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
-from llmdyn.claims.claim import Claim, Measure, above, at_least, slug
+from llmdyn.claims.claim import Claim, above, at_least, slug
 from llmdyn.stats.power import linear_draw, rule_power
 from llmdyn.stats.replicates import bootstrap_within_cells
 from llmdyn.vision import analysis as va
@@ -78,8 +82,7 @@ def _r2_claims(table, check, cols, fits, seed, power_draws) -> list[Claim]:
         gated = check.for_sd(m, float(sd))
         if gated is m and float(sd) in PAPER_R2:  # judged: say how often its rule could pass
             power = r2_power(rows, cols[0], PAPER_R2[float(sd)], seed=seed, n_draws=power_draws)
-            gated = Measure(m.quantity, m.estimate, fmt=m.fmt,
-                            detail="; ".join(filter(None, [m.detail, power])))
+            gated = replace(m, detail="; ".join(filter(None, [m.detail, power])))
         out.append(Claim(f"vit_r2_sd{i}", "A", "§3.4, Fig 6a",
                          f"Accuracy tracks coupling at SD {sd:g}",
                          f"R² = {PAPER_R2.get(sd, 'n/a')}", gated, at_least(MIN_R2)))
@@ -96,8 +99,8 @@ def _slope_claims(table, col, fixed_weight_decay, n_images) -> list[Claim]:
     """Coupling rises with the SD rate: pooled over weight decays, then at each weight decay."""
     pooled = va.slope_measure(table, col, "slope of coupling on SD rate (all ViTs, one "
                               "intercept per weight decay)", weight_decay_offsets=True)
-    pooled = Measure(pooled.quantity, pooled.estimate, fmt=pooled.fmt,
-                     detail=f"{len(table)} ViTs, {n_images} test images; {pooled.detail}")
+    pooled = replace(pooled, detail=f"{len(table)} ViTs, {n_images} test images; "
+                                    f"{pooled.detail}")
     out = [Claim("vit_sd_all", "A", "§3.4, Fig 10", "Coupling rises with the SD rate, pooled "
                  "over weight decays", "increase at every weight decay", pooled, above(0))]
     for wd, m in va.slopes_by_wd(table, col).items():
