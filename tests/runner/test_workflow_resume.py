@@ -8,6 +8,7 @@ left no executed notebook; and the same command, run again, finishes the book.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -119,8 +120,15 @@ def test_every_interruption_resumes_with_the_same_command_and_loses_nothing(tmp_
     run = _start(tmp_path)
     _wait_for(_cut_chapter_running(tmp_path), run, f"{CUT} started a third time")
     tree = _tree(run)
+    # All at once, as a power loss: freeze every process first, so that none sees another die
+    # and cleans up (killed one by one, Snakemake could see its job fail and remove its lock
+    # before its own SIGKILL came; a loaded machine made that race real, issue 45 item 7).
     for process in tree:
-        process.kill()
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.suspend()
+    for process in tree:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.kill()
     psutil.wait_procs(tree, timeout=60)
     run.wait()
     assert list((tmp_path / ".snakemake" / "locks").iterdir())  # the stale lock of the probe

@@ -120,7 +120,8 @@ def open_questions(published: Sequence[Published], headlines: Sequence[Headline]
             if rec.to_decide:
                 lines.append(f"- Paper {line.paper}, {line.label} ({rec.model}): "
                              f"{rec.statement} is **{rec.grade}** at {rec.number}; to decide: "
-                             f"{rec.to_decide} ([chapter {table.chapter[:2]}]({table.href}))")
+                             f"{html.escape(rec.to_decide)} "
+                             f'(<a href="{table.href}">chapter {table.chapter[:2]}</a>)')
     return "\n".join(lines) or "No claim of the abstracts is open in this build."
 
 

@@ -21,7 +21,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
                        "last_token_jacobians_batched", "last_token_jacobians"],
         "linearization": ["NoiseTokens", "propagate", "cosine", "relative_noise",
                           "perturbed_last_states", "LinearizationCheck", "linearization_check",
-                          "linearization_checks"],
+                          "linearization_checks", "draw_means"],
         "svd": ["Svd", "square_jacobians", "svd_sorted"],
         "truncated": ["Tokens", "Products", "TruncatedSVD", "principal_angles",
                       "truncated_block_svd", "truncated_coupling_matrices"],

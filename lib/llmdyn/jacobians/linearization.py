@@ -181,6 +181,21 @@ class LinearizationCheck:
         return float(getattr(self, field)[level, :, layer].mean())
 
 
+def draw_means(checks: Sequence[LinearizationCheck], ids: Sequence[str],
+               field: Literal["cos_state", "cos_step", "cos_delta"], level: int,
+               layer: int) -> dict[str, float]:
+    """``{prompt id: mean over its noise draws}`` of one cosine: one number per prompt.
+
+    Args:
+        checks: ``[prompt]`` one check per prompt, in the order of ``ids``.
+        ids: ``[prompt]`` the prompts' ids.
+        field: which cosine.
+        level: index of the noise level.
+        layer: the layer read.
+    """
+    return {i: c.draw_mean(field, level, layer) for i, c in zip(ids, checks, strict=True)}
+
+
 def linearization_check(
     model: LoadedModel,
     prompt: str,
