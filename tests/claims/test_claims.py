@@ -554,3 +554,11 @@ def test_open_rows_that_cannot_be_planned_say_why():
     few = _claim(Measure.mean([1.0, 1.2, 0.9], "m", sampling_unit="run"), at_least(2))
     assert few.verdict.grade == "no verdict"
     assert to_decide(few).startswith("not plannable: 3 units observed")
+
+
+def test_keyed_gives_one_value_per_unit_id_and_refuses_a_mismatch():
+    from llmdyn.claims import keyed
+
+    assert keyed(["p1", "p2"], np.array([0.5, 1.5])) == {"p1": 0.5, "p2": 1.5}
+    with pytest.raises(LlmdynError, match="one value per unit id, got 3 values for 2 ids"):
+        keyed(["p1", "p2"], [1.0, 2.0, 3.0])

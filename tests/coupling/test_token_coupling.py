@@ -336,3 +336,13 @@ def test_token_grid_and_bars_draw():
                        hatched=["untrained, l′ = l"])
     assert len(ax2.patches) == 4 and ax2.patches[2].get_hatch() == "//"
     plt.close(fig)
+
+
+def test_claims_use_the_prompts_complete_in_every_state_and_kind_keyed_by_id():
+    from llmdyn.coupling import complete_prompts, shares_by_prompt
+
+    shares = {"trained": {"self": np.array([0.5, np.nan, 0.7]), "fixed": np.array([1, 2, 3.0])},
+              "untrained": {"self": np.array([0.1, 0.2, 0.3]), "fixed": np.array([1, 2, 3.0])}}
+    kept = complete_prompts(shares)
+    assert kept.tolist() == [0, 2]  # prompt 1 has no tile in one kind
+    assert shares_by_prompt([9.0, 8.0, np.nan], ["a", "b", "c"], kept) == {"a": 9.0}

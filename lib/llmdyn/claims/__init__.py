@@ -16,6 +16,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "render": ["COLUMNS", "SCORECARD_KEY", "markdown_table", "html_table", "glue_values",
                    "read_glued", "rule_breaks", "grade_breaks", "publish", "part_source",
                    "split_grid", "split_flips", "refuse_broken"],
+        "units": ["UNITS", "keyed"],
         "twin_seeds": ["T", "spread_indices", "spread_picks", "SeedSpread", "rule_text",
                        "seed_table"],
     },

@@ -45,6 +45,15 @@ def counted(unit: str, n: int) -> str:
     return f"{n} {unit if n == 1 else UNITS[unit]}"
 
 
+def keyed(ids: Sequence[str], values) -> dict[str, float]:
+    """``{unit id: value}`` from ``[unit]`` values in the order of ``ids`` (lengths must match)."""
+    values = np.asarray(values, dtype=np.float64).ravel()
+    if len(ids) != values.size:
+        raise LlmdynError(f"keyed needs one value per unit id, got {values.size} values for "
+                          f"{len(ids)} ids")
+    return dict(zip(map(str, ids), values.tolist(), strict=True))
+
+
 def aligned(samples: Sequence, *, paired: bool) -> tuple[list, tuple[str, ...]]:
     """Samples as arrays, with their unit ids where they came keyed by id.
 

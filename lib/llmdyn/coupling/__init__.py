@@ -23,6 +23,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "tokens": ["Kind", "KINDS", "KIND_TITLES", "kind_pairs", "cross_coupling", "TokenCoupling",
                    "token_coupling", "token_coupling_with_control", "CouplingSummary",
                    "tile_shares", "summarize", "summarize_kinds", "kind_shares",
-                   "prompt_shares"],
+                   "prompt_shares", "complete_prompts",
+                   "shares_by_prompt"],
     },
 )

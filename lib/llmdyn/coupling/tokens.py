@@ -370,3 +370,28 @@ def prompt_shares(results: Sequence[Mapping[str, TokenCoupling]]) -> dict[str, n
         shares = [tile_shares([r[kind]]) for r in results]
         out[kind] = np.array([s.mean() if s.size else np.nan for s in shares])
     return out
+
+
+def complete_prompts(shares: Mapping[str, Mapping[str, np.ndarray]]) -> np.ndarray:
+    """Indices of the prompts with a finite share in every state and kind: ``[prompt]``.
+
+    A prompt too short for some tile has NaN there (`prompt_shares`); paired ratios compare
+    the same prompts in every state, so a claim keeps only the prompts complete in all.
+
+    Args:
+        shares: state (e.g. "trained") -> kind -> ``[prompt]`` means, as `prompt_shares` gives.
+    """
+    stacked = np.stack([v for kinds in shares.values() for v in kinds.values()])  # [s·k, prompt]
+    return np.flatnonzero(np.isfinite(stacked).all(0))
+
+
+def shares_by_prompt(values, ids: Sequence[str], kept: Sequence[int]) -> dict[str, float]:
+    """``{prompt id: value}`` over the ``kept`` prompts (`complete_prompts`) whose value is finite.
+
+    Args:
+        values: ``[prompt]`` one number per prompt, in the order of ``ids``.
+        ids: ``[prompt]`` every prompt's id.
+        kept: indices of the prompts a claim may use.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    return {ids[i]: float(values[i]) for i in kept if np.isfinite(values[i])}
