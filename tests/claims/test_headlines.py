@@ -169,7 +169,7 @@ def test_the_intro_cell_shows_the_rule_and_the_stand_in():
                      bound="≤ 3", stand_in="SQuAD questions for the paper's prompts")
     page = sentence_table([Published("02_x", "T", "scorecard", "a", ("m-a",), (spread,))],
                           lines, ["m-a"])
-    assert "16 (n = 1 prompt) (rule: ≤ 3)" in page
+    assert '16 (n = 1 prompt)</span> <span class="bound">(rule: ≤ 3)</span>' in page
     assert "<em>stand-in: SQuAD questions for the paper&#x27;s prompts</em>" in page
 
 

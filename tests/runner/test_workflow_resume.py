@@ -178,7 +178,8 @@ def _edited_source_with_an_old_time_reruns_its_chapter(copy: Path, directory: Pa
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
         return out.stdout
 
-    assert "Nothing to be done" in planned()  # same contents: same digests
+    first = planned()
+    assert "Nothing to be done" in first, first[-3000:]  # same contents: same digests
     module = copy / "lib" / "llmdyn" / "trajectories" / "geometry.py"
     old = module.stat()
     module.write_text(module.read_text() + "\n# an edit\n")

@@ -68,13 +68,14 @@ def _cell(found: list[tuple[Record, Published]]) -> str:
     for rec, table in found:
         what = rec.statement.split(": ", 1)[-1] if rec.statement.startswith(rec.model) else \
             rec.statement
-        against = f" (rule: {rec.bound})" if rec.bound else ""
+        against = (f' <span class="bound">(rule: {html.escape(rec.bound)})</span>'
+                   if rec.bound else "")
         stand_in = f"<br><em>stand-in: {html.escape(rec.stand_in)}</em>" if rec.stand_in else ""
         lines.append(
             f'<div class="claim grade-{slug(rec.grade)}" data-claim="{html.escape(rec.id)}" '
             'style="margin-bottom: 0.6em">'
             f'<strong class="grade">{html.escape(rec.grade)}</strong> '
-            f'<span class="number">{html.escape(rec.number + against)}</span> '
+            f'<span class="number">{html.escape(rec.number)}</span>{against} '
             f'<a class="where" href="{table.href}" title="{html.escape(rec.id)}">'
             f'ch.&#160;{table.chapter[:2]}</a><br>'
             f'<small>{html.escape(what)}{stand_in}</small></div>')
