@@ -164,7 +164,10 @@ def run_copy(copy, directory, *, config=TINY_CONFIG, dry_run=False):
     cmd = snakemake_command(targets=["all", "measure_all"], cores=2, directory=directory,
                             config=config, dry_run=dry_run,
                             snakefile=copy / "workflow" / "Snakefile")
-    env = {**os.environ, "PYTHONPATH": str(copy / "lib")}
+    # one results root per built directory: the module's build and a test's rebuild of it must
+    # see the same results (each test otherwise gets its own LLMDYN_RESULTS, tests/conftest.py)
+    env = {**os.environ, "PYTHONPATH": str(copy / "lib"),
+           "LLMDYN_RESULTS": str(directory / "results")}
     out = subprocess.run(cmd, cwd=copy, env=env, capture_output=True, text=True, timeout=1800)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     return out.stdout + out.stderr
