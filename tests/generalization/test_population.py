@@ -267,4 +267,4 @@ def test_the_smallest_advantage_grades_as_all_rivals_together():
     assert grades == ["holds", "does not hold", "inconclusive"]
     m = both_clear.measure("smallest advantage")
     assert m.sampling_unit == "model" and "Bonferroni level 97.50%: a: 0.30" in m.detail
-    assert m.interval_text() == "n = 27 models, Zou's interval"
+    assert m.interval_text() == "n = 27 models, Zou (2007) interval"

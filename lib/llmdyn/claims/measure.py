@@ -51,7 +51,7 @@ METHOD_NAMES = {"t": "t interval", "bca": "BCa bootstrap", "percentile": "percen
                 "exact": "Clopper–Pearson interval", "welch": "Welch t interval",
                 "log_t": "t interval on the logs", "pitman_morgan": "Pitman–Morgan interval",
                 "pitman_morgan_hc4": "Pitman–Morgan interval (HC4)",
-                "zou": "Zou's interval"}  # how a result names its interval method
+                "zou": "Zou (2007) interval"}  # how a result names its interval method
 
 
 @dataclass(frozen=True)
