@@ -470,6 +470,20 @@ def test_a_zero_width_interval_at_the_printed_precision_is_not_graded():
     assert not wide.zero_width()
 
 
+def test_an_interval_narrower_than_one_digit_prints_one_digit_finer_never_two():
+    # 20 prompts spread over 0.38–0.40: the t interval spans ~0.005, under .2f's 0.01
+    spread = Measure.mean(0.38 + 0.001 * np.arange(20), "x", fmt=".2f", sampling_unit="prompt")
+    assert spread.printed_fmt == ".3f" and not spread.zero_width()
+    assert _claim(spread, at_most(0.75)).result_text() == ("x: 0.390 [0.387, 0.392] "
+                                                           "(n = 20 prompts, t interval)")
+    assert _claim(spread, at_most(0.75)).verdict.grade == "holds"
+    # agreement to 1e-5 is below a tenth of .3f's digit: one digit finer, still zero width
+    flat = Measure.mean(0.74 + 1e-6 * np.arange(16), "x", fmt=".3f", sampling_unit="prompt")
+    assert flat.printed_fmt == ".4f" and flat.zero_width()
+    wide = Measure.mean(0.74 + 1e-2 * np.arange(16), "x", fmt=".2f", sampling_unit="prompt")
+    assert wide.printed_fmt == ".2f"
+
+
 @pytest.mark.parametrize("fmt, x, step", [(".3f", 5.0, 1e-3), (".1%", 0.5, 1e-3),
                                           (".2e", 1234.0, 10.0), (".3g", 0.0123, 1e-4),
                                           ("yes/no", 1.0, 0.0)])

@@ -277,12 +277,13 @@ class Measure:
         """A claim this run's parameters left out (e.g. no compare model given)."""
         return cls(quantity, None, detail=detail, missing="not run", reason=reason)
 
-    def resolution(self, x: float) -> float:
-        """One unit of the last digit this measure prints for ``x`` (0 where unknown).
+    def resolution(self, x: float, fmt: str | None = None) -> float:
+        """One unit of the last digit ``fmt`` (default: the printed format) prints for ``x``.
 
-        ".3f" prints 0.001, ".1%" 0.001 of the value, ".3g" three significant digits of x.
+        ".3f" prints 0.001, ".1%" 0.001 of the value, ".3g" three significant digits of x; 0
+        where unknown.
         """
-        found = re.fullmatch(r"[^.]*\.(\d+)([fFeEgG%])", self.fmt)
+        found = re.fullmatch(r"[^.]*\.(\d+)([fFeEgG%])", self.printed_fmt if fmt is None else fmt)
         if not found or not math.isfinite(x):
             return 0.0
         digits, kind = int(found[1]), found[2].lower()
@@ -293,12 +294,24 @@ class Measure:
         magnitude = math.floor(math.log10(abs(x))) if x else 0
         return 10.0 ** (magnitude - digits + (1 if kind == "g" else 0))
 
+    @property
+    def printed_fmt(self) -> str:
+        """``fmt``, or one digit finer where the interval is narrower than one printed digit.
+
+        Never more than one: units that agree to a tenth of the quantity's own precision still
+        print as a zero-width interval, and `zero_width` still withholds the grade.
+        """
+        est = self.estimate
+        if est is None or not est.has_interval or not _narrower(est, self.fmt, self.resolution):
+            return self.fmt
+        return re.sub(r"\.(\d+)", lambda d: f".{int(d[1]) + 1}", self.fmt, count=1)
+
     def zero_width(self) -> bool:
         """Whether the interval is narrower than one unit of the last printed digit."""
         est = self.estimate
         if est is None or not est.has_interval:
             return False
-        return est.hi - est.lo < self.resolution(max(abs(est.lo), abs(est.hi)))
+        return _narrower(est, self.printed_fmt, self.resolution)
 
     def interval_text(self) -> str:
         """"n = 20 prompts, t interval": the units and how the interval was computed."""
@@ -314,4 +327,9 @@ class Measure:
             return "n/a"
         if self.fmt == "yes/no":
             return "yes" if x >= 0.5 else "no"
-        return f"{x:{self.fmt}}{self.unit}"
+        return f"{x:{self.printed_fmt}}{self.unit}"
+
+
+def _narrower(est: Estimate, fmt: str, resolution) -> bool:
+    """Whether ``est``'s interval spans less than one unit of ``fmt``'s last digit."""
+    return est.hi - est.lo < resolution(max(abs(est.lo), abs(est.hi)), fmt)
