@@ -2,7 +2,7 @@
 
 An interval's 95 % is a promise about coverage; at small n the bootstrap breaks it (its
 intervals are too narrow). So no interval is used on faith. For each kind of statistic the book
-judges (``KINDS``) and each n it uses (``SIZES``: 4 runs, 8-9, 16, 20 and 21 prompts, 27
+judges (``KINDS``) and each n it uses (``SIZES``: 3 and 4 runs, 8-9, 16, 20 and 21 prompts, 27
 models, 32 ViTs, 120 token pairs) every candidate method (``METHODS``) is run on ``N_SIMS``
 simulated samples whose parameter is known (``simulate``), and its coverage is the share of
 intervals that contain it (``N_SIMS`` = 1,000 samples for the bootstrap, 2,000 for the HC4
@@ -58,7 +58,7 @@ from llmdyn.stats.bootstrap import LEVEL, N_RESAMPLES
 # New kinds go at the end: a kind's position seeds its simulated samples.
 KINDS = ("mean", "median", "ratio", "difference", "slope", "r2", "fraction",
          "log_ratio", "variance_ratio", "correlation_difference")
-SIZES = (4, 8, 16, 20, 21, 27, 32, 120)  # the book's n; a range (8-9) at its smallest n
+SIZES = (3, 4, 8, 16, 20, 21, 27, 32, 120)  # the book's n; a range (8-9) at its smallest n
 METHODS: dict[str, tuple[str, ...]] = {  # candidates, preferred first
     "mean": ("t", "bca"),
     "median": ("order", "bca"),
