@@ -97,7 +97,9 @@ class SpectraPromptsParams(CompareParams):
     n_prompts: int = 20  # SQuAD questions after the example for the spectra (chapter 04's texts)
     #: SQuAD articles of those questions (None: as chapter 04's default)
     squad_articles: list[str] | None = None
-    n_compare_prompts: int = 1  # of those, used for each compare model
+    #: of those, for each compare model (its claims' n; as chapters 04 and 05, whose Jacobians
+    #: of the same prompts it reuses)
+    n_compare_prompts: int = 16
     #: top singular vectors in A; also the singular values kept per layer (None: relative_k, 30
     #: where d_model ≥ 240, else d_model // 8)
     k: int | None = None
