@@ -544,32 +544,6 @@ def test_split_flips_shows_a_row_under_every_split_that_grades_it_otherwise():
         split_flips(grid, "entropy")
 
 
-# --- what would decide an open row -------------------------------------------------------------
-
-def test_an_inconclusive_mean_plans_the_n_its_own_t_rule_needs():
-    from llmdyn.claims.planning import is_open, to_decide
-
-    values = np.random.default_rng(4).normal(0.5, 1.0, 8)  # 0.422 [-0.397, 1.241]: straddles 0
-    claim = _claim(Measure.mean(values, "d", sampling_unit="prompt"), above(0))
-    assert claim.verdict.grade == "inconclusive" and is_open(claim)
-    text = to_decide(claim, n_draws=300)
-    n = int(text.split()[2])
-    assert text.startswith("n = ") and " prompts (" in text and 10 <= n <= 120
-    decided = _claim(Measure.mean(values + 3, "d", sampling_unit="prompt"), above(0))
-    assert to_decide(decided) == ""  # a decided row has nothing to plan
-
-
-def test_open_rows_that_cannot_be_planned_say_why():
-    from llmdyn.claims.planning import to_decide
-
-    spread = Measure.of(lambda a: a.max(-1) - a.min(-1), np.arange(8.0), quantity="range",
-                        sampling_unit="prompt")
-    assert "bootstrap-only statistic" in to_decide(_claim(spread, at_least(2)))
-    few = _claim(Measure.mean([1.0, 1.2, 0.9], "m", sampling_unit="run"), at_least(2))
-    assert few.verdict.grade == "no verdict"
-    assert to_decide(few).startswith("not plannable: 3 units observed")
-
-
 def test_keyed_gives_one_value_per_unit_id_and_refuses_a_mismatch():
     from llmdyn.claims import keyed
 

@@ -111,8 +111,9 @@ def untested(headlines: Sequence[Headline]) -> str:
 def open_questions(published: Sequence[Published], headlines: Sequence[Headline]) -> str:
     """The abstracts' open claims and what would settle each (a Markdown list), or a sentence.
 
-    An open claim is inconclusive, or has no verdict for want of units; its "to decide" is the
-    n at which its own rule would decide with 80 % probability (`llmdyn.claims.planning`).
+    An open claim is inconclusive or has no verdict; its "to decide" is the n at which its own
+    rule would decide with 80 % probability and where that n is set, or why no n would
+    (`llmdyn.claims.planning.to_decide`).
     """
     found = assign(published, headlines)
     lines = []

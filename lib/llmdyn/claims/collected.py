@@ -22,6 +22,7 @@ from pathlib import Path
 from llmdyn import LlmdynError
 from llmdyn.claims.claim import slug
 from llmdyn.claims.findings import SCORECARD_KEY, records_key
+from llmdyn.claims.planning import for_chapter
 from llmdyn.claims.render import read_glued
 
 OWN = "our trained models"  # the subject of claims about a chapter's own trained suite or grid
@@ -45,7 +46,7 @@ class Record:
     model: str  # the model it is about, or OWN
     bound: str = ""  # the rule's comparison, e.g. "≤ 3" ("" without a rule)
     stand_in: str = ""  # what the measure stands in for, where it is a stand-in
-    to_decide: str = ""  # for an open claim: the n that would decide it, or why none
+    to_decide: str = ""  # inconclusive or no verdict: what would decide it, or why nothing can
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,8 @@ def read_chapter(path: Path) -> list[Published]:
     default = OWN if own else (model or "the chapter's model")
     out = []
     for key in _published_keys(glued):
-        rows = json.loads(str(glued[records_key(key)]))
+        rows = [{**r, "to_decide": for_chapter(r.get("to_decide", ""), path.stem)}
+                for r in json.loads(str(glued[records_key(key)]))]
         records = tuple(Record(**{k: r[k] for k in Record.__dataclass_fields__
                                   if k != "model" and k in r},  # older chapters lack some
                                model=subject(r["id"], models, default)) for r in rows)

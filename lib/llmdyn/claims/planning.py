@@ -7,9 +7,14 @@ n, the claim's rule grades it, and units with the same values would not be grade
 (`Claim`'s zero-width check). The per-unit values the claim judged are the truth the planner
 resamples.
 
-Rows that cannot be planned say why: a fact, a claim with no rule or no per-unit values kept, a
-bootstrap-only statistic (each simulated sample would need thousands of resamples: plan it with
-a covered statistic instead).
+Every inconclusive or no-verdict row gets a text (`to_decide`). One that cannot be planned says
+why, from its verdict: a claim with no per-unit values kept, a bootstrap-only statistic (each
+simulated sample would need thousands of resamples: plan it with a covered statistic instead),
+a zero-width interval (more units of the same kind cannot widen it), fewer than 4 units, or the
+verdict's own reason (a gate). A plan, or a need for 4 units, then says where n is set, by the
+claim's unit (`WHERE`): a chapter parameter for prompts, a new suite or grid for the runs,
+models and ViTs that chapters 08-10 train; rows whose units cannot grow offline say so
+(`FIXED`).
 """
 
 # llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
@@ -21,10 +26,35 @@ from dataclasses import replace
 import numpy as np
 
 from llmdyn.claims.claim import Claim
-from llmdyn.claims.units import UNITS
+from llmdyn.claims.units import UNITS, counted
 from llmdyn.stats import planner
 
 N_DRAWS = 200  # simulated samples per n: the share's Monte Carlo error is ≤ 3.5 points
+ASKED = ("inconclusive", "no verdict")  # the grades whose row says what would decide it
+
+CHAPTER = "<chapter>"  # the scorecard fills in the chapter's name (`for_chapter`)
+_SUITE = ("a new suite (an entry of llmdyn.training.suite.SUITES; `llmdyn workflow --only "
+          f"{CHAPTER} --config suite=NAME` trains and measures it)")
+_GRID = ("a new grid (an entry of llmdyn.vision.grids.GRIDS; `grid: NAME` in "
+         f"DIR/{CHAPTER}.yaml, then `llmdyn workflow --only {CHAPTER} --config "
+         "chapter_params=DIR` trains and measures it)")
+#: where n units are had, by sampling unit ({n}: the units needed)
+WHERE = {
+    "prompt": ("to run it: the chapter's prompt count (n_prompts, n_compare_prompts, "
+               f"n_per_task, ...) for {{n}} prompts in DIR/{CHAPTER}.yaml, then `llmdyn workflow "
+               f"--only {CHAPTER} --config chapter_params=DIR`"),
+    "run": f"a suite of {{n}} runs: {_SUITE}",
+    "model": f"a population of {{n}} models: {_SUITE}",
+    "ViT": f"a grid with {{n}} ViTs: {_GRID}",
+    "seed": f"a grid with {{n}} seeds: {_GRID}",
+}
+#: claims whose units cannot grow here, by id: pretrained models (chapters 02 and 09)
+_OFFLINE = "more pretrained models, the papers' 7B ones among them, do not load offline"
+FIXED = {
+    "geo_size": f"{_OFFLINE}: with a network, name hub ids in compare_models",
+    "gen_llms": (f"{_OFFLINE}: with a network, list hub ids in the workflow's sweep_models "
+                 "(measured by `llmdyn measure coupling`)"),
+}
 
 
 def is_open(claim: Claim) -> bool:
@@ -54,9 +84,9 @@ def unplannable(claim: Claim) -> str:
     """Why an open claim cannot be planned ("" when it can)."""
     m = claim.measure
     if claim.rule is None:
-        return "no rule to decide"
+        return "not plannable: no rule to decide"
     if m.recipe is None or not m.samples:
-        return "its per-unit values were not kept"
+        return "not plannable: its per-unit values were not kept"
     if m.recipe.kind == "other":
         return ("not plannable: a bootstrap-only statistic; a covered per-unit statistic "
                 "would decide it")
@@ -65,15 +95,68 @@ def unplannable(claim: Claim) -> str:
     return ""
 
 
+def why_not_open(claim: Claim) -> tuple[str, int | None]:
+    """What a no-verdict claim that `is_open` does not count needs, and the units it needs.
+
+    The text is in words a reader can act on, from the verdict's own reason: a zero-width
+    interval, an undeclared unit, too few units (with or without their values kept), else the
+    verdict's reason (a gate, a coverage check). The n is `planner.MIN_UNITS` where more units
+    would let it be judged, else None.
+    """
+    m, est = claim.measure, claim.measure.estimate
+    if m.zero_width() and m.sampling_unit:
+        return ("not plannable: every unit gives the same value at the printed precision; more "
+                "units of the same kind cannot widen it (a different statistic or unit "
+                "would)"), None
+    if not m.sampling_unit:
+        return ("not plannable: no independent unit declared; one value per prompt, model or "
+                "run would give it an interval"), None
+    n = est.n if est is not None else 0
+    if 0 < n < planner.MIN_UNITS and m.samples:
+        return (f"not plannable: {counted(m.sampling_unit, n)} observed, fewer than "
+                f"{planner.MIN_UNITS}, so their spread is unknown; measure at least "
+                f"{planner.MIN_UNITS}"), planner.MIN_UNITS
+    if 0 < n < planner.MIN_UNITS:
+        return (f"needs the measurement repeated on ≥ {planner.MIN_UNITS} "
+                f"{UNITS[m.sampling_unit]} (n = {n} now)"), planner.MIN_UNITS
+    return f"not plannable: {claim.verdict.reason or 'no interval'}", None
+
+
 def to_decide(claim: Claim, *, n_draws: int = N_DRAWS, seed: int = 0) -> str:
-    """The n that would decide an open claim, in words; "" for a claim that is not open."""
-    if not is_open(claim):
+    """What would decide an inconclusive or no-verdict claim, in words; "" for any other grade.
+
+    An open claim (`is_open`) gets the n its own rule needs (`llmdyn.stats.planner`) and where
+    that n is set (`WHERE`); any other gets why it cannot be planned (`why_not_open`). Where
+    the claim's units cannot grow here (`FIXED`), that is said too.
+    """
+    if claim.verdict.grade not in ASKED:
         return ""
+    if not is_open(claim):
+        return _with_where(*why_not_open(claim), claim)
     why = unplannable(claim)
     if why:
-        return why
+        return _with_where(why, None, claim)
     m = claim.measure
     samples = [np.asarray(s) for s in m.samples]
     plan = planner.plan(judge(claim), samples, paired=m.recipe.paired, n_draws=n_draws,
                         seed=seed)
-    return plan.text(UNITS[m.sampling_unit])
+    if plan.n is None:
+        n = planner.MIN_UNITS if plan.observed < planner.MIN_UNITS else None
+        text = plan.reason + (f"; measure at least {n}" if n else "")
+        return _with_where(text, n, claim)
+    return _with_where(plan.text(UNITS[m.sampling_unit]), plan.n, claim)
+
+
+def _with_where(text: str, n: int | None, claim: Claim) -> str:
+    """``text``, then where ``n`` units are had (or that they cannot be had here)."""
+    fixed = FIXED.get(claim.id)
+    if fixed:
+        return f"{text}; {fixed}"
+    if n is None or claim.measure.sampling_unit not in WHERE:
+        return text
+    return f"{text}; {WHERE[claim.measure.sampling_unit].format(n=n)}"
+
+
+def for_chapter(text: str, chapter: str) -> str:
+    """A "to decide" text with its chapter's name in the commands (`CHAPTER` filled in)."""
+    return text.replace(CHAPTER, chapter)
