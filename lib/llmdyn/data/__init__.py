@@ -1,4 +1,4 @@
-"""Prompt suites (six leaderboard tasks, SQuAD, named prompts) and the book's committed fact tables.
+"""Prompt suites (leaderboard tasks, SQuAD, named and own prompts) and the committed fact tables.
 
 May import: ``core``.
 """
@@ -7,8 +7,9 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["figures", "named", "packaged", "prompts", "squad", "stems"],
+    submodules=["ambiguity", "figures", "named", "packaged", "prompts", "squad", "stems"],
     submod_attrs={
+        "ambiguity": ["AMBIGUOUS_PROMPTS", "CLEAR_PROMPTS"],
         "figures": ["DATA", "STATUSES", "PAPERS", "KINDS", "METADATA_KEY", "BookFigure",
                     "PaperFigure", "book_figures", "paper_figures", "figure", "drawn_by"],
         "named": ["Prompt", "NAMED_PROMPTS", "shorten_prompt"],
