@@ -22,7 +22,8 @@ BEGIN, END = "<!-- coverage-table: begin -->", "<!-- coverage-table: end -->"
 NAMES = {"t": "t", "bca": "BCa bootstrap", "order": "order statistics",
          "delta_t": "linearised t", "ols_t": "OLS t", "fisher_z": "Fisher z",
          "exact": "Clopper–Pearson", "log_t": "t on the logs", "pitman_morgan": "Pitman–Morgan",
-         "pitman_morgan_hc4": "Pitman–Morgan, HC4", "zou": "Zou"}
+         "pitman_morgan_hc4": "Pitman–Morgan, HC4", "zou": "Zou",
+         "welch": "Welch t"}
 
 
 def markdown(rows: list[dict]) -> str:

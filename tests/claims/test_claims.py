@@ -22,7 +22,7 @@ from llmdyn.claims.render import (
     rule_breaks,
 )
 from llmdyn.runner.build import REPO
-from llmdyn.stats import bootstrap
+from llmdyn.stats import bootstrap, intervals
 
 # --- bootstrap: known answers ---------------------------------------------------------------
 
@@ -150,8 +150,8 @@ def test_every_rule_grades_three_ways(rule, interval, grade):
 
 
 def test_an_n_without_a_covering_interval_gets_no_verdict_with_the_reason():
-    # data/coverage.csv: below n = 4 nothing is tested; at n = 8 no ratio interval covers
-    small = _claim(Measure.mean([3.0, 3.1, 2.9], "x", sampling_unit="prompt"),
+    # data/coverage.csv: below n = 3 nothing is tested; at n = 8 no ratio interval covers
+    small = _claim(Measure.mean([3.0, 3.1], "x", sampling_unit="prompt"),
                    at_least(2)).verdict
     assert small.grade == "no verdict" and "below the smallest n" in small.reason
     ratio = _claim(Measure.ratio(np.arange(1.0, 9), np.ones(8), "r", sampling_unit="run"),
@@ -501,6 +501,16 @@ def test_keyed_samples_pair_by_unit_id_not_position():
         Measure.ratio(a, {k: v for k, v in b.items() if k != "p4"}, "r", sampling_unit="prompt")
     with pytest.raises(LlmdynError, match="not a mix"):
         Measure.difference(a, [1.0, 2, 3, 4], "d", sampling_unit="prompt")
+
+
+def test_independent_groups_take_welchs_interval_and_keep_every_units_id():
+    a = {f"a{i}": 1.0 + 0.1 * i for i in range(8)}  # two groups of different prompts
+    b = {f"b{i}": 0.5 + 0.3 * i for i in range(6)}
+    m = Measure.difference(a, b, "d", paired=False, sampling_unit="prompt")
+    lo, hi = intervals.t_difference(list(a.values()), list(b.values()), paired=False)
+    assert (m.estimate.lo, m.estimate.hi) == pytest.approx((lo, hi))
+    assert m.estimate.method == "welch" and "Welch t interval" in m.interval_text()
+    assert m.unit_ids == (*a, *b)
 
 
 def test_every_shown_number_names_its_units_and_interval_method():

@@ -48,6 +48,8 @@ def interval_estimate(kind: str, statistic, *samples, paired: bool = True, seed:
     n = min(sizes)
     if kind == "ratio" and not paired:  # the linearised t is for paired samples only
         kind = "other"
+    if kind == "difference" and not paired:  # two groups: Welch's t, simulated as its own kind
+        kind = "independent_difference"
     chosen, reason = coverage.choose(kind, n, method)
     if chosen == "bca":
         boot = bootstrap.bootstrap_rows if rows else bootstrap.bootstrap

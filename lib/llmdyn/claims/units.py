@@ -63,7 +63,9 @@ def aligned(samples: Sequence, *, paired: bool) -> tuple[list, tuple[str, ...]]:
             arrays follow the first mapping's order).
 
     Returns:
-        ``(arrays, ids)``: ``ids`` are the first sample's unit ids, ``()`` for plain arrays.
+        ``(arrays, ids)``: ``ids`` are the unit ids, ``()`` for plain arrays: the first
+        sample's when paired (every sample holds the same units), else every sample's in turn
+        (independent groups hold different units).
     """
     keyed = [isinstance(s, Mapping) for s in samples]
     if not any(keyed):
@@ -80,4 +82,5 @@ def aligned(samples: Sequence, *, paired: bool) -> tuple[list, tuple[str, ...]]:
                                   f"{sorted(missing)[:5]}, extra {sorted(extra)[:5]}")
         by_id = [{str(k): v for k, v in s.items()} for s in samples]
         return [np.asarray([s[i] for i in ids], dtype=np.float64) for s in by_id], ids
+    ids = tuple(str(k) for s in samples for k in s)
     return [np.asarray(list(s.values()), dtype=np.float64) for s in samples], ids

@@ -35,7 +35,10 @@ for fractions. The kinds added for issue 43 are skewed too:
   var(a)/var(b) = 2;
 - ``correlation_difference`` (r(y, x1) − r(y, x2)): (y, x1, x2) = L·z, L the Cholesky factor
   of the correlations (0.6, 0.3; x1–x2 0.5) and z three standardised Gamma(4, 1) values, so
-  the correlations are exact and y has skewness 1; the difference is 0.3.
+  the correlations are exact and y has skewness 1; the difference is 0.3;
+- ``independent_difference`` (mean(a) − mean(b) of two independent groups, Welch's t): a ~
+  Gamma(4, 1) and b ~ Gamma(4, 1.5), both skewness 1, b with 1.5 times a's spread; the
+  difference is −2.
 """
 
 # llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
@@ -57,7 +60,7 @@ from llmdyn.stats.bootstrap import LEVEL, N_RESAMPLES
 
 # New kinds go at the end: a kind's position seeds its simulated samples.
 KINDS = ("mean", "median", "ratio", "difference", "slope", "r2", "fraction",
-         "log_ratio", "variance_ratio", "correlation_difference")
+         "log_ratio", "variance_ratio", "correlation_difference", "independent_difference")
 SIZES = (3, 4, 8, 16, 20, 21, 27, 32, 120)  # the book's n; a range (8-9) at its smallest n
 METHODS: dict[str, tuple[str, ...]] = {  # candidates, preferred first
     "mean": ("t", "bca"),
@@ -70,6 +73,7 @@ METHODS: dict[str, tuple[str, ...]] = {  # candidates, preferred first
     "log_ratio": ("log_t",),
     "variance_ratio": ("pitman_morgan_hc4", "pitman_morgan"),
     "correlation_difference": ("zou",),
+    "independent_difference": ("welch",),
 }
 BOOTSTRAP_MIN_N = 6  # ≤ 5 independent units: a t or exact interval, never the bootstrap
 # simulated samples per (kind, n, method): bootstrap rows are costly, and so is the HC4
@@ -137,6 +141,8 @@ def simulate(kind: str, n: int, count: int, rng: np.random.Generator):
         z = (rng.gamma(4.0, 1.0, (3, *shape)) - 4) / 2  # independent, mean 0, sd 1, skewed
         y, x1, x2 = np.einsum("ij,j...->i...", np.linalg.cholesky(CORRELATIONS), z)
         return (y, x1, x2), CORRELATIONS[0, 1] - CORRELATIONS[0, 2]
+    if kind == "independent_difference":  # two groups, unequal spread: 4 − 6 = −2
+        return (rng.gamma(4.0, 1.0, shape), rng.gamma(4.0, 1.5, shape)), -2.0
     raise LlmdynError(f"unknown kind {kind!r}; one of {KINDS}")
 
 
@@ -150,7 +156,8 @@ STATISTICS = {"mean": bootstrap.mean, "median": bootstrap.median,
               "slope": bootstrap.slope, "r2": bootstrap.r2, "fraction": bootstrap.fraction_true,
               "log_ratio": bootstrap.geometric_mean_ratio,
               "variance_ratio": bootstrap.variance_ratio,
-              "correlation_difference": bootstrap.correlation_difference}
+              "correlation_difference": bootstrap.correlation_difference,
+              "independent_difference": bootstrap.difference_of_means}
 
 
 def interval(kind: str, method: str, *samples: np.ndarray, paired: bool = True,
@@ -190,7 +197,9 @@ def interval(kind: str, method: str, *samples: np.ndarray, paired: bool = True,
                   lambda: intervals.pitman_morgan(*samples, level=level),
               ("variance_ratio", "pitman_morgan_hc4"):
                   lambda: intervals.pitman_morgan_hc4(*samples, level=level),
-              ("correlation_difference", "zou"): lambda: intervals.zou(*samples, level=level)}
+              ("correlation_difference", "zou"): lambda: intervals.zou(*samples, level=level),
+              ("independent_difference", "welch"):
+                  lambda: intervals.t_difference(*samples, paired=False, level=level)}
     if (kind, method) not in closed:
         raise LlmdynError(f"no method {method!r} for a {kind}; one of {METHODS.get(kind)}")
     return closed[(kind, method)]()
