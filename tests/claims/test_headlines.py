@@ -187,3 +187,9 @@ def test_open_questions_list_each_open_headline_claim_with_what_would_decide_it(
     assert open_questions([Published("05_x", "T", "scorecard", "a", ("m-a",),
                                      (_rec("depth_coupled", "m-a"),))], lines) == \
         "No claim of the abstracts is open in this build."
+
+
+def test_a_to_decide_command_shows_as_code_in_the_scorecard_cell():
+    from llmdyn.claims.scoreboard import code_spans
+    assert code_spans("n = 40 prompts; then `llmdyn workflow --only 05 <x>`") == (
+        "n = 40 prompts; then <code>llmdyn workflow --only 05 &lt;x&gt;</code>")

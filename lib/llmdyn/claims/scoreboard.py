@@ -16,6 +16,7 @@ Both are generated from the claim records the executed chapters glued
 from __future__ import annotations
 
 import html
+import re
 from collections import Counter
 from collections.abc import Sequence
 
@@ -75,6 +76,11 @@ def summary(published: Sequence[Published]) -> str:
             f"{head}</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>\n")
 
 
+def code_spans(text: str) -> str:
+    """``text`` as HTML with its `backticked` commands in <code> (a table cell is raw HTML)."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
+
 def _row(rec: Record, table: Published) -> list[str]:
     """One row of the interactive table, cells as HTML (the rule and the details fold away).
 
@@ -86,7 +92,7 @@ def _row(rec: Record, table: Published) -> list[str]:
     return [rec.paper, esc(table_name(table)), esc(rec.model),
             f'{esc(rec.statement)} <small>({esc(rec.section)}; <a href="{table.href}">'
             f"chapter {table.chapter[:2]}</a>)</small>", esc(rec.paper_value),
-            f"{esc(rec.number)}{reason}", esc(rec.grade), esc(rec.to_decide),
+            f"{esc(rec.number)}{reason}", esc(rec.grade), code_spans(rec.to_decide),
             f"<details><summary>rule</summary>{esc(rec.rule)}<br><small>{esc(rec.result)}"
             "</small></details>"]
 
