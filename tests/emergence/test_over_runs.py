@@ -107,6 +107,8 @@ def test_locality_claims_use_deep_runs_one_number_each():
     assert end.measure.unit_ids == ("a", "b", "c", "d") and "shallow" not in end.measure.detail
     assert grows.measure.estimate.value == pytest.approx(1.5) and grows.verdict.grade == "holds"
     assert "a: 1.00 → 2.00, peak at step 4" in grows.measure.detail
-    three = locality_claims({r: runs[r] for r in "abc"})
-    assert three[0].verdict.grade == "no verdict"  # 3 runs: below the smallest tested n
+    three = locality_claims({r: runs[r] for r in "abc"})  # t covers at n = 3 (coverage.csv)
+    assert three[0].measure.estimate.n == 3 and three[0].measure.estimate.method == "t"
+    two = locality_claims({r: runs[r] for r in "ab"})
+    assert two[0].verdict.grade == "no verdict"  # 2 runs: below the smallest tested n
     assert locality_claims({"shallow": runs["shallow"]})[0].verdict.grade == "not run"
