@@ -12,10 +12,10 @@ import pytest
 from llmdyn import LlmdynError
 from llmdyn.claims.claim import Claim, Measure, Rule, above, at_least, at_most, below, within
 from llmdyn.claims.render import (
+    claims_table,
     glue_values,
     grade_breaks,
     html_table,
-    markdown_table,
     part_source,
     publish,
     read_glued,
@@ -253,8 +253,8 @@ CLAIMS = [
 ]
 
 
-def test_markdown_table_rows_and_escaping():
-    md = markdown_table(CLAIMS).splitlines()
+def test_claims_table_rows_and_escaping():
+    md = claims_table(CLAIMS).splitlines()
     assert md[0] == "| claim | paper | this run | verdict | rule |"
     assert len(md) == 2 + len(CLAIMS)
     assert "share ratio: 5.0× [4.6×, 5.4×] (n = 16 prompts, linearised t interval); k = 30" \
@@ -277,7 +277,7 @@ def test_publish_glues_every_number_and_the_table():
     assert glued["coupled_verdict"] == "holds"
     assert math.isnan(glued["r2_scores_value"])
     assert glued["scorecard"].data == html_table(CLAIMS)
-    assert shown.data == markdown_table(CLAIMS)
+    assert shown.data == claims_table(CLAIMS)
     assert set(glue_values(CLAIMS[0])) == {f"coupled_{s}" for s in (
         "value", "lo", "hi", "verdict", "rule", "result", "kind", "op", "threshold", "tolerance",
         "n", "unit", "method", "units")}
@@ -336,9 +336,9 @@ def test_read_glued_parses_an_executed_notebook(tmp_path):
 
 def test_renderer_rejects_duplicates_and_non_claims():
     with pytest.raises(LlmdynError, match="unique"):
-        markdown_table([CLAIMS[0], CLAIMS[0]])
+        claims_table([CLAIMS[0], CLAIMS[0]])
     with pytest.raises(LlmdynError, match="Claim objects"):
-        markdown_table(["holds"])
+        claims_table(["holds"])
     with pytest.raises(LlmdynError, match="empty"):
         html_table([])
 

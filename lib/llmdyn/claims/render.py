@@ -34,6 +34,7 @@ from pathlib import Path
 from llmdyn import LlmdynError
 from llmdyn.claims import findings
 from llmdyn.claims.claim import GRADES, JUDGED, Claim, Rule
+from llmdyn.core.tables import escape_cell, markdown_grid, markdown_table
 from llmdyn.stats.bootstrap import Estimate
 
 COLUMNS = ("claim", "paper", "this run", "verdict", "rule")
@@ -59,20 +60,15 @@ def _check(claims: Sequence[Claim]) -> None:
         raise LlmdynError(f"claim ids must be unique within a chapter, repeated: {dup}")
 
 
-def _md(text: str) -> str:
-    """Escape a cell for a Markdown table (pipes, line breaks)."""
-    return text.replace("|", r"\|").replace("\n", " ")
-
-
-def markdown_table(claims: Sequence[Claim]) -> str:
-    """The chapter's paper-vs-this-run table as Markdown."""
+def claims_table(claims: Sequence[Claim]) -> str:
+    """The chapter's paper-vs-this-run table as Markdown (`llmdyn.core.tables`), verdicts bold."""
     _check(claims)
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + " --- |" * len(COLUMNS)]
+    rows = []
     for claim in claims:
-        cells = list(map(_md, _cells(claim)))
-        cells[3] = f"**{cells[3]}**"
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        row = dict(zip(COLUMNS, map(escape_cell, _cells(claim)), strict=True))
+        row["verdict"] = f"**{row['verdict']}**"
+        rows.append(row)
+    return markdown_table(rows)
 
 
 def html_table(claims: Sequence[Claim]) -> str:
@@ -227,7 +223,7 @@ def publish(claims: Sequence[Claim], *, key: str = SCORECARD_KEY,
             glue(name, value, display=False)
     glue(key, HTML(html_table(claims)), display=False)
     findings.publish_findings(claims, key=key, glue=glue)  # the box atop the chapter, the records
-    return Markdown(markdown_table(claims))
+    return Markdown(claims_table(claims))
 
 
 def refuse_broken(claims: Sequence[Claim]) -> None:
@@ -286,12 +282,17 @@ def split_grid(claims: dict[str, Sequence[Claim]], *, label: Callable[[Claim], s
         raise LlmdynError("split_grid: every split must hold the same claims, got counts "
                           f"{[len(r) for r in rows]}")
     label = label or (lambda c: c.statement)
-    lines = ["| claim | " + " | ".join(names) + " |", "|" + " --- |" * (len(names) + 1)]
-    for same in zip(*rows, strict=True):
-        cells = [f"{c.measure.number(c.measure.estimate.value) if c.measure.estimate else 'n/a'}"
-                 f"{_interval(c)} **{c.verdict.grade}**" for c in same]
-        lines.append("| " + " | ".join(_md(x) for x in [label(same[0]), *cells]) + " |")
-    return Markdown("\n".join(lines))
+    # a grid, not named cells: a split may be called "claim" too
+    cells = [[label(same[0]), *map(_grid_cell, same)] for same in zip(*rows, strict=True)]
+    return Markdown(markdown_grid(["claim", *names], [list(map(escape_cell, row))
+                                                      for row in cells]))
+
+
+def _grid_cell(claim: Claim) -> str:
+    """One cell of `split_grid`: value [interval] **grade**."""
+    est = claim.measure.estimate
+    value = claim.measure.number(est.value) if est else "n/a"
+    return f"{value}{_interval(claim)} **{claim.verdict.grade}**"
 
 
 def split_flips(claims: Mapping[str, Sequence[Claim]], chosen: str) -> list[Claim]:

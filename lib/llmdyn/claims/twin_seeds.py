@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from llmdyn import LlmdynError
 from llmdyn.claims.claim import Rule
+from llmdyn.core.tables import markdown_table
 
 T = TypeVar("T")
 
@@ -120,15 +121,16 @@ def seed_table(rows: Sequence[tuple[str, SeedSpread, Rule | None]], *, fmt: str 
     if not rows:
         raise LlmdynError("seed_table needs at least one row")
     seeds = list(dict.fromkeys(s for _, spread, _ in rows for s in spread.values))
-    head = ("| untrained number | prompts | " + " | ".join(f"seed {s}" for s in seeds)
-            + " | range over seeds | every seed clears the claim's rule |")
-    lines = [head, "|" + " --- |" * (len(seeds) + 4)]
+    table = []
     for label, spread, rule in rows:
-        cells = [f"{spread.values[s]:{fmt}}" if s in spread.values else "—" for s in seeds]
         verdict = "—" if rule is None else \
             f"{'yes' if spread.holds(rule) else 'no'} ({rule_text(rule)})"
-        lines.append(f"| {label} | {spread.n_prompts} | " + " | ".join(cells)
-                     + f" | {spread.range_text(fmt)} | {verdict} |")
+        table.append({"untrained number": label, "prompts": spread.n_prompts,
+                      **{f"seed {s}": f"{spread.values[s]:{fmt}}" if s in spread.values else "—"
+                         for s in seeds},
+                      "range over seeds": spread.range_text(fmt),
+                      "every seed clears the claim's rule": verdict})
+    lines = [markdown_table(table)]
     judged = [(label, spread.holds(rule)) for label, spread, rule in rows if rule is not None]
     if judged:
         failed = [label for label, ok in judged if not ok]

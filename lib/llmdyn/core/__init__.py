@@ -18,6 +18,6 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "store": ["Arrays", "code_hash", "source_hash", "content_hash", "safe_name",
                   "canonical_params", "params_hash", "versions", "umask", "apply_umask",
                   "atomic_write", "ResultStore", "writer_alive"],
-        "tables": ["markdown_table"],
+        "tables": ["markdown_table", "markdown_grid", "escape_cell"],
     },
 )

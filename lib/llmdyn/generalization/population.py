@@ -19,7 +19,7 @@ import pandas as pd
 from llmdyn import LlmdynError
 from llmdyn.claims.measure import Measure
 from llmdyn.core.store import ResultStore
-from llmdyn.core.tables import markdown_table
+from llmdyn.core.tables import markdown_grid, markdown_table
 from llmdyn.coupling.depth import (
     DepthCoupling,
     depth_coupling,
@@ -226,11 +226,9 @@ def fits_markdown(frame: pd.DataFrame, predictors: Sequence[str],
                   measures: Mapping[str, str] = MEASURES) -> str:
     """R², p and slope of each measure on each predictor alone, one column group per measure."""
     fits = {y: single_fits(frame, y, predictors).set_index("predictor") for y in measures}
-    head = "| predictor | " + " | ".join(f"{label}: R² | p | slope"
-                                        for label in measures.values()) + " |"
-    lines = [head, "|" + " --- |" * (1 + 3 * len(measures))]
-    for name in predictors:
-        cells = [f"{fits[y].r2[name]:.2f} | {fits[y].p[name]:.2g} | {fits[y].slope[name]:.3g}"
-                 for y in measures]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    header = ["predictor", *(h for label in measures.values() for h in (f"{label}: R²", "p",
+                                                                        "slope"))]
+    rows = [[name, *(cell for y in measures for cell in (
+        f"{fits[y].r2[name]:.2f}", f"{fits[y].p[name]:.2g}", f"{fits[y].slope[name]:.3g}"))]
+        for name in predictors]
+    return markdown_grid(header, rows)  # a grid: "p" and "slope" head every measure's group

@@ -21,6 +21,7 @@ import pandas as pd
 
 from llmdyn import LlmdynError
 from llmdyn.claims import Measure, Rule
+from llmdyn.core.tables import markdown_grid, markdown_table
 from llmdyn.stats.power import RulePower, linear_draw, rule_power
 from llmdyn.stats.regression import partial_regression
 from llmdyn.training.baselines import reference_losses
@@ -73,15 +74,16 @@ def level_sentence(counts: Mapping[str, Mapping[str, int]], labels: Mapping[str,
 def position_markdown(frame: pd.DataFrame, references: Mapping[str, Mapping[str, float]],
                       labels: Mapping[str, str]) -> str:
     """One row per loss: the two references, the models' range, and where the models sit."""
-    lines = ["| loss | unigram | bigram | models: best – worst | below bigram | between | "
-             "above unigram |", "|" + " --- |" * 7]
+    rows = []
     for column, ref in references.items():
         counts = position_counts(frame[column], ref)
-        lines.append(f"| {labels[column]} | {ref['unigram']:.2f} | {ref['bigram']:.2f} | "
-                     f"{frame[column].min():.2f} – {frame[column].max():.2f} | "
-                     f"{counts['below bigram']} | {counts['between']} | "
-                     f"{counts['above unigram']} |")
-    return "\n".join(lines)
+        rows.append({"loss": labels[column], "unigram": f"{ref['unigram']:.2f}",
+                     "bigram": f"{ref['bigram']:.2f}",
+                     "models: best – worst": f"{frame[column].min():.2f} – "
+                                             f"{frame[column].max():.2f}",
+                     **{level: counts[level] for level in ("below bigram", "between",
+                                                           "above unigram")}})
+    return markdown_table(rows)
 
 
 def stand_in_note(counts: Mapping[str, int], what: str = "OOD loss") -> str:
@@ -219,7 +221,7 @@ def coefficient_rows(frame: pd.DataFrame, measures: Mapping[str, str],
     ``coefficient(frame, y, predictors, name) -> Estimate`` is the bootstrapped coefficient
     (`llmdyn.generalization.population.partial_coefficient`).
     """
-    lines = ["| measure | " + " | ".join(sets) + " |", "|" + " --- |" * (1 + len(sets))]
+    rows = []
     for y, label in measures.items():
         cells = []
         for predictors in sets.values():
@@ -231,8 +233,8 @@ def coefficient_rows(frame: pd.DataFrame, measures: Mapping[str, str],
             ci = coefficient(frame, y, [name, *predictors], name)
             cells.append(f"{fit.of(name)[0]:.3g} [{ci.lo:.3g}, {ci.hi:.3g}] "
                          f"(p {fit.of(name)[1]:.2g}, R² {fit.r2:.2f})")
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        rows.append([label, *cells])
+    return markdown_grid(["measure", *sets], rows)  # a grid: a set may be called "measure"
 
 
 __all__ = ["REFERENCE_SETS", "MARGIN", "LEVELS", "level_sentence", "population_references",
