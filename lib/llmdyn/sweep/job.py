@@ -158,7 +158,8 @@ def measure_coupling(model: str, params: MeasureParams = MeasureParams(), *,
     """
     # here, not at the top: the `llmdyn` command imports this module for its options, and
     # only a measurement needs torch and transformers (seconds to import)
-    from llmdyn.coupling.depth import depth_coupling, mean_diagonal_share, offdiagonal_mean
+    from llmdyn.coupling.depth import depth_coupling
+    from llmdyn.coupling.scores import mean_diagonal_share, offdiagonal_mean
     from llmdyn.coupling.summary import summarize_depth
     from llmdyn.models.loading import load_model
 

@@ -35,7 +35,7 @@ from llmdyn import LlmdynError
 from llmdyn.core.store import ResultStore, content_hash
 from llmdyn.coupling.default_k import relative_k
 from llmdyn.coupling.depth import DepthCoupling, coupling_from_jacobians
-from llmdyn.coupling.summary import mean_strength
+from llmdyn.coupling.scores import mean_strength
 from llmdyn.jacobians.blocks import record_block_calls, stack_jacobians
 from llmdyn.stats.bootstrap import bootstrap, mean
 from llmdyn.stats.regression import ols_or_none
