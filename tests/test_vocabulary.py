@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from llmdyn.core.paths import REPO
-from llmdyn.coupling import depth, matrix, summary
+from llmdyn.coupling import scores
 
 RETIRED = {
     r"\bnormalized_miscoupling\b": "miscoupling (m̃)",
@@ -59,13 +59,13 @@ def test_retired_names_appear_nowhere():
 def test_the_three_names_are_three_functions_of_one_known_miscoupling():
     # A = [[3, 4], [0, 0]]: off-diagonal norm 4, full norm 5, so m̃ = 0.8 exactly.
     A = np.array([[3.0, 4.0], [0.0, 0.0]])
-    m = matrix.miscoupling(A).item()
-    assert matrix.offdiagonal_norm(A).item() == pytest.approx(4.0)
+    m = scores.miscoupling(A).item()
+    assert scores.offdiagonal_norm(A).item() == pytest.approx(4.0)
     assert m == pytest.approx(0.8)
     maps = np.array([[0.0, m], [m, 0.0]])  # a 2-layer m̃ map
-    assert depth.mean_diagonal_share(maps) == pytest.approx(1 - 0.8**2)
-    assert summary.mean_strength(maps) == pytest.approx(1 - 0.8)
-    np.testing.assert_allclose(summary.layer_strength(maps), [0.2, 0.2])
+    assert scores.mean_diagonal_share(maps) == pytest.approx(1 - 0.8**2)
+    assert scores.mean_strength(maps) == pytest.approx(1 - 0.8)
+    np.testing.assert_allclose(scores.layer_strength(maps), [0.2, 0.2])
 
 
 def test_one_rule_for_the_default_k():

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from llmdyn import LlmdynError
+from llmdyn.core.arrays import off_diagonal
 from llmdyn.jacobians.svd import svd_sorted
 from llmdyn.stats.pca import pca_projection
 from llmdyn.trajectories.lens import entropy, total_variation, tv_to_token
@@ -46,3 +47,14 @@ def test_host_array_leaves_cpu_values_as_they_are_and_widens_bfloat16_exactly():
     b = torch.tensor([1.5, -2.25, 3.0e38], dtype=torch.bfloat16)
     assert host_array(b).dtype == np.float32
     assert np.array_equal(host_array(b), b.float().numpy())  # every bfloat16 is a float32
+
+
+def test_off_diagonal_masks_the_distinct_pairs():
+    assert off_diagonal(3).tolist() == [[False, True, True], [True, False, True],
+                                        [True, True, False]]
+    assert off_diagonal(np.int64(2)).dtype == bool and off_diagonal(0).shape == (0, 0)
+    M = np.arange(9.0).reshape(3, 3)
+    assert M[off_diagonal(3)].tolist() == [1.0, 2.0, 3.0, 5.0, 6.0, 7.0]  # row by row
+    for bad in (-1, 2.0, True):
+        with pytest.raises(LlmdynError, match="n: got .*; expected a non-negative int"):
+            off_diagonal(bad)

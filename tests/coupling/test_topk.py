@@ -3,7 +3,8 @@
 import torch
 
 from llmdyn.coupling import coupling_from_jacobians, top_singular
-from llmdyn.coupling.matrix import coupling_matrices, offdiag_ratio
+from llmdyn.coupling.matrix import coupling_matrices
+from llmdyn.coupling.scores import offdiag_ratio
 from llmdyn.jacobians.svd import svd_sorted
 
 

@@ -47,7 +47,7 @@ def test_timing_known_answers():
     series = {"a": _run([0.1, 0.3, 0.4, 0.5], [8, 7, 6, 4]), "b": _run([0.1, 0.2, 0.3, 0.4],
                                                                        [8, 5, 4, 4])}
     t = emergence_timing(series)
-    assert t.coupling_step[0] == pytest.approx(1.0)
+    assert t.share_step[0] == pytest.approx(1.0)
     assert t.loss_step[0] == pytest.approx(2.0)
     assert t.log2_ratio[0] == pytest.approx(1.0)
     assert t.rho.tolist() == pytest.approx([1.0, 1.0])

@@ -36,6 +36,7 @@ def test_chapter_depends_on_its_notebook_and_the_modules_it_uses():
     assert names[0] == "notebooks/05_depth_coupling.ipynb"
     lib = "lib/llmdyn/"
     assert {f"{lib}coupling/depth.py", f"{lib}coupling/summary.py", f"{lib}coupling/matrix.py",
+            f"{lib}coupling/scores.py", f"{lib}core/arrays.py",
             f"{lib}models/loading.py", f"{lib}plots/matrices.py",
             f"{lib}data/figures.py"} <= set(names)
     assert f"{lib}coupling/tokens.py" not in names and f"{lib}book/workflow.py" not in names

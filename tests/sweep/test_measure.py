@@ -5,7 +5,8 @@ import pytest
 
 from llmdyn import LlmdynError
 from llmdyn.cli import main
-from llmdyn.coupling.depth import depth_coupling, diagonal_share, offdiagonal_mean
+from llmdyn.coupling.depth import depth_coupling
+from llmdyn.coupling.scores import diagonal_share, offdiagonal_mean
 from llmdyn.data.prompts import sample_leaderboard
 from llmdyn.models.loading import load_model
 from llmdyn.sweep.job import (

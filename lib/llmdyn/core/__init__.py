@@ -10,7 +10,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
     submodules=["arrays", "atomic", "checks", "failures", "masked", "paths", "store", "streams",
                 "tables"],
     submod_attrs={
-        "arrays": ["ArrayLike", "check_values", "checked_tensor", "checked_array"],
+        "arrays": ["ArrayLike", "check_values", "checked_tensor", "checked_array", "off_diagonal"],
         "checks": ["prompt_texts", "is_int", "layer_indices", "k_value", "top_k_value", "choice",
                    "positive_int", "torch_device"],
         "masked": ["columns", "finite_mean"],

@@ -50,3 +50,14 @@ def checked_array(x: ArrayLike, name: str, min_ndim: int, expected: str,
     a = np.asarray(x.detach().cpu() if isinstance(x, torch.Tensor) else x, dtype=np.float64)
     check_values(a, name, min_ndim, expected, exact)
     return a
+
+
+def off_diagonal(n: int) -> np.ndarray:
+    """``[n, n]`` boolean mask, True off the diagonal: the pairs i ≠ j of a square map.
+
+    The one mask of every mean over distinct pairs: layer pairs l ≠ l′ of m̃ or r(A), token
+    pairs of a token-coupling grid.
+    """
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
+        raise LlmdynError(f"n: got {n!r}; expected a non-negative int (the side of a square map)")
+    return ~np.eye(n, dtype=bool)

@@ -12,7 +12,7 @@ from llmdyn import LlmdynError
 from llmdyn.core import checks
 from llmdyn.core.arrays import host_array
 from llmdyn.core.store import ResultStore
-from llmdyn.coupling import matrix
+from llmdyn.coupling import matrix, scores
 from llmdyn.coupling.topk import top_singular_checked
 from llmdyn.jacobians.full import block_jacobians
 from llmdyn.jacobians.last_token import last_token_jacobians
@@ -76,14 +76,14 @@ def coupling_from_jacobians(jacobians: torch.Tensor, k: int) -> DepthCoupling:
 def _scores(J: torch.Tensor, k: int) -> DepthCoupling:
     """:func:`coupling_from_jacobians` once ``J`` and ``k`` are checked (k is checked once)."""
     svd = top_singular_checked(J, k)  # only the top k triplets are used
-    A = matrix.coupling_matrices_checked(J, k, svd=svd)  # (layer, layer, k, k)
+    A = matrix.coupling_matrices_checked(J, k, svd=svd)  # [layer, layer, k, k]
     n = A.shape[0]
-    s = svd.S[:, :k]  # (layer, k)
-    authors = matrix.authors_miscoupling(A, s[:, None, :].expand(n, n, k))
+    s = svd.S[:, :k]  # [layer, k]
+    authors = scores.authors_miscoupling(A, s[:, None, :].expand(n, n, k))
     return DepthCoupling(
         A=host_array(A), S=host_array(s),
-        miscoupling=host_array(matrix.miscoupling(A)),
-        ratio=host_array(matrix.offdiag_ratio(A)),
+        miscoupling=host_array(scores.miscoupling(A)),
+        ratio=host_array(scores.offdiag_ratio(A)),
         authors=host_array(authors),
     )
 
@@ -145,19 +145,3 @@ def depth_coupling(
         results = store.map("depth_coupling", params, list(prompts), compute)
     return [DepthCoupling(**r) for r in results]
 
-
-def diagonal_share(normalized: np.ndarray) -> np.ndarray:
-    """Share of ‖A‖_F² on the diagonal, 1 − m̃(A)²; about 1/k for unrelated bases."""
-    return 1.0 - np.asarray(normalized) ** 2
-
-
-def mean_diagonal_share(miscoupling: np.ndarray) -> float:
-    """Mean diagonal share 1 − m̃² over pairs l ≠ l′ of one ``[layer, layer]`` m̃ map."""
-    return offdiagonal_mean(diagonal_share(miscoupling))
-
-
-def offdiagonal_mean(M: np.ndarray) -> float:
-    """Mean of a ``[layer, layer]`` score over pairs i ≠ j (the diagonal is trivially coupled)."""
-    n = M.shape[-1]
-    mask = ~np.eye(n, dtype=bool)
-    return float(np.mean(M[..., mask]))

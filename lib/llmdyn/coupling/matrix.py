@@ -1,4 +1,4 @@
-"""Paper A's coupling matrix A = U_ref,k^T J V_ref,k and its scores (m, m̃, r(A))."""
+"""Paper A's coupling matrix A = U_ref,k^T J V_ref,k (its scores: `llmdyn.coupling.scores`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import torch
 
 from llmdyn import LlmdynError
 from llmdyn.core import checks
-from llmdyn.core.arrays import ArrayLike, checked_tensor
+from llmdyn.core.arrays import ArrayLike
 from llmdyn.jacobians.svd import Svd, square_jacobians, svd_sorted
 
 # Convention: inputs are torch tensors or numpy arrays; outputs are torch tensors in the input's
@@ -61,63 +61,3 @@ def coupling_matrices_checked(J: torch.Tensor, k: int, svd: Svd | None = None) -
     JV = (J.reshape(n * d, d) @ Vk.transpose(0, 1).reshape(d, n * k))  # (layer*d, layer*k)
     JV = JV.reshape(n, d, n, k).permute(2, 0, 1, 3)  # (j, i, d_model, k)
     return (Uk.mT[:, None] @ JV).transpose(0, 1)  # [layer i, layer j, k, k]
-
-
-def _coupling(A: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
-    A = checked_tensor(A, "A", 2, "[..., k, k]")
-    if A.shape[-1] != A.shape[-2]:
-        raise LlmdynError(f"A: got shape {tuple(A.shape)}; expected square [..., k, k]")
-    return A, torch.diagonal(A, dim1=-2, dim2=-1)  # [..., k, k], [..., k]
-
-
-def offdiagonal_norm(A: ArrayLike) -> torch.Tensor:
-    """Paper A's (unnormalised) miscoupling m(A) = ||A - Diag(A)||_F (§3.1 eq 13).
-
-    [..., k, k] -> [...]. The name says what it is; :func:`miscoupling` is the normalised m̃.
-    """
-    A, d = _coupling(A)
-    return torch.linalg.matrix_norm(A - torch.diag_embed(d))
-
-
-def miscoupling(A: ArrayLike) -> torch.Tensor:
-    """Miscoupling m̃(A) = ||A - Diag(A)||_F / ||A||_F (paper A §3.1 eq 14, "normalized").
-
-    [..., k, k] -> [...], in [0, 1]; NaN where A is all zeros.
-    """
-    A, _ = _coupling(A)
-    return offdiagonal_norm(A) / torch.linalg.matrix_norm(A)
-
-
-def offdiag_ratio(A: ArrayLike) -> torch.Tensor:
-    """Paper B §3.6 r(A) = [sum_{a != b} |A_ab| / (K(K-1))] / [sum_a |A_aa| / K].
-
-    [..., k, k] with k >= 2 -> [...]; inf or NaN where the diagonal is all zeros.
-    """
-    A, d = _coupling(A)
-    K = A.shape[-1]
-    if K < 2:
-        raise LlmdynError(f"A: got k = {K}; expected k >= 2 (r(A) divides by K - 1)")
-    diag_sum = d.abs().sum(-1)
-    off_sum = A.abs().sum((-2, -1)) - diag_sum
-    return off_sum / ((K - 1) * diag_sum)
-
-
-def authors_miscoupling(A: ArrayLike, s: ArrayLike, p: float = 2) -> torch.Tensor:
-    """Variant from the authors' released code for paper A: || |A| - diag(s) ||_F / ||s||_p.
-
-    This is NOT the paper's eq 13/14: it takes entrywise |A| and subtracts the singular values of
-    the coupled Jacobian J_i instead of Diag(A). It is 0 when J_i shares J_j's top-k singular
-    vectors (then A = diag(s)). Returns shape [...].
-
-    Args:
-        A: coupling matrices U_j,k^T J_i V_j,k, [..., k, k].
-        s: top-k singular values of J_i, [..., k] with exactly A's leading axes; for
-            ``coupling_matrices`` output pass ``S[:, None, :k].expand(layer, layer, k)``.
-        p: order of the vector norm of ``s`` (as torch.linalg.vector_norm).
-    """
-    A, _ = _coupling(A)
-    s = checked_tensor(s, "s", 1, "[..., k]").to(A.dtype)
-    if s.shape != A.shape[:-1]:
-        raise LlmdynError(f"s: got shape {tuple(s.shape)}; expected {tuple(A.shape[:-1])}")
-    num = torch.linalg.matrix_norm(A.abs() - torch.diag_embed(s))
-    return num / torch.linalg.vector_norm(s, ord=p, dim=-1)

@@ -11,8 +11,9 @@ import torch
 
 from llmdyn import LlmdynError
 from llmdyn.core import checks
-from llmdyn.core.arrays import host_array
+from llmdyn.core.arrays import host_array, off_diagonal
 from llmdyn.core.store import ResultStore
+from llmdyn.coupling import scores
 from llmdyn.jacobians.full import block_jacobians
 from llmdyn.jacobians.mlp_start import route_params
 from llmdyn.jacobians.svd import square_jacobians, svd_sorted
@@ -120,24 +121,19 @@ class TokenCoupling:
 
     @property
     def miscoupling(self) -> np.ndarray:
-        """``[tok, tok]`` miscoupling m̃ (paper A eq. 14); NaN for all-zero tiles."""
-        A = self.A.astype(np.float64)
-        total = np.linalg.norm(A, axis=(-2, -1))  # [tok, tok]
-        diag = np.linalg.norm(np.diagonal(A, axis1=-2, axis2=-1), axis=-1)  # [tok, tok]
-        off = np.sqrt(np.clip(total**2 - diag**2, 0, None))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(total > 0, off / total, np.nan)
+        """``[tok, tok]`` miscoupling m̃ (paper A eq. 14) in float64; NaN for all-zero tiles."""
+        return host_array(scores.miscoupling(self.A.astype(np.float64)))
 
     @property
     def diagonal_share(self) -> np.ndarray:
         """``[tok, tok]`` diagonal share 1 − m̃²: the part of ‖A‖_F² on the diagonal (≈ 1/k)."""
-        return 1.0 - self.miscoupling**2
+        return scores.diagonal_share(self.miscoupling)
 
     def offdiagonal(self, score: Literal["miscoupling", "diagonal_share"] = "diagonal_share"
                     ) -> np.ndarray:
         """A score on the tiles i ≠ j (different token pairs), flattened: ``[tok * (tok - 1)]``."""
         M = getattr(self, score)
-        return M[~np.eye(len(M), dtype=bool)]
+        return M[off_diagonal(len(M))]
 
 
 def _compute(model: LoadedModel, prompt: str, layers: list[int], kinds: Sequence[str], k: int,
@@ -309,7 +305,7 @@ def tile_shares(couplings: Sequence[TokenCoupling]) -> np.ndarray:
         The pooled per-tile shares (empty when no grid has an off-diagonal tile): the samples
         a claim's bootstrap interval resamples.
     """
-    return 1.0 - _tile_miscoupling(couplings) ** 2
+    return scores.diagonal_share(_tile_miscoupling(couplings))
 
 
 def summarize(couplings: Sequence[TokenCoupling]) -> CouplingSummary:
@@ -324,7 +320,7 @@ def summarize(couplings: Sequence[TokenCoupling]) -> CouplingSummary:
     m = _tile_miscoupling(couplings)  # [tile]
     if m.size == 0:
         return CouplingSummary(np.nan, np.nan, np.nan, 0)
-    share = 1.0 - m**2
+    share = scores.diagonal_share(m)  # [tile]
     return CouplingSummary(miscoupling=float(m.mean()), diagonal_share=float(share.mean()),
                            diagonal_share_cv=float(share.std() / share.mean()),
                            n_tiles=int(m.size))

@@ -134,7 +134,7 @@ def timing_claims(series: dict[str, RunSeries], tolerance: float = 1.0) -> list[
         half = emergence_timing({run: series[run]})
         m = Measure(LAG, Estimate(lag, np.nan, np.nan, 1), fmt=".2f", missing="no verdict",
                     reason=f"one run (n = 1 run): the verdict over the runs is {over}",
-                    detail=f"half-way at step {half.coupling_step[0]:.1f} (coupling) and "
+                    detail=f"half-way at step {half.share_step[0]:.1f} (coupling) and "
                            f"{half.loss_step[0]:.1f} (loss)",
                     sampling_unit="run", unit_ids=(run,), samples=((lag,),))
         claims.append(Claim(f"train_timing_{slug(run)}_{tag}", "A", "§5.3", f"{run}: coupling "

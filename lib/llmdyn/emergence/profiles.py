@@ -21,12 +21,8 @@ from tqdm.auto import tqdm
 from llmdyn import LlmdynError
 from llmdyn.core.store import ResultStore
 from llmdyn.coupling.default_k import PAPER_K
-from llmdyn.coupling.depth import (
-    depth_coupling,
-    diagonal_share,
-    mean_diagonal_share,
-    offdiagonal_mean,
-)
+from llmdyn.coupling.depth import depth_coupling
+from llmdyn.coupling.scores import diagonal_share, mean_diagonal_share, offdiagonal_mean
 from llmdyn.models.loading import LoadedModel, load_model
 from llmdyn.models.quiet import quiet_transformers
 from llmdyn.phases.split import window_that_fits

@@ -104,14 +104,14 @@ class EmergenceTiming:
 
     Attributes:
         runs: run names, in order.
-        coupling_step: ``[run]`` step at half the change of the median diagonal share.
+        share_step: ``[run]`` step at half the change of the median diagonal share 1 − m̃².
         loss_step: ``[run]`` step at half the drop of the held-out loss.
         rho: ``[run]`` Spearman correlation of step and median diagonal share.
-        log2_ratio: ``[run]`` |log₂(coupling_step / loss_step)| (NaN if either is 0 or NaN).
+        log2_ratio: ``[run]`` |log₂(share_step / loss_step)| (NaN if either is 0 or NaN).
     """
 
     runs: tuple[str, ...]
-    coupling_step: np.ndarray
+    share_step: np.ndarray
     loss_step: np.ndarray
     rho: np.ndarray
     log2_ratio: np.ndarray
@@ -125,8 +125,8 @@ class EmergenceTiming:
         """The per-run table."""
         rows = []
         for i, run in enumerate(self.runs):
-            ratio = self.coupling_step[i] / self.loss_step[i] if self.loss_step[i] else np.nan
-            rows.append({"run": run, "coupling half-way step": f"{self.coupling_step[i]:.1f}",
+            ratio = self.share_step[i] / self.loss_step[i] if self.loss_step[i] else np.nan
+            rows.append({"run": run, "coupling half-way step": f"{self.share_step[i]:.1f}",
                          "loss half-way step": f"{self.loss_step[i]:.1f}",
                          "ratio": f"{ratio:.2f}",
                          "Spearman ρ(step, coupling)": f"{self.rho[i]:.2f}"})
@@ -135,19 +135,19 @@ class EmergenceTiming:
 
 def emergence_timing(series: dict[str, RunSeries]) -> EmergenceTiming:
     """Half-way steps of coupling and loss, and the rank correlation of coupling with steps."""
-    coupling, loss, rho = [], [], []
+    share_steps, loss, rho = [], [], []
     for s in series.values():
         if len(s.steps) < 3:
             raise LlmdynError(f"need at least 3 checkpoints per run, got steps {s.steps.tolist()}")
         share = np.median(s.stack("diagonal_share"), 1)  # (ckpt,)
-        coupling.append(half_rise_step(s.steps, share))
+        share_steps.append(half_rise_step(s.steps, share))
         loss.append(half_rise_step(s.steps, s.heldout_loss))
         rho.append(spearman(s.steps, share).r)
-    coupling, loss = np.array(coupling), np.array(loss)
+    share_steps, loss = np.array(share_steps), np.array(loss)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.abs(np.log2(coupling / loss))
+        ratio = np.abs(np.log2(share_steps / loss))
     ratio[~np.isfinite(ratio)] = np.nan
-    return EmergenceTiming(tuple(series), coupling, loss, np.array(rho), ratio)
+    return EmergenceTiming(tuple(series), share_steps, loss, np.array(rho), ratio)
 
 
 def seed_table(series: dict[str, RunSeries]) -> str:

@@ -20,12 +20,8 @@ from llmdyn import LlmdynError
 from llmdyn.claims.measure import Measure
 from llmdyn.core.store import ResultStore
 from llmdyn.core.tables import markdown_grid, markdown_table
-from llmdyn.coupling.depth import (
-    DepthCoupling,
-    depth_coupling,
-    mean_diagonal_share,
-    offdiagonal_mean,
-)
+from llmdyn.coupling.depth import DepthCoupling, depth_coupling
+from llmdyn.coupling.scores import mean_diagonal_share, offdiagonal_mean
 from llmdyn.models.loading import load_model
 from llmdyn.models.quiet import quiet_transformers
 from llmdyn.stats import bootstrap, coverage, intervals

@@ -22,10 +22,8 @@ from llmdyn import LlmdynError
 from llmdyn.core.paths import data_file
 from llmdyn.core.store import ResultStore
 from llmdyn.core.tables import markdown_table
-from llmdyn.coupling.depth import (
-    depth_coupling,
-    mean_diagonal_share,
-)
+from llmdyn.coupling.depth import depth_coupling
+from llmdyn.coupling.scores import mean_diagonal_share
 from llmdyn.models.loading import load_model
 from llmdyn.stats.regression import LinearFit, ols
 from llmdyn.sweep.join import SCORE_COLUMNS, leaderboard

@@ -10,6 +10,7 @@ import numpy as np
 
 from llmdyn import LlmdynError
 from llmdyn.claims.claim import Claim, Measure, at_most, below, slug, within
+from llmdyn.core.arrays import off_diagonal
 from llmdyn.core.masked import finite_mean
 from llmdyn.phases.curves import (
     fraction_in_band,
@@ -49,7 +50,7 @@ def pair_phase_means(M: np.ndarray, split: PhaseSplit | int) -> tuple[float, flo
     if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] < 2:
         raise LlmdynError(f"M must be [layer, layer] with layer >= 2, got {M.shape}")
     n = M.shape[0]
-    off = ~np.eye(n, dtype=bool)
+    off = off_diagonal(n)
     means = []
     for layers in as_split(split, n).masks():
         in_phase = layers[1:]  # (layer,): block b produces layer b + 1
@@ -87,8 +88,8 @@ def alignment_means(grid_ratio: np.ndarray, ratios: np.ndarray,
                           f"{grid_ratio.shape}")
     if ratios.ndim != 3 or ratios.shape[0] < 1:
         raise LlmdynError(f"ratios must be [prompt, layer, layer], got {ratios.shape}")
-    grid_off = ~np.eye(len(grid_ratio), dtype=bool)
-    off = ~np.eye(ratios.shape[1], dtype=bool)
+    grid_off = off_diagonal(len(grid_ratio))
+    off = off_diagonal(ratios.shape[1])
     return AlignmentMeans(
         grid=float(grid_ratio[grid_off].mean()),
         pairs=float(np.mean([M[off].mean() for M in ratios])),

@@ -18,6 +18,7 @@ import numpy as np
 
 from llmdyn import LlmdynError
 from llmdyn.core import masked
+from llmdyn.core.arrays import off_diagonal
 from llmdyn.phases.changepoints import norm_velocity_fit
 from llmdyn.phases.split import PhaseSplit, as_split
 
@@ -219,7 +220,7 @@ def alignment_profile(ratio: np.ndarray) -> np.ndarray:
     ratio = np.asarray(ratio, dtype=float)
     if ratio.ndim != 2 or ratio.shape[0] != ratio.shape[1] or ratio.shape[0] < 2:
         raise LlmdynError(f"ratio must be [layer, layer] with layer >= 2, got {ratio.shape}")
-    off = ~np.eye(ratio.shape[0], dtype=bool)
+    off = off_diagonal(ratio.shape[0])
     return np.array([row[mask].mean() for row, mask in zip(ratio, off, strict=True)])
 
 

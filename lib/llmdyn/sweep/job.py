@@ -105,7 +105,9 @@ class CouplingResult:
         params: the parameters it was measured with.
         miscoupling: mean m̃(A) over prompts and layer pairs l ≠ l′ (paper A eq. 14).
         diagonal_share: mean diagonal share 1 − m̃² (chance 1/k).
-        coupling_authors: mean of the authors'-code score.
+        authors: mean of the authors'-code score ‖|A| − S_i‖_F / ‖s_i‖₂ over prompts and pairs
+            l ≠ l′ (a miscoupling, not a coupling strength; the file keeps it under the key
+            ``coupling_authors`` of format 2).
         prompt_ids: ``[prompt]`` ids of the prompts, in measured order.
         prompt_miscoupling: ``[prompt]`` each prompt's mean m̃ over pairs l ≠ l′.
         prompt_diagonal_share: ``[prompt]`` each prompt's mean diagonal share.
@@ -117,7 +119,7 @@ class CouplingResult:
     params: dict[str, Any]
     miscoupling: float
     diagonal_share: float
-    coupling_authors: float
+    authors: float
     prompt_ids: tuple[str, ...]
     prompt_miscoupling: np.ndarray
     prompt_diagonal_share: np.ndarray
@@ -158,7 +160,8 @@ def measure_coupling(model: str, params: MeasureParams = MeasureParams(), *,
     """
     # here, not at the top: the `llmdyn` command imports this module for its options, and
     # only a measurement needs torch and transformers (seconds to import)
-    from llmdyn.coupling.depth import depth_coupling, mean_diagonal_share, offdiagonal_mean
+    from llmdyn.coupling.depth import depth_coupling
+    from llmdyn.coupling.scores import mean_diagonal_share, offdiagonal_mean
     from llmdyn.coupling.summary import summarize_depth
     from llmdyn.models.loading import load_model
 
@@ -308,7 +311,7 @@ def read_result(path: str | os.PathLike) -> CouplingResult:
         return CouplingResult(
             path=path, model=raw["model"], params=raw["params"],
             miscoupling=float(agg["miscoupling"]), diagonal_share=float(agg["diagonal_share"]),
-            coupling_authors=float(agg["coupling_authors"]),
+            authors=float(agg["coupling_authors"]),
             prompt_ids=tuple(p["id"] for p in raw["prompts"]),
             prompt_miscoupling=np.array([p["miscoupling"] for p in raw["prompts"]],
                                         dtype=np.float64),

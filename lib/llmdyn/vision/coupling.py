@@ -35,7 +35,7 @@ from llmdyn import LlmdynError
 from llmdyn.core.store import ResultStore, content_hash
 from llmdyn.coupling.default_k import relative_k
 from llmdyn.coupling.depth import DepthCoupling, coupling_from_jacobians
-from llmdyn.coupling.summary import mean_strength
+from llmdyn.coupling.scores import mean_strength
 from llmdyn.jacobians.blocks import record_block_calls, stack_jacobians
 from llmdyn.stats.bootstrap import bootstrap, mean
 from llmdyn.stats.regression import ols_or_none
@@ -119,9 +119,9 @@ class GridCoupling:
 
     Attributes:
         table: one row per run: run, cell (its SD rate and weight decay), drop_path,
-            weight_decay, seed, test_accuracy, heldout_loss, train_loss, coupling (mean over
-            images, the final norm in the last block) and strength_block_output (the same,
-            ending at the last block's output), wall_s.
+            weight_decay, seed, test_accuracy, heldout_loss, train_loss, strength (the mean
+            coupling strength 1 − m̃ over images, the final norm in the last block) and
+            strength_block_output (the same, ending at the last block's output), wall_s.
         per_image: ``{last_point: [image, run]}`` mean depth coupling per test image.
         dataset: the data set's name.
         k: the number of top singular vectors used.
