@@ -178,7 +178,8 @@ def test_an_edited_executed_chapter_is_not_rendered_and_the_message_names_it(tmp
     nbformat.write(nb, path)
     with pytest.raises(LlmdynError, match=f"did not finish or were edited: {second} \\(its cells "
                                           f"differ from what papermill wrote.*llmdyn workflow "
-                                          f"--rerun {second} \\(or llmdyn book --only {second}\\)"):
+                                          f"--directory {out} --rerun {second} \\(or llmdyn "
+                                          f"book --out {out} --only {second}\\)"):
         book.build_html(out)
     cells_digest.digest_path(path).unlink()  # removing the record does not help
     with pytest.raises(LlmdynError, match=f"{second} \\(no record of its cells"):

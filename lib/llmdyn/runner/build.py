@@ -236,9 +236,12 @@ def build_html(book_root: Path, *, strict: bool = True) -> Path:
            if (why := not_rendered(executed / f"{name}.ipynb"))}
     if cut:
         names = " ".join(cut)
+        here = book_root.resolve() == REPO  # else name the build's directory: the advice
+        where, out = ("", "") if here else (f" --directory {book_root}", f" --out {book_root}")
         raise LlmdynError(f"the book would render chapters that did not finish or were edited: "
-                          f"{'; '.join(f'{n} ({w})' for n, w in cut.items())}. Run them again: "
-                          f"llmdyn workflow --rerun {names} (or llmdyn book --only {names})")
+                          f"{'; '.join(f'{n} ({w})' for n, w in cut.items())}. Run them again "
+                          f"with your run's options: llmdyn workflow{where} --rerun {names} (or "
+                          f"llmdyn book{out} --only {names})")
     write_generated(book_root)
     for stale in ("_images", "_downloads"):  # an earlier build's figures, drawn for another model
         shutil.rmtree(book_root / "_build" / "html" / stale, ignore_errors=True)
