@@ -122,14 +122,13 @@ def test_shared_bases_give_models_and_checks_once():
 ])
 def test_chapter_rejects_bad_parameters_before_any_work(tmp_path, extra, message):
     import yaml
-    from papermill.exceptions import PapermillExecutionError
 
     from llmdyn.runner.build import REPO, run_chapter
 
     smoke = yaml.safe_load((REPO / "tests" / "smoke" / "05_depth_coupling.yaml").read_text())
-    with pytest.raises(PapermillExecutionError) as err:
+    with pytest.raises(LlmdynError) as err:  # one line naming the chapter, no traceback
         run_chapter("05_depth_coupling", tmp_path, {**smoke, **extra}, cwd=tmp_path)
-    assert message in str(err.value)
+    assert str(err.value).startswith(f"chapter 05_depth_coupling: {message}")
     assert not (tmp_path / "results").exists() or not any((tmp_path / "results").rglob("*.npz"))
 
 

@@ -23,3 +23,12 @@ def test_a_libraries_os_error_is_found_in_its_message():
     assert os_error_message(err).startswith("cannot write /r/step4.tmp: no space left on the "
                                             "device; free space or write elsewhere")
     assert as_os_error(RuntimeError("header too large"), "/x") is None
+
+
+def test_freeing_space_is_advised_only_for_a_full_disk():
+    # Issue 45 replay: `--out /sys/x.json` (permission denied) was told to free space.
+    assert os_error_message(PermissionError(errno.EACCES, "Permission denied", "/sys")) == (
+        "cannot write /sys: permission denied; write elsewhere: --out, --root, LLMDYN_RESULTS "
+        "(results cache) or LLMDYN_CACHE (converted models)")
+    assert os_error_message(OSError(errno.EDQUOT, "Disk quota exceeded", "/q")).startswith(
+        "cannot write /q: disk quota exceeded; free space or write elsewhere: --out")

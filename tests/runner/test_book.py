@@ -8,8 +8,8 @@ import sys
 import nbformat
 import pytest
 import yaml
-from papermill.exceptions import PapermillExecutionError
 
+from llmdyn import LlmdynError
 from llmdyn.claims.render import grade_breaks, read_glued, rule_breaks
 from llmdyn.runner.build import REPO, build_html, chapters, run_chapter, stage
 
@@ -219,7 +219,8 @@ def test_a_loaded_machine_gets_a_minute_for_a_cells_last_output(tmp_path, monkey
 
 
 def test_wrongly_typed_parameter_fails_the_run(tmp_path):
-    with pytest.raises(PapermillExecutionError, match="notebook parameter 'k' must be"):
+    with pytest.raises(LlmdynError,
+                       match="^chapter 05_depth_coupling: notebook parameter 'k' must be"):
         run_chapter("05_depth_coupling", tmp_path,
                     {**smoke_parameters("05_depth_coupling"), "k": "four"}, cwd=tmp_path)
 

@@ -178,7 +178,8 @@ def test_an_edited_executed_chapter_is_not_rendered_and_the_message_names_it(tmp
     nbformat.write(nb, path)
     with pytest.raises(LlmdynError, match=f"did not finish or were edited: {second} \\(its cells "
                                           f"differ from what papermill wrote.*llmdyn workflow "
-                                          f"--rerun {second} \\(or llmdyn book --only {second}\\)"):
+                                          f"--directory {out} --rerun {second} \\(or llmdyn "
+                                          f"book --out {out} --only {second}\\)"):
         book.build_html(out)
     cells_digest.digest_path(path).unlink()  # removing the record does not help
     with pytest.raises(LlmdynError, match=f"{second} \\(no record of its cells"):
@@ -228,3 +229,26 @@ def test_a_full_disk_while_a_chapter_is_written_is_one_line(tmp_path, capsys, mo
     monkeypatch.setattr(book, "in_place_executed", lambda: tmp_path / "nothing")
     assert main(["book", "--model", "tiny-llama", "--out", str(tmp_path / "out")]) == 1
     assert "llmdyn book: error: cannot write" in capsys.readouterr().err
+
+
+def test_a_chapters_own_refusal_is_one_line_naming_it_and_a_bug_keeps_its_traceback(tmp_path):
+    # A cell's LlmdynError (a bad parameter, a prompt beyond the context) reached the user as
+    # papermill's 45-line traceback in `llmdyn book` and in the workflow job's log (issue 45).
+    from papermill.exceptions import PapermillExecutionError
+
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "llmdyn", "language": "python",
+                                                           "display_name": "Python (llmdyn)"}})
+    nb.cells = [nbformat.v4.new_code_cell('error = "LlmdynError"',
+                                          metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell("from llmdyn import LlmdynError\n"
+                                          "raise {'LlmdynError': LlmdynError, 'bug': KeyError}"
+                                          "[error]('seed must be >= 0,\\n got -1')")]
+    (tmp_path / "notebooks").mkdir()
+    nbformat.write(nb, tmp_path / "notebooks" / "99_refuses.ipynb")
+    with pytest.raises(LlmdynError) as refused:
+        book.run_chapter("99_refuses", tmp_path / "out", {}, root=tmp_path, cwd=tmp_path)
+    assert str(refused.value) == "chapter 99_refuses: seed must be >= 0, got -1"
+    with pytest.raises(PapermillExecutionError, match="KeyError"):
+        book.run_chapter("99_refuses", tmp_path / "out", {"error": "bug"}, root=tmp_path,
+                         cwd=tmp_path)
+    assert not list((tmp_path / "out").iterdir())  # neither left an executed notebook

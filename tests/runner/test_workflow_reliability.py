@@ -99,7 +99,8 @@ def test_a_live_run_is_refused_by_pid_and_a_stale_snakemake_lock_is_cleared(tmp_
     try:
         assert proc.stdout.readline().strip() == "held"
         with pytest.raises(LlmdynError, match=f"another llmdyn workflow is running in .*PID "
-                                              f"{proc.pid} on host {socket.gethostname()}"):
+                                              f"{proc.pid} on host {socket.gethostname()}.*"
+                                              rf"stop it \(kill {proc.pid}\)"):
             with workflow_lock(tmp_path):
                 pass
     finally:

@@ -1,5 +1,6 @@
 import dataclasses
 import json
+import os
 
 import pytest
 import torch
@@ -147,7 +148,12 @@ def test_a_root_that_is_a_file_is_refused_before_any_work(tmp_path, capsys, comm
     assert err == (f"llmdyn {command}: error: --root {tmp_path / 'afile'} is a file; give a "
                    "directory (it is created if missing)\n")
     assert main([command, "--root", str(tmp_path / "afile" / "runs")]) == 2
-    assert "lies under the file" in capsys.readouterr().err
+    assert "lies under a file" in capsys.readouterr().err
+    os.mkfifo(tmp_path / "fifo")  # said as what it is, not "a file" (issue 45 replay)
+    assert main([command, "--root", str(tmp_path / "fifo")]) == 2
+    assert capsys.readouterr().err == (f"llmdyn {command}: error: --root {tmp_path / 'fifo'} is "
+                                       "a FIFO (named pipe); give a directory (it is created "
+                                       "if missing)\n")
     assert (tmp_path / "afile").read_text() == "mine"
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from llmdyn import LlmdynError
+from llmdyn.core.atomic import not_regular
 
 __all__ = ["choice", "is_int", "k_value", "layer_indices", "nonfinite_rows", "positive_int",
            "prompt_texts", "top_k_value", "torch_device"]
@@ -187,11 +188,12 @@ def check_root(root: str | os.PathLike, arg: str = "--root") -> Path:
     Checked before any work (training, data preparation).
 
     Raises:
-        LlmdynError: ``root``, or a folder on its way, is a file.
+        LlmdynError: ``root``, or a folder on its way, is a file (or a device, FIFO, socket).
     """
     root = Path(root)
     found = next((p for p in (root, *root.parents) if p.exists()), None)
     if found is not None and not found.is_dir():
-        where = "is a file" if found == root else f"lies under the file {found}"
+        kind = not_regular(found) or "a file"  # a device, FIFO or socket said as such
+        where = f"is {kind}" if found == root else f"lies under {kind} {found}"
         raise LlmdynError(f"{arg} {root} {where}; give a directory (it is created if missing)")
     return root

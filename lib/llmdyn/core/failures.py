@@ -10,8 +10,9 @@ import re
 
 __all__ = ["as_os_error", "os_error_message"]
 
-_WHERE = ("free space or write elsewhere: --out, --root, LLMDYN_RESULTS (results cache) or "
-          "LLMDYN_CACHE (converted models)")
+_WHERE = ("write elsewhere: --out, --root, LLMDYN_RESULTS (results cache) or LLMDYN_CACHE "
+          "(converted models)")
+_FULL = (errno.ENOSPC, errno.EDQUOT)  # only there does freeing space help
 _WHY = {
     errno.ENOSPC: "no space left on the device",
     errno.EDQUOT: "disk quota exceeded",
@@ -50,7 +51,7 @@ def os_error_message(err: OSError) -> str | None:
     if err.errno == errno.ELOOP:
         return (f"cannot use {where}: {why}; fix or remove the link (e.g. LLMDYN_RESULTS must "
                 "name a directory)")
-    return f"cannot write {where}: {why}; {_WHERE}"
+    return f"cannot write {where}: {why}; {'free space or ' if err.errno in _FULL else ''}{_WHERE}"
 
 
 _OS_ERROR = re.compile(r"\(os error (\d+)\)")

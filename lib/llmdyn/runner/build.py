@@ -81,10 +81,12 @@ def run_chapter(name: str, out_dir: Path, parameters: dict[str, Any], *,
     """Execute ``notebooks/<name>.ipynb`` with papermill into ``out_dir/<name>.ipynb``.
 
     A failing cell raises (papermill's PapermillExecutionError): a broken chapter must stop the
-    build, never be rendered. Papermill saves the notebook after every cell, so it writes to a
-    temporary name beside the target, and only a notebook that finished (see
-    :func:`unfinished`) is renamed into place: an interrupted chapter leaves no executed
-    notebook. Just before, the figures it showed replace its folder ``figures/<name>/``
+    build, never be rendered. A cell's ``LlmdynError`` (a bad parameter, a prompt beyond the
+    model's context) is raised as one ``LlmdynError`` naming the chapter. Papermill saves
+    the notebook after every cell, so it writes to a temporary name beside the target, and
+    only a notebook that finished (see :func:`unfinished`) is renamed into place: an
+    interrupted chapter leaves no executed notebook. Just before, the figures it showed
+    replace its folder ``figures/<name>/``
     (:func:`llmdyn.book.figure_files.publish_chapter_figures`), so the folder holds only what
     this run drew. The progress bar names the chapter and the model. ``fork``: see
     :func:`kernel_config` (a process that runs one chapter gains nothing from it).
@@ -100,10 +102,17 @@ def run_chapter(name: str, out_dir: Path, parameters: dict[str, Any], *,
     partial = out_dir / f".{name}.{os.getpid()}.partial.ipynb"
     desc = f"{name} [{parameters.get('model', 'default model')}]"
     try:
-        papermill.execute_notebook(str(source), str(partial), parameters=parameters,
-                                   kernel_name=KERNEL, cwd=str(cwd or root),
-                                   progress_bar={"desc": desc}, config=kernel_config(fork=fork),
-                                   iopub_timeout=IOPUB_TIMEOUT_S)
+        try:
+            papermill.execute_notebook(str(source), str(partial), parameters=parameters,
+                                       kernel_name=KERNEL, cwd=str(cwd or root),
+                                       progress_bar={"desc": desc},
+                                       config=kernel_config(fork=fork),
+                                       iopub_timeout=IOPUB_TIMEOUT_S)
+        except papermill.PapermillExecutionError as err:
+            if err.ename == "LlmdynError":  # the chapter's own refusal: one line, no traceback
+                raise LlmdynError(f"chapter {name}: {' '.join(str(err.evalue).split())}") \
+                    from None
+            raise  # any other error is a bug: its traceback stays
         why = unfinished(partial)
         if why:  # e.g. the kernel was stopped by a signal and papermill returned anyway
             raise LlmdynError(f"chapter {name} did not finish ({why}); run it again")
@@ -227,9 +236,12 @@ def build_html(book_root: Path, *, strict: bool = True) -> Path:
            if (why := not_rendered(executed / f"{name}.ipynb"))}
     if cut:
         names = " ".join(cut)
+        here = book_root.resolve() == REPO  # else name the build's directory: the advice
+        where, out = ("", "") if here else (f" --directory {book_root}", f" --out {book_root}")
         raise LlmdynError(f"the book would render chapters that did not finish or were edited: "
-                          f"{'; '.join(f'{n} ({w})' for n, w in cut.items())}. Run them again: "
-                          f"llmdyn workflow --rerun {names} (or llmdyn book --only {names})")
+                          f"{'; '.join(f'{n} ({w})' for n, w in cut.items())}. Run them again "
+                          f"with your run's options: llmdyn workflow{where} --rerun {names} (or "
+                          f"llmdyn book{out} --only {names})")
     write_generated(book_root)
     for stale in ("_images", "_downloads"):  # an earlier build's figures, drawn for another model
         shutil.rmtree(book_root / "_build" / "html" / stale, ignore_errors=True)

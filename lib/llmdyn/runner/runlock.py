@@ -186,9 +186,11 @@ def _take(fd: int, path: Path, directory: Path) -> None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
+        pids = lock_holders(path)  # the live holders: after kill -9 of llmdyn, its Snakemake
+        stop = f"kill {' '.join(map(str, pids))}" if pids else "kill <PID>"
         raise LlmdynError(
             f"another llmdyn workflow is running in {Path(directory).resolve()}: "
-            f"{holder(path)}. Wait for it to finish, or stop it (kill <PID>); a second "
+            f"{holder(path)}. Wait for it to finish, or stop it ({stop}); a second "
             "run would write the same files") from None
 
 

@@ -30,6 +30,7 @@ from llmdyn.runner import sources
 from llmdyn.runner.build import build_html, chapters, resolve_model, run_chapter, stage
 from llmdyn.runner.config_checks import INVOKED_FROM, check_measure_models, check_params_files
 from llmdyn.runner.conversion import convert_packaged
+from llmdyn.runner.planning import planning_refusal
 from llmdyn.runner.records import write_record
 from llmdyn.runner.runlock import WorkflowLock, workflow_lock
 from llmdyn.runner.signals import PARENT_DIED_ENV, forwarding_signals, stoppable_child
@@ -346,7 +347,7 @@ def _check_run(model: str | None, profile: str | None, chapters: Sequence[str],
 
 def _failure(output: str, returncode: int, directory: Path) -> LlmdynError:
     """The failed run as one message: the failed jobs' log paths and the end of each log."""
-    refused = sbatch_refusal(output)
+    refused = sbatch_refusal(output) or planning_refusal(output)
     if refused:
         return refused
     logs = failed_logs(output, directory)
