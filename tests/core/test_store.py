@@ -347,8 +347,9 @@ def test_broken_results_symlink_is_one_sentence(tmp_path, monkeypatch, kind):
         ResultStore("m")
 
 
-@pytest.mark.parametrize("code, why", [(errno.ENOSPC, "no space left on the device"),
-                                       (errno.EROFS, "the file system is read-only")])
+@pytest.mark.parametrize("code, why", [
+    (errno.ENOSPC, "no space left on the device; free space or write elsewhere"),
+    (errno.EROFS, "the file system is read-only; write elsewhere")])  # no space to free there
 def test_full_disk_or_read_only_store_is_one_sentence(store, monkeypatch, code, why):
     store.save("jac", PARAMS, "p0", {"value": np.arange(3.0)})
     before = store.path("jac", PARAMS, "p0").read_bytes()
@@ -357,8 +358,8 @@ def test_full_disk_or_read_only_store_is_one_sentence(store, monkeypatch, code, 
         raise OSError(code, os.strerror(code))
 
     monkeypatch.setattr(os, "fsync", refused)
-    with pytest.raises(LlmdynError, match=f"results cache .*: cannot write .*: {why}; free "
-                                          "space or write elsewhere.*LLMDYN_RESULTS"):
+    with pytest.raises(LlmdynError, match=f"results cache .*: cannot write .*: {why}.*"
+                                          "LLMDYN_RESULTS"):
         store.save("jac", PARAMS, "p1", {"value": np.zeros(3)})
     monkeypatch.undo()
     folder = store.path("jac", PARAMS, "p0").parent

@@ -30,8 +30,8 @@ from llmdyn.runner import sources
 from llmdyn.runner.build import build_html, chapters, resolve_model, run_chapter, stage
 from llmdyn.runner.config_checks import INVOKED_FROM, check_measure_models, check_params_files
 from llmdyn.runner.conversion import convert_packaged
-from llmdyn.runner.planning import planning_refusal
 from llmdyn.runner.records import write_record
+from llmdyn.runner.refusals import planning_refusal
 from llmdyn.runner.runlock import WorkflowLock, workflow_lock
 from llmdyn.runner.signals import PARENT_DIED_ENV, forwarding_signals, stoppable_child
 from llmdyn.runner.slurm import PendingWatch, check_slurm, resource_arguments, sbatch_refusal

@@ -1,6 +1,6 @@
 """Snakemake's refusals while planning, as one line (issue 45 replay): known reports."""
 
-from llmdyn.runner.planning import planning_refusal
+from llmdyn.runner.refusals import planning_refusal
 
 # What Snakemake 9 printed for `llmdyn workflow -n <results>/vit/tiny/mnist/<run>/run.json`.
 INPUT_FUNCTION = """Building DAG of jobs...
