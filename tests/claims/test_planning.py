@@ -7,7 +7,15 @@ import numpy as np
 import pytest
 
 from llmdyn.claims.claim import Claim, Measure, above, at_least
-from llmdyn.claims.planning import CHAPTER, FIXED, WHERE, for_chapter, is_open, to_decide
+from llmdyn.claims.planning import (
+    CHAPTER,
+    FIXED,
+    PACKAGED,
+    WHERE,
+    for_chapter,
+    is_open,
+    to_decide,
+)
 from llmdyn.runner.build import REPO
 from llmdyn.stats import bootstrap
 
@@ -103,6 +111,16 @@ def test_pretrained_models_say_they_cannot_grow_offline():
 def test_the_fixed_ids_are_claims_of_the_chapters():
     sources = "".join(p.read_text() for p in (REPO / "notebooks").glob("*.ipynb"))
     assert all(f'\\"{cid}\\"' in sources for cid in FIXED)
+    assert all(f'f\\"{prefix}{{' in sources for prefix in PACKAGED)  # f"unc_ambiguous_{s}"
+
+
+def test_a_claim_whose_n_is_packaged_data_names_the_data_not_a_parameter():
+    groups = _claim(Measure.difference(STRADDLING + 0.6, STRADDLING[::-1], "d", paired=False,
+                                       sampling_unit="prompt"), above(0), id="unc_ambiguous_m")
+    assert groups.verdict.grade == "inconclusive"
+    text = to_decide(groups, n_draws=100)
+    assert "prompts in each group, written into the book's own lists (llmdyn.data.ambiguity" \
+        in text and "n_prompts" not in text
 
 
 @pytest.mark.parametrize("unit", sorted(WHERE))

@@ -56,6 +56,12 @@ FIXED = {
                  "(measured by `llmdyn measure coupling`)"),
 }
 
+#: claims whose n is set by packaged data, not a chapter parameter, by id prefix
+PACKAGED = {
+    "unc_ambiguous_": ("to run it: {n} prompts in each group, written into the book's own lists "
+                       "(llmdyn.data.ambiguity: AMBIGUOUS_PROMPTS, CLEAR_PROMPTS)"),
+}
+
 
 def is_open(claim: Claim) -> bool:
     """Inconclusive, or no verdict for want of units (an estimate whose n no interval covers)."""
@@ -152,6 +158,9 @@ def _with_where(text: str, n: int | None, claim: Claim) -> str:
     fixed = FIXED.get(claim.id)
     if fixed:
         return f"{text}; {fixed}"
+    packaged = next((v for k, v in PACKAGED.items() if claim.id.startswith(k)), None)
+    if n is not None and packaged:
+        return f"{text}; {packaged.format(n=n)}"
     if n is None or claim.measure.sampling_unit not in WHERE:
         return text
     return f"{text}; {WHERE[claim.measure.sampling_unit].format(n=n)}"
