@@ -560,3 +560,13 @@ def test_keyed_gives_one_value_per_unit_id_and_refuses_a_mismatch():
     assert keyed(["p1", "p2"], np.array([0.5, 1.5])) == {"p1": 0.5, "p2": 1.5}
     with pytest.raises(LlmdynError, match="one value per unit id, got 3 values for 2 ids"):
         keyed(["p1", "p2"], [1.0, 2.0, 3.0])
+
+
+def test_a_tied_position_is_judged_as_the_share_of_units_on_the_papers_side():
+    # every prompt peaks at 0.53: the median's interval is [0.53, 0.53]; the share keeps width
+    m = Measure.share_on_side([0.53] * 20 + [math.nan], within(0.25, 0.1), "share",
+                              sampling_unit="prompt", detail="median 0.53")
+    assert (m.estimate.value, m.estimate.n, m.estimate.method) == (0.0, 20, "exact")
+    assert m.estimate.hi == pytest.approx(0.1684, abs=1e-4) and not m.zero_width()
+    assert m.detail == "a majority (0.5) is the book's own threshold; median 0.53"
+    assert _claim(m, above(0.5)).verdict.grade == "does not hold"

@@ -180,6 +180,23 @@ class Measure:
         return cls.of(bootstrap.fraction_true, values, quantity=quantity, **kw)
 
     @classmethod
+    def share_on_side(cls, values, side, quantity: str, *, detail: str = "",
+                      **kw) -> Measure:
+        """The sign test's form of a median claim: the share of units whose value ``side`` clears.
+
+        For a per-unit position that takes few values (a layer), ties make the median's
+        order-statistic interval ``[x, x]``; the share with its Clopper–Pearson interval asks
+        the same question and keeps its width. Judge it with ``above(0.5)`` (a majority, the
+        book's own threshold, said in the detail). ``values: [unit]``; NaN units (no value to
+        place) are left out. ``side``: a rule, or anything with ``clears(x) -> bool``.
+        """
+        values = np.asarray(values, dtype=np.float64)
+        passed = [side.clears(x) for x in values[np.isfinite(values)]]
+        note = "a majority (0.5) is the book's own threshold"
+        return cls.fraction(passed, quantity, detail=f"{note}; {detail}" if detail else note,
+                            **kw)
+
+    @classmethod
     def slope(cls, x, y, quantity: str, **kw) -> Measure:
         """OLS slope of y on x over (x, y) pairs (OLS t interval, or BCa with ``method="bca"``)."""
         return cls.of(bootstrap.slope, x, y, quantity=quantity, **kw)
