@@ -137,7 +137,7 @@ def depth_coupling(
         else:
             J = block_jacobians(model, prompt, layers, pairs=[(token, token)], progress=False,
                                 last_point=last_point)[:, 0]
-        return _scores(J, k).as_arrays()  # J: (layer, d_model, d_model), k checked above
+        return _scores(J, k).as_arrays()  # J: [layer, d_model, d_model], k checked above
 
     if store is None:
         results = [compute(p) for p in prompts]

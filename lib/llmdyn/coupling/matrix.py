@@ -59,5 +59,5 @@ def coupling_matrices_checked(J: torch.Tensor, k: int, svd: Svd | None = None) -
     # Two plain matrix products (about 4x faster than one einsum per reference layer j):
     # every J_i times every layer's V_k at once, then each U_j,k^T on its own columns.
     JV = (J.reshape(n * d, d) @ Vk.transpose(0, 1).reshape(d, n * k))  # (layer*d, layer*k)
-    JV = JV.reshape(n, d, n, k).permute(2, 0, 1, 3)  # (j, i, d_model, k)
+    JV = JV.reshape(n, d, n, k).permute(2, 0, 1, 3)  # [j, i, d_model, k]
     return (Uk.mT[:, None] @ JV).transpose(0, 1)  # [layer i, layer j, k, k]

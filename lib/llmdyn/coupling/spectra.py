@@ -38,15 +38,15 @@ def inverse_top_fit(S, *, first_layer: int = 1) -> LinearFit:
         first_layer: the paper's number of row 0 (l = block + 1).
 
     Returns:
-        The fit of 1/σ₁ on l over every (prompt, layer) point.
+        The fit of 1/σ₁ on l over every [prompt, layer] point.
     """
     return ols(*_inverse_top_points(S, first_layer))
 
 
 def _inverse_top_points(S, first_layer: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """(depth l, 1/σ₁) at every (prompt, layer), each ``[prompt, layer]``."""
+    """(depth l, 1/σ₁) at every [prompt, layer], each ``[prompt, layer]``."""
     S = _spectra(S)
-    depth = np.broadcast_to(depth_axis(S.shape[1], first_layer), S.shape[:2])  # (prompt, layer)
+    depth = np.broadcast_to(depth_axis(S.shape[1], first_layer), S.shape[:2])  # [prompt, layer]
     return depth, 1.0 / S[..., 0]
 
 
@@ -91,5 +91,5 @@ def prompt_inverse_r2(S) -> np.ndarray:
     One number per prompt, so that the trained and untrained twins' R² (:func:`inverse_top_fit`
     pools the prompts) can be compared prompt by prompt with a paired interval.
     """
-    depth, inverse = _inverse_top_points(S)  # (prompt, layer) each
+    depth, inverse = _inverse_top_points(S)  # [prompt, layer] each
     return r2(depth, inverse)

@@ -38,22 +38,22 @@ def top_singular(jacobians: torch.Tensor, k: int) -> Svd:
 def top_singular_checked(J: torch.Tensor, k: int) -> Svd:
     """:func:`top_singular` of a stack whose shape and ``k`` the caller has already checked."""
     d = J.shape[-1]
-    Jd = J.detach().cpu().double().numpy()  # (layer, d_model, d_model)
+    Jd = J.detach().cpu().double().numpy()  # [layer, d_model, d_model]
     Us, Ss = [], []
     for j in Jd:
-        gram = scipy.linalg.blas.dsyrk(1.0, j)  # upper triangle of J J^T, (d_model, d_model)
+        gram = scipy.linalg.blas.dsyrk(1.0, j)  # upper triangle of J J^T, [d_model, d_model]
         w, u = scipy.linalg.eigh(gram, lower=False, subset_by_index=[d - k, d - 1],
                                  driver="evr", check_finite=False, overwrite_a=True)
-        Us.append(u[:, ::-1])  # (d_model, k), descending
-        Ss.append(np.sqrt(np.clip(w[::-1], 0.0, None)))  # (k,)
-    U = torch.from_numpy(np.stack(Us))  # (layer, d_model, k)
-    S = torch.from_numpy(np.stack(Ss))  # (layer, k)
+        Us.append(u[:, ::-1])  # [d_model, k], descending
+        Ss.append(np.sqrt(np.clip(w[::-1], 0.0, None)))  # [k]
+    U = torch.from_numpy(np.stack(Us))  # [layer, d_model, k]
+    S = torch.from_numpy(np.stack(Ss))  # [layer, k]
     if bool((S[:, -1] <= _MIN_RATIO * S[:, 0]).any()):
         full = svd_sorted(J)
         return Svd(full.U[..., :k], full.S[..., :k], full.Vh[..., :k, :])
-    idx = U.abs().argmax(dim=-2, keepdim=True)  # (layer, 1, k)
+    idx = U.abs().argmax(dim=-2, keepdim=True)  # [layer, 1, k]
     U = U * torch.sign(torch.gather(U, -2, idx))  # no zero: it is the largest |entry|
-    V = torch.from_numpy(Jd).mT @ U / S[:, None, :]  # J^T u_a / s_a: (layer, d_model, k)
+    V = torch.from_numpy(Jd).mT @ U / S[:, None, :]  # J^T u_a / s_a: [layer, d_model, k]
     # back on J's device (the eigensolver ran on the host in float64), so that the coupling
     # products that follow run where J is
     to_j = {"device": J.device, "dtype": J.dtype}

@@ -76,7 +76,7 @@ class RunTrend:
 
 def run_trend(s: RunSeries) -> RunTrend:
     """`RunTrend` of one run's median diagonal share."""
-    curve = np.median(s.stack("diagonal_share"), 1)  # (ckpt,)
+    curve = np.median(s.stack("diagonal_share"), 1)  # [ckpt]
     top = int(np.argmax(curve))
     return RunTrend(spearman(s.steps, curve).r, int(s.steps[top]), float(curve[top]),
                     float(curve[-1]), late_slope(s.steps, curve))

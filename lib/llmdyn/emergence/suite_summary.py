@@ -139,7 +139,7 @@ def emergence_timing(series: dict[str, RunSeries]) -> EmergenceTiming:
     for s in series.values():
         if len(s.steps) < 3:
             raise LlmdynError(f"need at least 3 checkpoints per run, got steps {s.steps.tolist()}")
-        share = np.median(s.stack("diagonal_share"), 1)  # (ckpt,)
+        share = np.median(s.stack("diagonal_share"), 1)  # [ckpt]
         share_steps.append(half_rise_step(s.steps, share))
         loss.append(half_rise_step(s.steps, s.heldout_loss))
         rho.append(spearman(s.steps, share).r)
@@ -195,7 +195,7 @@ def adjacent_over_distant(diagonal_share_map: np.ndarray) -> np.ndarray:
         raise LlmdynError(f"diagonal_share_map must be [prompt, layer, layer] with >= 3 blocks "
                           f"(distant pairs need |l - l'| >= 2), got shape "
                           f"{diagonal_share_map.shape}")
-    gap = np.abs(np.subtract.outer(np.arange(n), np.arange(n)))  # (layer, layer)
+    gap = np.abs(np.subtract.outer(np.arange(n), np.arange(n)))  # [layer, layer]
     return diagonal_share_map[:, gap == 1].mean(-1) / diagonal_share_map[:, gap >= 2].mean(-1)
 
 

@@ -50,7 +50,7 @@ def coupling_scores(couplings: Sequence[DepthCoupling]) -> dict[str, float]:
     """
     if not couplings:
         raise LlmdynError("coupling_scores needs the coupling of at least one prompt")
-    maps = np.stack([c.miscoupling for c in couplings])  # (prompt, layer, layer)
+    maps = np.stack([c.miscoupling for c in couplings])  # [prompt, layer, layer]
     return {"diagonal_share": float(np.mean([mean_diagonal_share(m) for m in maps])),
             "miscoupling": float(np.mean([offdiagonal_mean(m) for m in maps])),
             "neg_miscoupling_all_pairs": float(-maps.mean())}

@@ -63,9 +63,9 @@ def bits_per_byte(model, texts: Sequence[str]) -> np.ndarray:
 
     out = []
     for text in texts:
-        ids = encode(model, text)  # (1, tok)
+        ids = encode(model, text)  # [1, tok]
         with torch.no_grad():
-            logits = model.hf(input_ids=ids).logits[0, :-1].float()  # (tok-1, vocab)
+            logits = model.hf(input_ids=ids).logits[0, :-1].float()  # [tok-1, vocab]
         nats = F.cross_entropy(logits, ids[0, 1:], reduction="sum").item()
         first = model.tokenizer.decode(ids[0, :1])
         predicted = len(text.encode()) - len(first.encode())

@@ -107,11 +107,11 @@ def hinge_changepoint(y: np.ndarray, *, min_size: int = 3) -> ChangePoint:
     x = idx.astype(np.float64)
     n = len(v)
     m = _min_size(min_size, n, shared=True)
-    line = np.stack([np.ones(n), x], 1)  # (n, 2)
+    line = np.stack([np.ones(n), x], 1)  # [n, 2]
     total = float(((v - line @ np.linalg.lstsq(line, v, rcond=None)[0]) ** 2).sum())
     best = None
     for k in range(m - 1, n - m + 1):
-        design = np.column_stack([line, np.maximum(0.0, x - x[k])])  # (n, 3)
+        design = np.column_stack([line, np.maximum(0.0, x - x[k])])  # [n, 3]
         coef = np.linalg.lstsq(design, v, rcond=None)[0]  # (3,)
         sse = float(((v - design @ coef) ** 2).sum())
         if best is None or sse < best[0] - 1e-12:

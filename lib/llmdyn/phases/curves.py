@@ -70,8 +70,8 @@ def phase_deviations(values, split: PhaseSplit | int, *,
         (Thought ``[prompt]``, Fixation ``[prompt]``).
     """
     v, thought, fixation = _curves(values, split)
-    centre = _nanmean(v, 0)  # (layer+1,)
-    dev = np.abs(v - centre)  # (prompt, layer+1)
+    centre = _nanmean(v, 0)  # [layer+1]
+    dev = np.abs(v - centre)  # [prompt, layer+1]
     if relative:
         with np.errstate(divide="ignore", invalid="ignore"):
             dev = dev / np.abs(centre)
@@ -104,7 +104,7 @@ def spread_ratio(values, split: PhaseSplit | int, *, relative: bool = False) -> 
     coefficient of variation). Below 1: prompts agree more in Thought than in Fixation.
     """
     v, thought, fixation = _curves(values, split)
-    sd = v.std(0)  # (layer+1,)
+    sd = v.std(0)  # [layer+1]
     if relative:
         sd = sd / v.mean(0)
     num, den = float(_nanmean(sd[thought])), float(_nanmean(sd[fixation]))
@@ -118,7 +118,7 @@ def peak_position(values) -> float:
     v = np.asarray(values, dtype=np.float64)
     if v.ndim != 2 or v.shape[1] < 2:
         raise LlmdynError(f"values must be [prompt, layer+1], got shape {v.shape}")
-    curve = _nanmean(v, 0)  # (layer+1,)
+    curve = _nanmean(v, 0)  # [layer+1]
     if not np.isfinite(curve).any():
         return float("nan")
     return float(np.nanargmax(curve) / (v.shape[1] - 1))
@@ -162,7 +162,7 @@ def relative_velocity_change(norms, *, min_size: int = 3, exclude_last: int = 1)
     comparable: 0 for a straight line, 2 when the slope after the knot exceeds the slope before
     it by twice the average slope.
     """
-    curve = np.asarray(norms, dtype=np.float64).mean(0)  # (layer+1,)
+    curve = np.asarray(norms, dtype=np.float64).mean(0)  # [layer+1]
     if exclude_last:
         curve = curve[:-exclude_last]
     mean_slope = float(np.mean(np.diff(curve)))
@@ -183,7 +183,7 @@ def relative_velocity_changes(norms, *, min_size: int = 3, exclude_last: int = 1
         min_size: fewest layers on either side of each prompt's knot.
         exclude_last: trailing layers left out (the final norm's output).
     """
-    curve = np.asarray(norms, dtype=np.float64).mean(0)  # (layer+1,)
+    curve = np.asarray(norms, dtype=np.float64).mean(0)  # [layer+1]
     if exclude_last:
         curve = curve[:-exclude_last]
     scale = float(np.mean(np.diff(curve)))

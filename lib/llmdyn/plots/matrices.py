@@ -118,7 +118,7 @@ def adjacency(
     W = _as_numpy(W)
     n = W.shape[0]
     angle = np.linspace(0, 2 * np.pi, n, endpoint=False)
-    xy = np.stack([np.cos(angle), np.sin(angle)], 1)  # (layer, 2)
+    xy = np.stack([np.cos(angle), np.sin(angle)], 1)  # [layer, 2]
     sym = (W + W.T) / 2
     for i in range(n):
         for j in range(i + 1, n):
@@ -168,9 +168,9 @@ def token_coupling_grid(
     Returns:
         The axes.
     """
-    A = np.abs(_as_numpy(A)).astype(float)  # (tok, tok, k, k)
+    A = np.abs(_as_numpy(A)).astype(float)  # [tok, tok, k, k]
     if normalize:
-        norm = np.linalg.norm(A, axis=(-2, -1), keepdims=True)  # (tok, tok, 1, 1)
+        norm = np.linalg.norm(A, axis=(-2, -1), keepdims=True)  # [tok, tok, 1, 1]
         A = np.divide(A, norm, out=np.zeros_like(A), where=norm > 0)
     coupling_grid(A, ax, labels=list(labels), title=title, vmax=vmax,  # type: ignore[arg-type]
                   cbar=False)

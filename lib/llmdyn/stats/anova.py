@@ -93,7 +93,7 @@ class OneWayAnova:
 def _cells(values, cells) -> list[np.ndarray]:
     """The values of each cell, in order of first appearance, checked."""
     values = np.asarray(values, dtype=np.float64).ravel()
-    labels = np.array([str(c) for c in list(cells)])  # (item,)
+    labels = np.array([str(c) for c in list(cells)])  # [item]
     if values.shape != labels.shape:
         raise LlmdynError(f"values and cells must have one entry per item, got {values.size} "
                           f"values and {labels.size} cell labels")

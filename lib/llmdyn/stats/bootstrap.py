@@ -200,7 +200,7 @@ def bootstrap_rows(statistic: Callable[..., float], *samples, paired: bool = Tru
         index = [np.asarray(i).astype(np.int64) for i in index]
         if paired:
             index = index * len(arrays)
-        flat = [i.reshape(-1, i.shape[-1]) for i in index]  # (draw, item) each
+        flat = [i.reshape(-1, i.shape[-1]) for i in index]  # [draw, item] each
         out = np.array([statistic(*[a[i] for a, i in zip(arrays, draw, strict=True)])
                         for draw in zip(*flat, strict=True)], dtype=np.float64)
         return out.reshape(index[0].shape[:-1])

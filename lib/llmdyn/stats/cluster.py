@@ -44,7 +44,7 @@ def cluster_bootstrap(statistic: Callable[..., float], *samples, clusters, seed:
     if len(groups) < MIN_ITEMS:
         return Estimate(value, float("nan"), float("nan"), len(groups), level)
     rng = np.random.default_rng(seed)
-    stats = np.empty(n_resamples)  # (resample,)
+    stats = np.empty(n_resamples)  # [resample]
     with np.errstate(divide="ignore", invalid="ignore"):
         for r in range(n_resamples):
             rows = np.concatenate([groups[i] for i in rng.integers(0, len(groups), len(groups))])

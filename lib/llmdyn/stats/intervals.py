@@ -84,7 +84,7 @@ def delta_t(a: np.ndarray, b: np.ndarray, level: float = LEVEL) -> Interval:
     n = a.shape[-1]
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = a.mean(-1) / b.mean(-1)
-        d = a - ratio[..., None] * b  # (..., item): residuals of the ratio
+        d = a - ratio[..., None] * b  # [..., item]: residuals of the ratio
         half = (sps.t.ppf(_q(level), n - 1) * d.std(-1, ddof=1)
                 / (np.sqrt(n) * np.abs(b.mean(-1))))
     return ratio - half, ratio + half

@@ -147,10 +147,10 @@ def linear_draw(x, r2: float, *, sign: float = 1.0, scale: float = 1.0) -> Draw:
         raise LlmdynError(f"x must be a 1-D design of at least 4 varying values, got {x.shape}")
     if not 0 <= r2 < 1:
         raise LlmdynError(f"r2 must lie in [0, 1), got {r2}")
-    z = (x - x.mean()) / x.std()  # (unit,)
+    z = (x - x.mean()) / x.std()  # [unit]
 
     def draw(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        eps = rng.standard_normal(x.size)  # (unit,)
+        eps = rng.standard_normal(x.size)  # [unit]
         return x, scale * (sign * math.sqrt(r2) * z + math.sqrt(1 - r2) * eps)
 
     return draw

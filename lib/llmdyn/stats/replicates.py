@@ -33,11 +33,11 @@ def within_cell_draws(cells, *, seed: int = 0, n_resamples: int = N_RESAMPLES) -
     Returns:
         ``[resample, item]`` indices: position i of every draw holds a row of item i's cell.
     """
-    labels = np.array([str(c) for c in list(cells)])  # (item,)
+    labels = np.array([str(c) for c in list(cells)])  # [item]
     if labels.size == 0:
         raise LlmdynError("cells is empty: nothing to resample")
     rng = np.random.default_rng(seed)
-    draws = np.empty((n_resamples, labels.size), dtype=np.int64)  # (resample, item)
+    draws = np.empty((n_resamples, labels.size), dtype=np.int64)  # [resample, item]
     for label in dict.fromkeys(labels):
         rows = np.flatnonzero(labels == label)  # (replicate,)
         draws[:, rows] = rows[rng.integers(0, rows.size, size=(n_resamples, rows.size))]
@@ -75,7 +75,7 @@ def bootstrap_within_cells(statistic: Callable[..., float], *samples, cells, see
     if len(set(map(str, cells))) == n:  # one replicate per cell: nothing varies
         return Estimate(value, float("nan"), float("nan"), n, level)
     draws = within_cell_draws(cells, seed=seed, n_resamples=n_resamples)
-    stats = np.empty(n_resamples)  # (resample,)
+    stats = np.empty(n_resamples)  # [resample]
     with np.errstate(divide="ignore", invalid="ignore"):
         for r, idx in enumerate(draws):
             stats[r] = statistic(*[a[idx] for a in arrays])

@@ -71,18 +71,18 @@ def _ids(ids, vocab_size: int, name: str, minimum: int) -> np.ndarray:
 
 def fit_counts(train_ids: np.ndarray, vocab_size: int, weight: float) -> CountModels:
     """Count models of ``train_ids`` (``[tok]`` int64) with bigram weight λ = ``weight``."""
-    counts = np.bincount(train_ids, minlength=vocab_size)  # (vocab,)
+    counts = np.bincount(train_ids, minlength=vocab_size)  # [vocab]
     unigram = (counts + 1.0) / (train_ids.size + vocab_size)
     codes, pair_counts = np.unique(train_ids[:-1] * vocab_size + train_ids[1:],
-                                   return_counts=True)  # (pair,), (pair,)
-    context = np.bincount(train_ids[:-1], minlength=vocab_size)  # (vocab,)
+                                   return_counts=True)  # [pair], [pair]
+    context = np.bincount(train_ids[:-1], minlength=vocab_size)  # [vocab]
     return CountModels(vocab_size, unigram, codes, pair_counts, context, float(weight))
 
 
 def _bigram_parts(models: CountModels, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(maximum-likelihood bigram p(w|v), unigram p(w)) of each of x_1 … x_T: ``[tok-1]``."""
     prev, nxt = ids[:-1], ids[1:]
-    codes = prev * models.vocab_size + nxt  # (tok-1,)
+    codes = prev * models.vocab_size + nxt  # [tok-1]
     # fit_counts saw at least one pair, so pair_codes is not empty
     at = np.minimum(np.searchsorted(models.pair_codes, codes), models.pair_codes.size - 1)
     pair = np.where(models.pair_codes[at] == codes, models.pair_counts[at], 0)

@@ -45,7 +45,7 @@ class LanguageModelTask:
     def __init__(self, data: Any, suite: Any, seed: int,
                  data_fraction: float = 1.0) -> None:
         self.data, self.suite, self.seed = data, suite, seed
-        every = sequences(data.train, suite.seq_len)  # (n, seq_len + 1)
+        every = sequences(data.train, suite.seq_len)  # [n, seq_len + 1]
         kept = round(data_fraction * len(every))
         if kept < max(suite.batch_size, suite.eval_sequences):
             raise LlmdynError(f"data_fraction {data_fraction} keeps {kept} of {len(every)} "
@@ -62,7 +62,7 @@ class LanguageModelTask:
         """Sequences of update ``step``: epoch e is a permutation seeded by (seed, e)."""
         n, b = len(self.train_seqs), self.suite.batch_size
         index = [self._permuted(*divmod(i, n)) for i in range(step * b, (step + 1) * b)]
-        return self.train_seqs[index]  # (batch, seq_len + 1)
+        return self.train_seqs[index]  # [batch, seq_len + 1]
 
     def _permuted(self, epoch: int, pos: int) -> int:
         if self._perm is None or self._perm[0] != epoch:  # one permutation per epoch, cached
@@ -73,7 +73,7 @@ class LanguageModelTask:
     def loss(self, model: torch.nn.Module, batch: torch.Tensor) -> torch.Tensor:
         """Mean token cross-entropy (nats)."""
         batch = batch.to(self.suite.device)
-        logits = model(input_ids=batch[:, :-1]).logits  # (batch, seq_len, vocab)
+        logits = model(input_ids=batch[:, :-1]).logits  # [batch, seq_len, vocab]
         return F.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten())
 
     def evaluate(self, model: torch.nn.Module) -> dict[str, float]:

@@ -54,15 +54,15 @@ def token_states(
         n_tok = len(tr.tokens)
         if not -n_tok <= token < n_tok:
             raise LlmdynError(f"token={token} is outside the {n_tok} tokens of {prompt[:40]!r}")
-        states = tr.states[:, token]  # (layer+1, d_model), ending at the block output
+        states = tr.states[:, token]  # [layer+1, d_model], ending at the block output
         return {"states": states.float().numpy(),
-                "final_norm": final_norm(model, states[-1]).float().numpy()}  # (d_model,)
+                "final_norm": final_norm(model, states[-1]).float().numpy()}  # [d_model]
 
     if store is None:
         rows = [compute(p) for p in prompts]
     else:
         rows = store.map("token_states", {"token": token, "dtype": "float32"}, prompts, compute)
-    out = np.stack([r["states"] for r in rows])  # (prompt, layer+1, d_model)
+    out = np.stack([r["states"] for r in rows])  # [prompt, layer+1, d_model]
     if last_point == "final_norm":
         out[:, -1] = np.stack([r["final_norm"] for r in rows])
     return out
@@ -115,7 +115,7 @@ def depth_profile(states: np.ndarray, window: int = 11) -> DepthProfile:
     x = np.asarray(states, dtype=np.float64)
     if x.ndim != 3:
         raise LlmdynError(f"states must be [prompt, layer+1, d_model], got shape {x.shape}")
-    return DepthProfile(norms=shape.norms(x),  # (prompt, layer+1)
+    return DepthProfile(norms=shape.norms(x),  # [prompt, layer+1]
                         lss=shape.windowed_line_shape_score(x, window),
                         equidistance=shape.windowed_equidistance(x, window),
                         window=int(window))
@@ -215,7 +215,7 @@ def last_step_ratio(traj: np.ndarray) -> np.ndarray:
     Paper B (Fig 1, §5.3) sees an abrupt change at the last layer. [..., layer+1, d_model] ->
     [...]; needs layer >= 2.
     """
-    steps = step_lengths(traj)  # (..., layer)
+    steps = step_lengths(traj)  # [..., layer]
     if steps.shape[-1] < 2:
         raise LlmdynError(f"traj needs at least 3 points for last_step_ratio, got {steps.shape}")
     return steps[..., -1] / np.median(steps[..., :-1], axis=-1)
@@ -247,7 +247,7 @@ def trajectory_summary(traj: np.ndarray, window: tuple[int, int]) -> TrajectoryS
     if not 0 <= first < last < x.shape[1]:
         raise LlmdynError(f"window must be (first, last) with 0 <= first < last <= "
                           f"{x.shape[1] - 1}, got {window!r}")
-    n = shape.norms(x)  # (tok, layer+1)
+    n = shape.norms(x)  # [tok, layer+1]
     return TrajectorySummary(growth=n[:, last] / n[:, first],
                              window_lss=shape.line_shape_score(x[:, first:last + 1]),
                              full_lss=shape.line_shape_score(x),
@@ -285,8 +285,9 @@ def summarize_prompts(model: LoadedModel, prompts: Sequence[str], window: tuple[
         if len(tr.tokens) - drop_first < 2:
             raise LlmdynError(f"drop_first={drop_first} leaves fewer than 2 of the "
                               f"{len(tr.tokens)} tokens of {prompt[:40]!r}; lower it")
-        raw = tr.states[:, drop_first:]  # (layer+1, tok, d_model), X^L before the final norm
-        normed = with_final_norm(model, raw).transpose(0, 1).double().numpy()  # (tok, layer+1, d)
+        raw = tr.states[:, drop_first:]  # [layer+1, tok, d_model], X^L before the final norm
+        normed = with_final_norm(model, raw).transpose(0, 1).double().numpy()
+        # normed: [tok, layer+1, d_model]
         out.append(PromptSummary(tokens=tr.tokens[drop_first:],
                                  summary=trajectory_summary(normed, window),
                                  block_last=last_step_ratio(raw.transpose(0, 1).double().numpy())))

@@ -34,7 +34,7 @@ def variance_share(alpha: np.ndarray, *, skip_first_block: bool = True) -> np.nd
     if a.ndim != 2 or a.shape[1] < 2 + skip_first_block:
         raise LlmdynError(f"alpha must be [tok, layer] with at least {2 + skip_first_block} "
                           f"layers, got {a.shape}")
-    a = a[:, 1:] if skip_first_block else a  # (tok, layer')
+    a = a[:, 1:] if skip_first_block else a  # [tok, layer']
     with np.errstate(invalid="ignore", divide="ignore"):
         return a.var(axis=-1) / (a ** 2).mean(axis=-1)
 

@@ -135,8 +135,8 @@ def readout_from_logits(logits: torch.Tensor, top_k: int = 5) -> LensReadout:
         raise LlmdynError(f"logits must be [layer+1, vocab], got {tuple(logits.shape)}")
     top_k = checks.top_k_value(top_k, logits.shape[1])
     logits = logits.double()
-    probs = torch.softmax(logits, dim=-1)  # (layer+1, vocab)
-    top = torch.topk(probs, top_k, dim=-1)  # (layer+1, k) each
+    probs = torch.softmax(logits, dim=-1)  # [layer+1, vocab]
+    top = torch.topk(probs, top_k, dim=-1)  # [layer+1, k] each
     final = int(probs[-1].argmax())
     return LensReadout(entropy=entropy(logits).numpy(),
                        top_ids=top.indices.numpy().astype(np.int64),
@@ -172,9 +172,9 @@ def lens_readouts(model: LoadedModel, prompts: Sequence[PromptLike],
     top_k = checks.top_k_value(top_k, model.vocab_size)
     check_lens(lens)
     states = token_states(model, _texts(prompts), store, token=token,
-                          last_point="final_norm")  # (prompt, layer+1, d)
+                          last_point="final_norm")  # [prompt, layer+1, d_model]
     return [readout_from_logits(logit_lens(model, torch.from_numpy(x), lens=lens,
-                                           last_point="final_norm"), top_k)  # (layer+1, V)
+                                           last_point="final_norm"), top_k)  # [layer+1, vocab]
             for x in states]
 
 

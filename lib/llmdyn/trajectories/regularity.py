@@ -57,7 +57,7 @@ class Regularity:
         In trained models the first block often multiplies the small embedding's norm many
         times over, and that single rate can dominate Var_l α_l.
         """
-        a = self.alpha[:, 1:]  # (tok, layer-1)
+        a = self.alpha[:, 1:]  # [tok, layer-1]
         with np.errstate(invalid="ignore", divide="ignore"):
             return a.var(axis=-1) / a.mean(axis=-1) ** 2
 
@@ -108,7 +108,7 @@ def regularity(
         states = trajectory(model, prompt, last_point="block_output").states.double()
         out = {}
         for name, s in (("block_output", states), ("final_norm", with_final_norm(model, states))):
-            r = trajectory_regularity(s.transpose(0, 1))  # on (tok, layer+1, d_model)
+            r = trajectory_regularity(s.transpose(0, 1))  # on [tok, layer+1, d_model]
             out.update({f"{name}_{key}": getattr(r, key) for key in _STORED})
         return out
 
@@ -136,7 +136,7 @@ def alpha_profiles(results: Sequence[Regularity]) -> np.ndarray:
     if len(widths) != 1:
         raise LlmdynError(f"results come from models of different depths {sorted(widths)}; "
                           "pass one model's results")
-    return np.stack([np.median(r.alpha, axis=0) for r in results])  # (prompt, layer)
+    return np.stack([np.median(r.alpha, axis=0) for r in results])  # [prompt, layer]
 
 
 def per_prompt(results: Sequence[Regularity], score: Score, *,

@@ -59,7 +59,7 @@ CLS = 0  # position of the class token
 def counted_blocks(model: ViT, last_point: LastPoint = "final_norm") -> list:
     """The blocks as the papers count them: under ``"final_norm"`` the last includes the final norm.
 
-    Each is a callable ``[batch, tok, d] → [batch, tok, d]`` with the block's signature.
+    Each is a callable ``[batch, tok, d_model] → [batch, tok, d_model]`` with the block's signature.
     """
     blocks = list(model.blocks)
     if check_last_point(last_point) == "final_norm":
@@ -71,7 +71,7 @@ def counted_blocks(model: ViT, last_point: LastPoint = "final_norm") -> list:
 def cls_jacobians(model: ViT, image: torch.Tensor, layers: Sequence[int] | None = None, *,
                   last_point: LastPoint = "final_norm",
                   chunk_size: int | None = 2048) -> torch.Tensor:
-    """J^l_{00} = ∂ f^l(X)_0 / ∂ x_0 of every block at the class token, ``[layer, d, d]``.
+    """J^l_{00} = ∂ f^l(X)_0 / ∂ x_0 of every block at the class token.
 
     Args:
         model: a ViT in eval mode (stochastic depth off).
@@ -80,6 +80,9 @@ def cls_jacobians(model: ViT, image: torch.Tensor, layers: Sequence[int] | None 
         last_point: ``"final_norm"`` (the LM chapters' convention: the last block's map
             includes the final LayerNorm) or ``"block_output"``.
         chunk_size: reverse products run at once.
+
+    Returns:
+        ``[layer, d_model, d_model]``.
     """
     if model.training:
         raise LlmdynError("the ViT is in training mode (stochastic depth active); call .eval()")
@@ -87,11 +90,11 @@ def cls_jacobians(model: ViT, image: torch.Tensor, layers: Sequence[int] | None 
     calls = record_block_calls(model.blocks, lambda: model(image[None]))
     jac = stack_jacobians(counted_blocks(model, last_point), calls, layers, [(CLS, CLS)],
                           chunk_size=chunk_size)
-    return jac[:, 0]  # (layer, d, d)
+    return jac[:, 0]  # [layer, d_model, d_model]
 
 
 def both_endpoints(model: ViT, image: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Class-token Jacobians ``[layer, d, d]`` under both ``last_point`` conventions.
+    """Class-token Jacobians ``[layer, d_model, d_model]`` under both ``last_point`` conventions.
 
     The blocks before the last are shared; only the last block is differentiated twice.
     """
@@ -99,10 +102,10 @@ def both_endpoints(model: ViT, image: torch.Tensor) -> dict[str, torch.Tensor]:
         raise LlmdynError("the ViT is in training mode (stochastic depth active); call .eval()")
     calls = record_block_calls(model.blocks, lambda: model(image[None]))
     plain = stack_jacobians(list(model.blocks), calls, range(len(model.blocks)),
-                            [(CLS, CLS)])[:, 0]  # (layer, d, d)
+                            [(CLS, CLS)])[:, 0]  # [layer, d_model, d_model]
     last = len(model.blocks) - 1
     normed = stack_jacobians(counted_blocks(model, "final_norm"), calls, [last],
-                             [(CLS, CLS)])[:, 0]  # (1, d, d)
+                             [(CLS, CLS)])[:, 0]  # [1, d_model, d_model]
     return {"final_norm": torch.cat([plain[:last], normed]), "block_output": plain}
 
 

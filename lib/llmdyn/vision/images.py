@@ -66,7 +66,7 @@ class ImageData:
 
     @property
     def shape(self) -> tuple[int, int, int]:
-        """(channels, height, width) of one image."""
+        """[channels, height, width] of one image."""
         return tuple(self.train_x.shape[1:])
 
 
@@ -104,7 +104,7 @@ def _idx_path(directory: Path, stem: str) -> Path:
 
 
 def _standardise(train: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``[n, c, h, w]`` bytes → float32, minus the training mean, over the training std."""
+    """``[n, channels, height, width]`` bytes → float32 standardised by the training mean, std."""
     train = train.astype(np.float32) / 255
     test = test.astype(np.float32) / 255
     mean = train.mean(axis=(0, 2, 3), keepdims=True)
@@ -138,7 +138,7 @@ def load_fashion_mnist(directory: str | Path = FASHION_MNIST_DIR) -> ImageData:
         if x.ndim != 3 or y.ndim != 1 or len(x) != len(y):
             raise LlmdynError(f"Fashion-MNIST {part} files in {directory} disagree: images "
                               f"{x.shape}, labels {y.shape} (expected [n, 28, 28] and [n])")
-        split[part] = (x[:, None], y)  # (n, 1, 28, 28)
+        split[part] = (x[:, None], y)  # [n, 1, 28, 28]
     return _finish("Fashion-MNIST", str(directory), *split["train"], *split["test"],
                    FASHION_MNIST_CLASSES)
 
@@ -178,7 +178,7 @@ def load_digits(n_test: int = 360) -> ImageData:
                   "will barely differ in accuracy; use Fashion-MNIST or CIFAR-10 to compare them",
                   stacklevel=2)
     bunch = sk_digits()
-    x = (bunch.images * (255 / 16)).round().astype(np.uint8)[:, None]  # (n, 1, 8, 8)
+    x = (bunch.images * (255 / 16)).round().astype(np.uint8)[:, None]  # [n, 1, 8, 8]
     y = bunch.target
     return _finish("8×8 digits (scikit-learn)", "sklearn.datasets.load_digits", x[:-n_test],
                    y[:-n_test], x[-n_test:], y[-n_test:], [str(d) for d in range(10)])

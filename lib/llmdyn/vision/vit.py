@@ -54,7 +54,7 @@ class ViTShape:
 
 
 def drop_path(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
-    """Stochastic depth on a residual branch ``[batch, tok, d]``: zero whole samples w.p. ``p``."""
+    """Stochastic depth on a residual branch ``[batch, tok, d_model]``: zero samples w.p. ``p``."""
     if p == 0.0 or not training:
         return x
     keep = torch.empty(x.shape[0], 1, 1, dtype=x.dtype, device=x.device).bernoulli_(1 - p)
@@ -71,11 +71,11 @@ class Attention(nn.Module):
         self.proj = nn.Linear(d, d)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``[batch, tok, d] → [batch, tok, d]``."""
+        """``[batch, tok, d_model] → [batch, tok, d_model]``."""
         b, t, d = x.shape
         q, k, v = self.qkv(x).view(b, t, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
-        scores = q @ k.transpose(-2, -1) * self.head_dim**-0.5  # (b, heads, tok, tok)
-        out = scores.softmax(-1) @ v  # (b, heads, tok, head_dim)
+        scores = q @ k.transpose(-2, -1) * self.head_dim**-0.5  # [batch, heads, tok, tok]
+        out = scores.softmax(-1) @ v  # [batch, heads, tok, head_dim]
         return self.proj(out.transpose(1, 2).reshape(b, t, d))
 
 
@@ -87,7 +87,7 @@ class Mlp(nn.Module):
         self.fc1, self.act, self.fc2 = nn.Linear(d, hidden), nn.GELU(), nn.Linear(hidden, d)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``[..., d] → [..., d]``."""
+        """``[..., d_model] → [..., d_model]``."""
         return self.fc2(self.act(self.fc1(x)))
 
 
@@ -101,13 +101,13 @@ class Block(nn.Module):
         self.drop_path_rate = drop_path_rate
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``[batch, tok, d] → [batch, tok, d]``."""
+        """``[batch, tok, d_model] → [batch, tok, d_model]``."""
         x = x + drop_path(self.attn(self.norm1(x)), self.drop_path_rate, self.training)
         return x + drop_path(self.mlp(self.norm2(x)), self.drop_path_rate, self.training)
 
 
 class ViT(nn.Module):
-    """Vision transformer; ``forward(images [batch, c, h, w]) → logits [batch, classes]``."""
+    """Vision transformer: images ``[batch, channels, height, width]`` → ``[batch, classes]``."""
 
     def __init__(self, shape: ViTShape, drop_path_rate: float = 0.0) -> None:
         super().__init__()
@@ -134,8 +134,8 @@ class ViT(nn.Module):
                 nn.init.zeros_(m.bias)
 
     def embed(self, images: torch.Tensor) -> torch.Tensor:
-        """X^0: class token and patch embeddings plus positions, ``[batch, tok, d]``."""
-        patches = self.patch_embed(images).flatten(2).transpose(1, 2)  # (batch, patches, d)
+        """X^0: class token and patch embeddings plus positions, ``[batch, tok, d_model]``."""
+        patches = self.patch_embed(images).flatten(2).transpose(1, 2)  # [batch, patches, d_model]
         cls = self.cls_token.expand(len(images), -1, -1)
         return torch.cat([cls, patches], 1) + self.pos_embed
 
