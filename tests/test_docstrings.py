@@ -24,10 +24,11 @@ NOT_YET = ("book/params/", "emergence/profiles.py", "sweep/job.py", "cli.py", "c
 # the core names, so a pair such as (x, y), (lo, hi) or (i, j) is not taken for a shape.
 _WORD = (r"layers?|tok|tokens?|prompts?|d_model|d_mlp|d_ff|d_head|head_dim|heads|kv_heads|vocab"
          r"|batch|draws?|seq|seq_len|items?|resamples?|ckpt|pairs?|window|centre|channels|height"
-         r"|width|patches|classes|n_classes|units?|samples?|blocks?")
-_CORE = rf"(?:{_WORD}|[ndkm])"
+         r"|width|patches|classes|n_classes|units?|samples?|blocks?|cells?|columns?|replicates?"
+         r"|images?|vits?|points?|runs?")
+_CORE = rf"(?:{_WORD}|[ndkm]|\.\.\.)"
 _NAME = rf"(?:{_WORD}|[A-Za-z]|[ndk]_\w+|\w+_dim)"
-_ITEM = rf"(?:\.\.\.|\d+|{_NAME}(?:\s?[+\-−]\s?(?:\d+|{_NAME}))?['′]?)"
+_ITEM = rf"(?:\.\.\.|\d+|{_NAME}(?:\s?[+\-−*·×]\s?(?:\d+|{_NAME}))?['′]?)"
 _SEP = r"\s*,\s*"
 # two or more items, or one with a trailing comma; not right after a name (a call, f(n, d))
 PAREN_SHAPE = re.compile(
@@ -37,7 +38,7 @@ PAREN_SHAPE = re.compile(
 
 @pytest.mark.parametrize("text", [
     "(layers, tokens, d_model)", "(layer, tok, d_model)", "of shape ``(n, d)``", "(layer+1,)",
-    "# (prompt, layer, layer)", "(tok-1, vocab)", "(..., k, k)", "(n, 1, 28, 28)",
+    "# (prompt, layer, layer)", "(tok-1, vocab)", "(..., k, k)", "(n, 1, 28, 28)", "(layer*d, layer*k)", "(..., 2)", "(cell,)",
     "(batch, seq_len + 1)", "(tok, layer')", "(d_model,)", "(b, heads, tok, head_dim)",
 ])
 def test_the_pattern_finds_a_shape_in_parentheses(text):

@@ -137,7 +137,7 @@ def publish_chapter_figures(notebook: Path, chapter: str, executed: Path, source
         LlmdynError: the notebook shows a figure that ``book_figures.csv`` gives to another
             chapter.
     """
-    import nbformat  # here: the `llmdyn` command imports this module; nbformat takes ~1.7 s
+    import nbformat  # here: the `llmdyn` command imports this module; nbformat is slow
 
     folder = executed / "figures"
     folder.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,7 @@
 A write never replaces what is not a regular file: a directory, a device (``--out /dev/null``
 run as root replaced the device with a file), a FIFO or a socket is refused, by name, before
 the write and, where a command checks its output first (:func:`check_new_file`), before any
-work (issue 45, item 3).
+work.
 """
 
 # llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)

@@ -49,7 +49,7 @@ def columns(values, reduce: str, *, q: float | None = None) -> np.ndarray:
         raise LlmdynError(f"reduce must be one of {sorted(_REDUCE) + ['percentile']}, "
                           f"got {reduce!r}")
     out = np.full(v.shape[1], np.nan)
-    valid = np.isfinite(v).any(0)  # (column,): columns where at least one window fits
+    valid = np.isfinite(v).any(0)  # [column]: columns where at least one window fits
     if valid.any():
         out[valid] = fn(v[:, valid], axis=0)
     return out

@@ -13,9 +13,9 @@ __all__ = ["safe_streams"]
 def safe_streams() -> None:
     r"""Make stdout and stderr write any character, whatever the locale and PYTHONIOENCODING.
 
-    Under ``PYTHONIOENCODING=ascii`` (or a Latin-1 terminal) printing "m̃" raised
-    UnicodeEncodeError *after* `llmdyn measure coupling` had written its result, so the job
-    failed and Snakemake deleted the finished file. Characters the stream's encoding lacks are
+    Under ``PYTHONIOENCODING=ascii`` (or a Latin-1 terminal) printing "m̃" raises
+    UnicodeEncodeError, and after `llmdyn measure coupling` has written its result that fails
+    the job, so Snakemake deletes the finished file. Characters the stream's encoding lacks are
     written as backslash escapes (``m\u0303``) instead; the encoding itself is kept.
     """
     for stream in (sys.stdout, sys.stderr):

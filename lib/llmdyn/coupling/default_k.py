@@ -1,8 +1,8 @@
 """How many singular vectors a coupling keeps by default: the papers' K, or less on narrow models.
 
 Kept apart from :mod:`llmdyn.coupling.topk` because it needs no torch: the workflow reads it
-when it plans jobs (through the chapters' parameters), and importing torch there cost every
-Snakemake process about 2 CPU-s.
+when it plans jobs (through the chapters' parameters), where importing torch would cost every
+Snakemake process seconds of CPU.
 """
 
 from __future__ import annotations

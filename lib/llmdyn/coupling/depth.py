@@ -115,11 +115,8 @@ def depth_coupling(
         One :class:`DepthCoupling` per prompt.
 
     Each prompt is computed on its own, so a cached value is the same bits whichever prompts
-    were computed with it. A batch of prompts pads every prefix to its longest member, which
-    changes the shapes of the matrix products and so their rounding: on SmolLM2-135M, S moved
-    by up to 2.7e-5 and entries of A by up to 0.76 (singular vectors of near-equal singular
-    values rotate). One prompt at a time was also faster on a CPU: 0.92x the wall time of
-    batches of four (issue 25).
+    were computed with it: a batch would pad every prefix to its longest member, and the
+    padded shapes change the matrix products' rounding.
     """
     prompts = checks.prompt_texts(prompts)
     layers = checks.layer_indices(layers, model.n_layers)  # negatives resolved once, here

@@ -1,7 +1,7 @@
 """Chapter 08's claims over training runs: one number per run, then the interval over runs.
 
 A claim about training is a claim about runs: the passages a run is measured on share its
-weights, so they are not independent evidence about how training goes (issue 43). Every judged
+weights, so they are not independent evidence about how training goes. Every judged
 claim here first summarises the passages within each run (their mean at a checkpoint, the
 median curve's half-way point, its late slope) and then takes the interval over the runs
 (4 in the default suite), keyed by run name:

@@ -1,4 +1,4 @@
-"""Does coupling keep rising to the end of training? Chapter 08's late-slope rule (issue 43).
+"""Does coupling keep rising to the end of training? Chapter 08's late-slope rule.
 
 Paper A says coupling "increases persistently throughout training" (Fig 1b). A rank
 correlation over all checkpoints, or a comparison of the first and last checkpoint, can pass
@@ -10,9 +10,8 @@ diagonal share over the passages) on log₂ step over the checkpoints with step 
 
 The run is the independent unit: one slope per run, then Student's t interval over the runs
 (n − 1 degrees of freedom; a bootstrap over 4 values cannot reach its stated coverage). The
-rule is the book's plain three-grade rule, decided in issue 43 after the audit had seen the
-old rule's numbers: **holds** when the interval lies wholly ≥ 0, **does not hold** when wholly
-< 0, **inconclusive** otherwise. Each run's peak step is shown beside it.
+rule is the book's plain three-grade rule: **holds** when the interval lies wholly ≥ 0, **does
+not hold** when wholly < 0, **inconclusive** otherwise. Each run's peak step is shown beside it.
 
 The passages inside one run are not independent evidence about training (they share the run's
 weights), so no interval is taken over them: a run's slope is one number.

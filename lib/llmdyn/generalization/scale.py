@@ -199,7 +199,7 @@ def bigram_cost(frame: pd.DataFrame, wall_s: Mapping[str, float], bigram: float,
         return BigramCost(target, nan, nan, measured, nan, nan,
                           f"{len(full)} run(s) trained on the whole split; the fit needs 4")
     design = np.column_stack([np.ones(len(full)), np.log2(full.tokens),
-                              np.log2(full.params)])  # (run, 3)
+                              np.log2(full.params)])  # [run, 3]
     intercept, slope, per_param = np.linalg.lstsq(design, full.heldout_loss.to_numpy(float),
                                                   rcond=None)[0]
     # the size predicted worst at the largest budget sets the factor every run needs

@@ -11,7 +11,7 @@ from llmdyn import LlmdynError
 
 __all__ = ["check_hub"]
 
-_TIMEOUT_S = 5.0  # name lookup plus TCP connect; transformers' retries took 30 s and more
+_TIMEOUT_S = 5.0  # name lookup plus TCP connect; far shorter than transformers' retries
 
 
 def _offline() -> bool:

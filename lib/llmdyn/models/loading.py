@@ -320,7 +320,7 @@ def each_model(names: list[str], *, states: tuple[str, ...] = ("trained", "untra
         names: model specs, in order.
         states: "trained" and/or "untrained", in the order to load them.
         seeds: seeds of the untrained twins, one twin per seed (the trained model of a tiny
-            test spec is built from ``seeds[0]``, as it always was).
+            test spec is built from ``seeds[0]``).
         device: where to load them.
 
     Yields:

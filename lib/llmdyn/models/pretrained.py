@@ -30,7 +30,7 @@ def load_pretrained(path_or_id: str, spec: str, revision: str | None = None, *,
     # Never trust_remote_code; safetensors only (no pickle checkpoints); eager attention
     # because forward-mode AD and vmapped backward do not work well through CPU SDPA.
     local = Path(path_or_id).is_dir()
-    if not local:  # a hub id offline: one sentence now, not 30 s of retries
+    if not local:  # a hub id offline: one sentence now, not transformers' retries
         check_hub(spec, path_or_id, revision)
     report: list[logging.LogRecord] = []
     try:
@@ -159,7 +159,7 @@ def _held_load_report() -> Iterator[list[logging.LogRecord]]:
 
 @functools.lru_cache(maxsize=8)
 def _tokenizer(path_or_id: str, revision: str | None, stamp: tuple) -> Any:
-    # Read once per process: Gemma-3's 262k-entry tokenizer.json takes about 4 s to parse, and
+    # Read once per process: Gemma-3's 262k-entry tokenizer.json is slow to parse, and
     # a chapter loads the same model several times (trained, then one twin per seed). `stamp`
     # makes a rewritten local checkpoint read again.
     return AutoTokenizer.from_pretrained(path_or_id, revision=revision, trust_remote_code=False)

@@ -112,7 +112,7 @@ def hinge_changepoint(y: np.ndarray, *, min_size: int = 3) -> ChangePoint:
     best = None
     for k in range(m - 1, n - m + 1):
         design = np.column_stack([line, np.maximum(0.0, x - x[k])])  # [n, 3]
-        coef = np.linalg.lstsq(design, v, rcond=None)[0]  # (3,)
+        coef = np.linalg.lstsq(design, v, rcond=None)[0]  # [3]
         sse = float(((v - design @ coef) ** 2).sum())
         if best is None or sse < best[0] - 1e-12:
             best = (sse, k, coef)

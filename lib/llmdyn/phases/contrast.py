@@ -54,7 +54,7 @@ def pair_phase_means(M: np.ndarray, split: PhaseSplit | int) -> tuple[float, flo
     means = []
     for layers in as_split(split, n).masks():
         in_phase = layers[1:]  # [layer]: block b produces layer b + 1
-        mask = off & in_phase[:, None] & in_phase[None, :]
+        mask = off & in_phase[:, None] & in_phase[None, :]  # [layer, layer]
         means.append(finite_mean(M[mask]) if mask.any() else float("nan"))
     return means[0], means[1]
 

@@ -127,7 +127,7 @@ def peak_position(values) -> float:
 def fraction_in_band(values, split: PhaseSplit | int, low: float, high: float) -> float:
     """Share of the Fixation layers whose prompt-mean value lies in [low, high]."""
     v, _, fixation = _curves(values, split)
-    curve = _nanmean(v, 0)[fixation]  # (fixation layers,)
+    curve = _nanmean(v, 0)[fixation]  # [fixation layers]
     curve = curve[np.isfinite(curve)]
     if curve.size == 0:
         return float("nan")

@@ -47,7 +47,7 @@ def pc_trajectories(
     for i in range(n_tok):
         final = i == n_tok - 1
         color = "black" if final else cmap(i % cmap.N)
-        pts = proj[i, first:last + 1]  # (points, 2)
+        pts = proj[i, first:last + 1]  # [points, 2]
         ax.plot(pts[:, 0], pts[:, 1], color=color, marker="o", markersize=2.5 if final else 2,
                 linewidth=1.7 if final else 0.9, alpha=1.0 if final else 0.85,
                 zorder=3 if final else 2, label=token_label(tokens[i]))

@@ -70,9 +70,8 @@ def kernel_config(*, fork: bool = True) -> Any:
 
 
 # After a cell's reply, nbclient waits this long for the kernel's last output messages, and
-# papermill makes running out of it an error. nbclient's 4 s failed chapter 02's last cell on
-# a loaded 2-core machine (a build, a smoke run and tests side by side): "Timeout waiting for
-# IOPub output". A minute keeps a real hang an error.
+# papermill makes running out of it an error ("Timeout waiting for IOPub output"). nbclient's
+# default, 4 s, is too short on a loaded machine; a minute keeps a real hang an error.
 IOPUB_TIMEOUT_S = 60
 
 

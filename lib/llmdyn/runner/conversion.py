@@ -1,7 +1,7 @@
 """The workflow's ``convert`` job: each packaged model converted once, before its chapters run.
 
 Chapters depend on the job's stamp (``results/models/<model>.json``), so no chapter converts and
-no two chapters wait on one conversion (issue 32, item 2). The conversion itself is
+no two chapters wait on one conversion. The conversion itself is
 :func:`llmdyn.models.packaged.packaged_safetensors` (under its own file lock).
 """
 
@@ -19,8 +19,7 @@ __all__ = ["convert_packaged", "convert_stamp_valid"]
 def convert_packaged(model: str, stamp: Path) -> dict[str, Any]:
     """The ``convert`` job: convert packaged ``model`` once, then write ``stamp`` (atomically).
 
-    The stamp records the converted directory and its digests; chapters depend on it, so no
-    chapter converts and no two chapters wait on one conversion (issue 32, item 2).
+    The stamp records the converted directory and its digests.
     """
     from llmdyn.models.packaged import packaged_safetensors
 

@@ -1,7 +1,7 @@
 """Chapter kernels forked from a process that has already imported torch and transformers.
 
-At test size a chapter kernel spends about half its CPU importing libraries: chapter 04 on
-tiny-gemma3 spent 13 of its 25 CPU-s in imports (py-spy). A process that runs several chapters
+At test size a chapter kernel spends much of its CPU importing libraries (the performance
+page). A process that runs several chapters
 (``llmdyn book``, the tests' smoke book and any-model matrix) pays most of that once: its first
 kernel starts a *fork server* (``python -m llmdyn.runner.kernel_fork``), which imports
 :data:`PRELOAD` and then forks one child per kernel. The child becomes the kernel as
@@ -40,7 +40,7 @@ import time
 from collections.abc import Sequence
 
 # Imported by the server before it forks; what a chapter kernel imports that reads nothing of
-# its environment at import but the variables fingerprinted below (about 7 of its 13 CPU-s).
+# its environment at import but the variables fingerprinted below.
 # transformers imports most of itself lazily, so its parts a chapter loads are named; with
 # them torch.distributed.tensor and torch._dynamo. ipykernel is not preloaded: its traitlets
 # read JPY_PARENT_PID at import, as class defaults.

@@ -4,7 +4,7 @@ Chapter 04 caches the last-token Jacobians of its SQuAD questions in the results
 chapters 05 and 11 read them (the same draw, ``llmdyn.data.question_texts``), so the workflow
 runs them after 04. They take 04's record as input, not its executed notebook, which is the
 HTML's: a chapter takes as input only what stands for what it reads, and only the chapter's own
-job writes its record (issue 44, item 1). The record holds the chapter and the parameters it
+job writes its record. The record holds the chapter and the parameters it
 ran with, so a rerun with the same parameters writes the same bytes.
 """
 

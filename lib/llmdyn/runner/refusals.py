@@ -3,8 +3,8 @@
 Snakemake words a refusal of the Snakefile's own checks (a ViT target whose data set or run
 does not exist, a config value the Snakefile refuses) as a block of several lines, an
 ``InputFunctionException`` with a short ``Traceback:``; a target no rule writes is a
-``MissingRuleException``. ``llmdyn workflow`` used to add only "see Snakemake's report above".
-:func:`planning_refusal` finds the reason in that report, so the run's last line says it.
+``MissingRuleException``. :func:`planning_refusal` finds the reason in that report, so the
+run's last line says it.
 """
 
 from __future__ import annotations

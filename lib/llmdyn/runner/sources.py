@@ -57,7 +57,7 @@ def _stamp(path: Path) -> tuple[int, int, int]:
 @functools.lru_cache(maxsize=4096)
 def _parsed(path: Path, stamp: tuple[int, int, int]) -> ast.Module | None:
     # One parse per file version: the closures of eleven chapters share most files, and the
-    # workflow asks again in every scheduling round (issue 32, item 4)
+    # workflow asks again in every scheduling round
     del stamp  # part of the cache key only
     return _parse(path.read_text())
 

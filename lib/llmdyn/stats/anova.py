@@ -125,8 +125,8 @@ def one_way_anova(values, cells, *, level: float = 0.95) -> OneWayAnova:
     if not 0 < level < 1:
         raise LlmdynError(f"level must be in (0, 1), got {level}")
     groups = _cells(values, cells)
-    sizes = np.array([g.size for g in groups], dtype=np.float64)  # (cell,)
-    means = np.array([g.mean() for g in groups])  # (cell,)
+    sizes = np.array([g.size for g in groups], dtype=np.float64)  # [cell]
+    means = np.array([g.mean() for g in groups])  # [cell]
     n, k = sizes.sum(), len(groups)
     grand = float(np.concatenate(groups).mean())
     ms_between = float((sizes * (means - grand) ** 2).sum() / (k - 1))

@@ -116,7 +116,7 @@ def bca(statistic: Statistic, *samples: np.ndarray, paired: bool = True, seed: i
     bad = ~(np.isfinite(lo) & np.isfinite(hi))
     if bad.any():
         draws = np.moveaxis(np.asarray(res.bootstrap_distribution, dtype=np.float64), -1, 0)
-        p_lo, p_hi = _percentiles(draws, level)  # (batch...) each
+        p_lo, p_hi = _percentiles(draws, level)  # draws [draw, ...] → [...] each
         lo, hi = np.where(bad, p_lo, lo), np.where(bad, p_hi, hi)
     return lo, hi
 

@@ -26,7 +26,7 @@ nothing). The result is committed as ``data/coverage.csv`` (written by
 The simulated populations are skewed where the book's data are (norms, LSS, losses):
 Gamma(4, 1) values (skewness 1) for means, medians, ratios and differences; a line with
 normal noise for slopes; a bivariate normal with ρ = 0.7 (R² = 0.49) for R²; Bernoulli(0.7)
-for fractions. The kinds added for issue 43 are skewed too:
+for fractions. The kinds over runs and pairs are skewed too:
 
 - ``log_ratio`` (a geometric-mean ratio over runs): log(a_i/b_i) = ln 2 + 0.25·(G_i − 4)/2,
   G_i ~ Gamma(4, 1): log ratios with skewness 1, true ratio 2;

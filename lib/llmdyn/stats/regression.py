@@ -64,7 +64,7 @@ class LinearFit:
         if not 0 < level < 1:
             raise LlmdynError(f"level must be in (0, 1), got {level}")
         x = np.asarray(x, dtype=np.float64)
-        design = np.stack([np.ones_like(x), x], -1)  # (..., 2)
+        design = np.stack([np.ones_like(x), x], -1)  # [..., 2]
         se = np.sqrt(np.einsum("...a,ab,...b->...", design, self.cov, design))
         half = scipy_stats.t.ppf((1 + level) / 2, self.df_resid) * se
         mid = self.predict(x)

@@ -39,7 +39,7 @@ def within_cell_draws(cells, *, seed: int = 0, n_resamples: int = N_RESAMPLES) -
     rng = np.random.default_rng(seed)
     draws = np.empty((n_resamples, labels.size), dtype=np.int64)  # [resample, item]
     for label in dict.fromkeys(labels):
-        rows = np.flatnonzero(labels == label)  # (replicate,)
+        rows = np.flatnonzero(labels == label)  # [replicate]
         draws[:, rows] = rows[rng.integers(0, rows.size, size=(n_resamples, rows.size))]
     return draws
 

@@ -2,8 +2,8 @@
 
 An interval is taken over independent units (prompts, models, runs, seeds, ViTs), never over
 what lies within one: the tokens of a prompt, the noise draws or tiles of a prompt, the
-passages of a run share their unit's randomness, and an interval over them is too narrow
-(issue 43). So sub-items are first summarised within their unit, by a named summary ("mean" or
+passages of a run share their unit's randomness, and an interval over them is too narrow.
+So sub-items are first summarised within their unit, by a named summary ("mean" or
 "median"), and the claim gets one value per unit, keyed by unit id, in the form
 `llmdyn.claims.units` accepts (``{unit id: value}``).
 

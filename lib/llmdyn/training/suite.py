@@ -274,7 +274,7 @@ def prepare_data(suite: Suite, root: str | Path | None = None,
                       "heldout": corpus.token_stream(tokenizer, split.heldout)}
             if ood_docs is not None:
                 arrays["ood"] = corpus.token_stream(tokenizer, ood_docs)
-            # whole or absent, and no temp file left behind by a full disk (issue 31, item 8)
+            # whole or absent, and no temp file left behind by a full disk
             atomic_write(streams, lambda f: np.savez(f, **arrays))
     tokenizer = AutoTokenizer.from_pretrained(tok_dir)
     with np.load(streams, allow_pickle=False) as f:

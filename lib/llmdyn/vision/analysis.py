@@ -43,7 +43,7 @@ NOT_FITTED_FACTOR = 2.0  # a WD is "not fitted" when its median train loss excee
 
 @dataclass(frozen=True)
 class FitCheck:
-    """Which weight decays' ViTs fit their training images (issue 29's stated rule).
+    """Which weight decays' ViTs fit their training images.
 
     Attributes:
         median_by_wd: ``{WD: median final train loss of its ViTs}``.
@@ -222,7 +222,7 @@ def slope_measure(table: pd.DataFrame, column: str, quantity: str, *,
     offsets = (pd.get_dummies(table.weight_decay, prefix="wd", drop_first=True, dtype=float)
                if weight_decay_offsets else pd.DataFrame(index=table.index))
     design = pd.concat([pd.Series(1.0, table.index, name="const"),
-                        table.drop_path.astype(float), offsets], axis=1)  # (vit, p)
+                        table.drop_path.astype(float), offsets], axis=1)  # [vit, p]
     if table.drop_path.nunique() < 2 or len(table) <= design.shape[1]:
         return Measure(quantity, None, fmt=fmt, missing="not run",
                        reason=f"{len(table)} ViTs over {table.drop_path.nunique()} SD rate(s) "

@@ -148,7 +148,7 @@ def _run_coupling(directory: Path, images: torch.Tensor, k: int, device: str) ->
         model = load_vit(ckpt, device).double()
         jac = [both_endpoints(model, im) for im in images.double().to(device)]
         return {end: np.array([mean_strength(coupling_from_jacobians(j[end], k).miscoupling)
-                               for j in jac]) for end in LAST_POINTS}  # (image,) each
+                               for j in jac]) for end in LAST_POINTS}  # [image] each
 
     return {**store.cached("cls_coupling", params, "all", compute), **metrics}
 

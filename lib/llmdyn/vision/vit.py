@@ -73,10 +73,11 @@ class Attention(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``[batch, tok, d_model] → [batch, tok, d_model]``."""
         b, t, d = x.shape
+        # q, k, v: [batch, heads, tok, head_dim] each
         q, k, v = self.qkv(x).view(b, t, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
         scores = q @ k.transpose(-2, -1) * self.head_dim**-0.5  # [batch, heads, tok, tok]
         out = scores.softmax(-1) @ v  # [batch, heads, tok, head_dim]
-        return self.proj(out.transpose(1, 2).reshape(b, t, d))
+        return self.proj(out.transpose(1, 2).reshape(b, t, d))  # [batch, tok, d_model]
 
 
 class Mlp(nn.Module):
