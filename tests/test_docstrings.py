@@ -38,7 +38,8 @@ PAREN_SHAPE = re.compile(
 
 @pytest.mark.parametrize("text", [
     "(layers, tokens, d_model)", "(layer, tok, d_model)", "of shape ``(n, d)``", "(layer+1,)",
-    "# (prompt, layer, layer)", "(tok-1, vocab)", "(..., k, k)", "(n, 1, 28, 28)", "(layer*d, layer*k)", "(..., 2)", "(cell,)",
+    "# (prompt, layer, layer)", "(tok-1, vocab)", "(..., k, k)", "(n, 1, 28, 28)", "(..., 2)",
+    "(layer*d, layer*k)", "(cell,)",
     "(batch, seq_len + 1)", "(tok, layer')", "(d_model,)", "(b, heads, tok, head_dim)",
 ])
 def test_the_pattern_finds_a_shape_in_parentheses(text):
