@@ -29,5 +29,5 @@ def pca_projection(traj: ArrayLike, n_components: int = 2, fit_layer: int = -1) 
         want = f"1 <= n_components <= min(tok, d_model) = {min(tok, d)}"
         raise LlmdynError(f"n_components: got {n_components}; expected {want}")
     pca = PCA(n_components=n_components, svd_solver="full").fit(x[:, fit_layer])  # [tok, d_model]
-    points = pca.transform(x.reshape(-1, d))  # [tok·(layer+1), n_components]
-    return points.reshape(tok, n, n_components)  # [tok, layer+1, n_components]
+    # [tok·(layer+1), d_model] → [tok, layer+1, n_components]
+    return pca.transform(x.reshape(-1, d)).reshape(tok, n, n_components)
