@@ -16,11 +16,12 @@ import ast
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from llmdyn import LlmdynError
 from llmdyn.claims.claim import slug
+from llmdyn.claims.costs import cost_text
 from llmdyn.claims.findings import SCORECARD_KEY, records_key
 from llmdyn.claims.planning import for_chapter
 from llmdyn.claims.render import read_glued
@@ -31,7 +32,7 @@ _PARAM_ROW = re.compile(r"^\| `(\w+)` \| `(.*)` \|$", re.M)
 
 @dataclass(frozen=True)
 class Record:
-    """One claim as the summary pages show it (all text, from the chapter's glue)."""
+    """One claim as the summary pages show it (from the chapter's glue)."""
 
     id: str
     paper: str  # "A" or "B"
@@ -47,6 +48,9 @@ class Record:
     bound: str = ""  # the rule's comparison, e.g. "≤ 3" ("" without a rule)
     stand_in: str = ""  # what the measure stands in for, where it is a stand-in
     to_decide: str = ""  # inconclusive or no verdict: what would decide it, or why nothing can
+    to_decide_n: int | None = None  # the units that would decide it (None: no plan)
+    n: int | None = None  # the units the estimate holds
+    unit: str = ""  # the independent unit n counts ("prompt", "run", ...)
 
 
 @dataclass(frozen=True)
@@ -134,12 +138,25 @@ def read_chapter(path: Path) -> list[Published]:
     for key in _published_keys(glued):
         rows = [{**r, "to_decide": for_chapter(r.get("to_decide", ""), path.stem)}
                 for r in json.loads(str(glued[records_key(key)]))]
-        records = tuple(Record(**{k: r[k] for k in Record.__dataclass_fields__
-                                  if k != "model" and k in r},  # older chapters lack some
-                               model=subject(r["id"], models, default)) for r in rows)
+        records = tuple(priced(Record(**{k: r[k] for k in Record.__dataclass_fields__
+                                         if k != "model" and k in r},  # older chapters lack some
+                                      model=subject(r["id"], models, default)), path.stem, params)
+                        for r in rows)
         out.append(Published(path.stem, title(nb), key, section_anchor(nb, key),
                              models, records))
     return out
+
+
+def priced(rec: Record, chapter: str, params: dict[str, object]) -> Record:
+    """``rec`` with its plan's cost after its "to decide" text, where the cost table prices it.
+
+    Only a plan over prompts is priced (`llmdyn.claims.costs`); runs, models and ViTs need a
+    new suite or grid, which the text already says.
+    """
+    if rec.unit != "prompt" or rec.to_decide_n is None:
+        return rec
+    cost = cost_text(chapter, rec.id, rec.model, rec.n, rec.to_decide_n, params)
+    return replace(rec, to_decide=f"{rec.to_decide}; {cost}") if cost else rec
 
 
 def _published_keys(glued: dict[str, object]) -> list[str]:

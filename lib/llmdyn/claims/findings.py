@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 
 from llmdyn.claims.claim import GRADES, JUDGED, Claim, slug
 from llmdyn.claims.headlines import Headline, best, headline_map
-from llmdyn.claims.planning import to_decide
+from llmdyn.claims.planning import decision
 from llmdyn.stats.bootstrap import LEVEL
 
 SCORECARD_KEY = "scorecard"  # render.SCORECARD_KEY, repeated here: render imports this module
@@ -60,15 +60,23 @@ def short(claim: Claim) -> str:
     return text if est.exact else f"{text} ({m.interval_text()}, no interval)"
 
 
-def record(claim: Claim) -> dict[str, str]:
-    """What the summary pages show of one claim (all text)."""
+def record(claim: Claim) -> dict[str, str | int | None]:
+    """What the summary pages show of one claim: text, and the n it has and would need.
+
+    ``n`` is the number of units the estimate holds and ``to_decide_n`` the n its plan needs
+    (None where there is none): the scorecard prices that n from the per-prompt cost table
+    (`llmdyn.claims.costs`).
+    """
+    text, planned = decision(claim)
+    est = claim.measure.estimate
     return {"id": claim.id, "paper": claim.paper, "section": claim.section,
             "statement": claim.statement, "paper_value": claim.paper_value,
             "grade": claim.verdict.grade, "reason": claim.verdict.reason,
             "number": short(claim), "quantity": claim.measure.quantity,
             "result": claim.result_text(), "rule": claim.rule_text,
             "bound": claim.rule.bound(claim.measure) if claim.rule else "",
-            "stand_in": claim.stand_in, "to_decide": to_decide(claim)}
+            "stand_in": claim.stand_in, "to_decide": text, "to_decide_n": planned,
+            "n": est.n if est is not None else None, "unit": claim.measure.sampling_unit}
 
 
 def counts_line(grades: Sequence[str]) -> str:

@@ -129,14 +129,20 @@ def why_not_open(claim: Claim) -> tuple[str, int | None]:
 
 
 def to_decide(claim: Claim, *, n_draws: int = N_DRAWS, seed: int = 0) -> str:
-    """What would decide an inconclusive or no-verdict claim, in words; "" for any other grade.
+    """What would decide an inconclusive or no-verdict claim, in words; "" for any other grade."""
+    return decision(claim, n_draws=n_draws, seed=seed)[0]
+
+
+def decision(claim: Claim, *, n_draws: int = N_DRAWS, seed: int = 0) -> tuple[str, int | None]:
+    """What would decide an open claim, in words, and the n of units it needs (None: no n).
 
     An open claim (`is_open`) gets the n its own rule needs (`llmdyn.stats.planner`) and where
-    that n is set (`WHERE`); any other gets why it cannot be planned (`why_not_open`). Where
-    the claim's units cannot grow here (`FIXED`), that is said too.
+    that n is set (`WHERE`); any other gets why it cannot be planned (`why_not_open`), with
+    the n that would let it be judged where there is one. Where the claim's units cannot grow
+    here (`FIXED`), that is said too. A decided or unjudged claim gets ``("", None)``.
     """
     if claim.verdict.grade not in ASKED:
-        return ""
+        return "", None
     if not is_open(claim):
         return _with_where(*why_not_open(claim), claim)
     why = unplannable(claim)
@@ -153,17 +159,17 @@ def to_decide(claim: Claim, *, n_draws: int = N_DRAWS, seed: int = 0) -> str:
     return _with_where(plan.text(UNITS[m.sampling_unit]), plan.n, claim)
 
 
-def _with_where(text: str, n: int | None, claim: Claim) -> str:
-    """``text``, then where ``n`` units are had (or that they cannot be had here)."""
+def _with_where(text: str, n: int | None, claim: Claim) -> tuple[str, int | None]:
+    """``text``, then where ``n`` units are had (or that they cannot be had here); and ``n``."""
     fixed = FIXED.get(claim.id)
     if fixed:
-        return f"{text}; {fixed}"
+        return f"{text}; {fixed}", n
     packaged = next((v for k, v in PACKAGED.items() if claim.id.startswith(k)), None)
     if n is not None and packaged:
-        return f"{text}; {packaged.format(n=n)}"
+        return f"{text}; {packaged.format(n=n)}", n
     if n is None or claim.measure.sampling_unit not in WHERE:
-        return text
-    return f"{text}; {WHERE[claim.measure.sampling_unit].format(n=n)}"
+        return text, n
+    return f"{text}; {WHERE[claim.measure.sampling_unit].format(n=n)}", n
 
 
 def for_chapter(text: str, chapter: str) -> str:
