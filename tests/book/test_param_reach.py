@@ -93,8 +93,8 @@ def test_resolution_returns_a_new_frozen_instance_and_resolves_k_once():
         ("grid_layers", "k"), 6, 64)
     with pytest.raises(dataclasses.FrozenInstanceError):
         resolved.k = 3
-    with pytest.raises(LlmdynError, match=r"k: got 65; expected an integer with 2 <= k <= "
-                                          r"d_model = 64"):
+    with pytest.raises(LlmdynError, match=r"notebook parameter 'k' must be at most d_model = 64 "
+                                          r"of smollm2-135m \(k: got 65; expected an integer"):
         params.DepthCouplingParams(k=65).for_model(6, 64)  # k > d_model: refused at resolution
     assert params.DepthCouplingParams(k=64).for_model(6, 64).resolution.names == ("grid_layers",)
 

@@ -32,7 +32,8 @@ def distinct_seeds(*, empty_ok: bool, most: int | None = None):
             return "distinct seeds ([] for no twins)" if empty_ok else \
                 "a non-empty list of distinct seeds"
         if most is not None and len(seeds) > most:
-            return f"[] or at most {most} seed (this chapter draws one twin)"
+            return "[] or one seed (this chapter draws one twin)" if most == 1 else \
+                f"[] or at most {most} seeds"
         return None
     return check
 
@@ -132,8 +133,13 @@ class ChapterParams:
         changes: dict[str, Any] = {name: relative_blocks(blocks, n_layers)
                                    for name, blocks in self.paper_blocks.items()
                                    if getattr(self, name) is None}
-        if "k" in names and coupling_k(self.k, d_model) != self.k:
-            changes["k"] = coupling_k(self.k, d_model)
+        if "k" in names:
+            try:
+                k = coupling_k(self.k, d_model)
+            except LlmdynError as err:  # the one check of k against the model, said as a parameter
+                _fail("k", self.k, f"at most d_model = {d_model} of {self.model} ({err})")
+            if k != self.k:
+                changes["k"] = k
         if "window" in names and self.window > shallowest + 1:
             changes["window"] = relative_window(self.window, shallowest)
         return changes
