@@ -1,7 +1,8 @@
 """Write each chapter's parameters cell from its parameter class, or check that it matches.
 
-Each parameter is documented once, in its class (`llmdyn.book.params.chapters` and
-`.trained`); the notebook's literal cell, which papermill needs, is generated from it:
+Each parameter is declared once, on its field in its class (`llmdyn.book.params.chapters` and
+`.trained`: ``param(default, doc=...)``); the notebook's literal cell, which papermill needs, is
+generated from the defaults and the ``doc`` metadata:
 
     python tools/parameter_cells.py           # rewrite the cells that differ
     python tools/parameter_cells.py --check   # exit 1, naming the notebooks that differ

@@ -229,24 +229,25 @@ def test_each_parameter_is_documented_once_in_its_class_and_the_cells_are_writte
         assert list(cell) == [line.split(" = ")[0] for line in parameters_cell(cls).splitlines()]
 
 
-def test_a_long_doc_goes_above_its_field_and_a_subclass_doc_wins():
+def test_the_cell_is_written_from_the_declared_docs_and_a_subclass_doc_wins():
     from dataclasses import dataclass
 
     from llmdyn.book.params.base import ChapterParams
     from llmdyn.book.params.cell import parameters_cell
+    from llmdyn.core.declared import param
 
     @dataclass(frozen=True)
     class Example(ChapterParams):
-        #: a doc that is long enough to need
-        #: a second line
-        n: int = 3
-        seed: int = 1  # seed of this chapter's draw
-        names: list[str] | None = None
+        n: int = param(3, doc="a doc", at_least=1)
+        seed: int = param(1, doc="seed of this chapter's draw")
+        names: list[str] | None = None  # not declared with param: no doc
 
     cell = parameters_cell(Example).splitlines()
-    assert "n = 3  # a doc that is long enough to need a second line" in cell
-    assert "seed = 1  # seed of this chapter's draw" in cell
+    assert "n = 3  # a doc" in cell and "seed = 1  # seed of this chapter's draw" in cell
     assert "names = None" in cell and cell[0].startswith('model = "smollm2-135m"  # ')
+    assert "resolution" not in parameters_cell(Example)  # carried, not a parameter
+    with pytest.raises(LlmdynError, match=r"parameter 'n' must be >= 1, got 0 \(n: a doc\)"):
+        Example(n=0)
 
 
 @pytest.mark.parametrize("cls_name", ["DepthCouplingParams", "TrainingParams", "VitParams"])

@@ -76,10 +76,12 @@ def test_bad_files_and_parameters(tmp_path):
         read_result(tmp_path / "y.json")
     with pytest.raises(LlmdynError, match="paths must be a non-empty list"):
         read_results([], SMALL)
-    with pytest.raises(LlmdynError, match="k must be a positive int"):
+    with pytest.raises(LlmdynError, match="^k must be >= 2, got 0$"):
         MeasureParams(k=0)
-    with pytest.raises(LlmdynError, match="tasks must be names"):
+    with pytest.raises(LlmdynError, match="tasks must be a list of values, each one of 'arc_"):
         MeasureParams(tasks=("squad",))
+    with pytest.raises(LlmdynError, match="tasks must be a non-empty list of names"):
+        MeasureParams(tasks=())
     with pytest.raises(LlmdynError, match="max_chars"):
         MeasureParams(max_chars=0)
 
@@ -101,8 +103,8 @@ def test_command_line_writes_one_file(tmp_path, capsys):
 
 def test_a_task_named_twice_is_refused_before_any_work(tmp_path, capsys):
     # Issue 45, item 4: `--tasks gsm8k gsm8k` exited 0, then read_results refused its own file.
-    with pytest.raises(LlmdynError, match=r"^tasks name gsm8k more than once \(\['gsm8k', "
-                                          r"'mmlu', 'gsm8k'\]\); name each task once"):
+    with pytest.raises(LlmdynError, match=r"^tasks must be distinct task names \(gsm8k named more "
+                                          r"than once; name each task once\), got \('gsm8k', "):
         MeasureParams(tasks=("gsm8k", "mmlu", "gsm8k"))
     out = tmp_path / "c.json"
     assert main(["measure", "coupling", "--model", "tiny-llama", "--tasks", "gsm8k", "gsm8k",

@@ -13,6 +13,7 @@ from llmdyn.core import checks
 from llmdyn.core.arrays import host_array
 from llmdyn.core.store import ResultStore
 from llmdyn.coupling import matrix, scores
+from llmdyn.coupling.default_k import check_k
 from llmdyn.coupling.topk import top_singular_checked
 from llmdyn.jacobians.full import block_jacobians
 from llmdyn.jacobians.last_token import last_token_jacobians
@@ -69,7 +70,7 @@ def coupling_from_jacobians(jacobians: torch.Tensor, k: int) -> DepthCoupling:
         The coupling matrices and their scores.
     """
     J = square_jacobians(jacobians, "jacobians", stack=True)
-    checks.k_value(k, J.shape[-1], minimum=2, why="r(A) divides by k - 1")
+    check_k(k, J.shape[-1])
     return _scores(J, k)
 
 
@@ -120,7 +121,7 @@ def depth_coupling(
     """
     prompts = checks.prompt_texts(prompts)
     layers = checks.layer_indices(layers, model.n_layers)  # negatives resolved once, here
-    checks.k_value(k, model.d_model, minimum=2, why="r(A) divides by k - 1")
+    check_k(k, model.d_model)
     if isinstance(token, bool) or not isinstance(token, int):
         raise LlmdynError(f"token must be an int index such as -1, got {token!r}")
 

@@ -26,7 +26,13 @@ from llmdyn.coupling.scores import diagonal_share, mean_diagonal_share, offdiago
 from llmdyn.models.loading import LoadedModel, load_model
 from llmdyn.models.quiet import quiet_transformers
 from llmdyn.phases.split import window_that_fits
-from llmdyn.trace import LAST_POINTS, LastPoint, trajectory, with_final_norm
+from llmdyn.trace import (
+    LAST_POINTS,
+    LastPoint,
+    check_last_point,
+    trajectory,
+    with_final_norm,
+)
 from llmdyn.training import suite as suites
 from llmdyn.training.checkpoints import Checkpoint, by_run, suite_checkpoints
 from llmdyn.trajectories import shape
@@ -118,16 +124,16 @@ def measure_checkpoint(model: LoadedModel, prompts: Sequence[str], *, k: int, wi
         prompts: the texts (the same for every checkpoint).
         k: top singular vectors in the coupling matrices.
         window: odd number of points per window (cut to the model's depth by `window_that_fits`).
-        last_point: ``"final_norm"`` (the papers') or ``"block_output"``.
+        last_point: ``"final_norm"`` (the papers') or ``"block_output"``: where the
+            trajectories end and what the coupling's last block includes.
         store: results cache (None: compute without caching).
     """
     if isinstance(prompts, str) or not prompts:
         raise LlmdynError("prompts must be a non-empty list of texts")
-    if last_point not in ("final_norm", "block_output"):
-        raise LlmdynError(f"last_point must be 'final_norm' or 'block_output', got "
-                          f"{last_point!r}")
+    check_last_point(last_point)
     w = window_that_fits(window, model.n_layers)
-    coupling = depth_coupling(model, prompts, k=k, store=store)
+    # the coupling's last block ends where the trajectories do (its cache key holds last_point)
+    coupling = depth_coupling(model, prompts, k=k, store=store, last_point=last_point)
 
     def compute(prompt: str) -> dict[str, np.ndarray]:
         return _trajectory_scores(model, prompt, w, last_point)

@@ -25,6 +25,7 @@ import numpy as np
 from llmdyn import LlmdynError
 from llmdyn.core.atomic import check_new_file
 from llmdyn.core.checks import torch_device
+from llmdyn.core.declared import param, violation
 from llmdyn.core.paths import results_root
 from llmdyn.core.store import (
     ResultStore,
@@ -34,7 +35,7 @@ from llmdyn.core.store import (
     safe_name,
     versions,
 )
-from llmdyn.coupling.default_k import PAPER_K
+from llmdyn.coupling.default_k import K_MIN, PAPER_K
 from llmdyn.data.prompts import ALL_TASKS, sample_leaderboard
 from llmdyn.sweep.consistency import check_consistent
 
@@ -46,49 +47,45 @@ RENAMED_IN_2 = {"coupling_mis": "miscoupling", "coupling_share": "diagonal_share
                 "normalized_map": "miscoupling_map"}
 
 
+def _each_task_once(tasks: tuple[str, ...]) -> str | None:
+    # a task named twice would have its prompts drawn twice, and the file refused on reading
+    twice = sorted({t for t in tasks if tasks.count(t) > 1})
+    if twice:
+        return f"distinct task names ({', '.join(twice)} named more than once; name each task once)"
+    return None if tasks else f"a non-empty list of names from {ALL_TASKS}"
+
+
 @dataclass(frozen=True)
 class MeasureParams:
     """Parameters of one coupling measurement; every result file records them.
 
-    Attributes:
-        k: top singular vectors per Jacobian (paper A: 30; Fig 36 varies 10–50).
-        n_per_task: prompts drawn from each task (paper A: 200).
-        tasks: leaderboard tasks to draw from (paper A: the six of the Open LLM Leaderboard v1).
-        seed: seed of the prompt draw (the same seed gives every model the same prompts).
-        max_chars: keep only each prompt's last ``max_chars`` characters, the same cut for
-            every model (for tiny test models with 64-token contexts); None keeps whole
-            prompts, as the paper does.
+    Each field declares its default, doc and bounds (:func:`llmdyn.core.declared.param`); the
+    checks are made from those, and ``llmdyn measure``'s options are built from them.
     """
 
-    k: int = PAPER_K  # paper A's K, which relative_k also gives every model 240 or more wide
-    n_per_task: int = 200  # prompts per task (paper A: 200 × 6 = 1,200)
-    tasks: tuple[str, ...] = ALL_TASKS  # leaderboard tasks
-    seed: int = 0  # seed of the prompt sample
-    max_chars: int | None = None  # None: whole prompts; else each prompt's last max_chars chars
+    # paper A's K, which relative_k also gives every model 240 or more wide
+    k: int = param(PAPER_K, at_least=K_MIN,
+                   doc="top singular vectors per Jacobian (paper A: 30; Fig 36 varies 10–50)")
+    n_per_task: int = param(200, at_least=1, doc="prompts drawn from each task (paper A: 200)")
+    tasks: tuple[str, ...] = param(ALL_TASKS, choices=ALL_TASKS, check=_each_task_once,
+                                   doc="leaderboard tasks to draw from (paper A: the six of the "
+                                       "Open LLM Leaderboard v1)")
+    seed: int = param(0, at_least=0, doc="seed of the prompt draw (the same seed gives every "
+                                         "model the same prompts)")
+    max_chars: int | None = param(None, at_least=1,
+                                  doc="keep each prompt's last max_chars characters, the same cut "
+                                      "for every model (for tiny models' 64-token contexts; None: "
+                                      "whole prompts, as the paper)")
     token: int = field(default=-1, init=False)  # the last token's J_tt (paper A §5.1)
     layers: str = field(default="all", init=False)  # every block
 
     def __post_init__(self) -> None:
-        """Check types and ranges; tasks become a tuple of known names."""
-        for name in ("k", "n_per_task", "seed"):
-            value = getattr(self, name)
-            if not isinstance(value, int | np.integer) or isinstance(value, bool) or (
-                    value < (0 if name == "seed" else 1)):
-                kind = "non-negative" if name == "seed" else "positive"
-                raise LlmdynError(f"{name} must be a {kind} int, got {value!r}")
-        if self.max_chars is not None and (not isinstance(self.max_chars, int | np.integer)
-                                           or isinstance(self.max_chars, bool)
-                                           or self.max_chars < 1):
-            raise LlmdynError(f"max_chars must be None or a positive int, got {self.max_chars!r}")
+        """Tasks become a tuple; then every field is checked against its declaration."""
         tasks = (self.tasks,) if isinstance(self.tasks, str) else tuple(self.tasks)
-        unknown = [t for t in tasks if t not in ALL_TASKS]
-        if not tasks or unknown:
-            raise LlmdynError(f"tasks must be names from {ALL_TASKS}, got {list(tasks)!r}")
-        twice = sorted({t for t in tasks if tasks.count(t) > 1})
-        if twice:  # its prompts would be drawn twice, and the result file refused on reading
-            raise LlmdynError(f"tasks name {', '.join(twice)} more than once ({list(tasks)}); "
-                              "name each task once")
         object.__setattr__(self, "tasks", tasks)
+        broken = violation(self)
+        if broken is not None:
+            raise LlmdynError(f"{broken.name} must be {broken.expected}, got {broken.value!r}")
 
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON types, as recorded in the result file."""

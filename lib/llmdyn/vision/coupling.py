@@ -33,7 +33,7 @@ import torch
 
 from llmdyn import LlmdynError
 from llmdyn.core.store import ResultStore, content_hash
-from llmdyn.coupling.default_k import relative_k
+from llmdyn.coupling.default_k import coupling_k
 from llmdyn.coupling.depth import DepthCoupling, coupling_from_jacobians
 from llmdyn.coupling.scores import mean_strength
 from llmdyn.jacobians.blocks import record_block_calls, stack_jacobians
@@ -176,9 +176,7 @@ def measure_grid(grid: VitGrid | str, root: str | Path | None = None, *, n_image
     root = Path(root) if root is not None else default_root(grid, dataset)
     data = grid_data(grid, dataset)
     d_model = shape_for(grid, data).d_model
-    k = relative_k(d_model) if k is None else k
-    if not 2 <= k <= d_model:
-        raise LlmdynError(f"k must be in [2, d_model = {d_model}], got {k}")
+    k = coupling_k(k, d_model)
     images = heldout_images(data, n_images, seed)
     rows, per_image = [], {end: [] for end in LAST_POINTS}
     for run in tqdm(grid.runs, desc=f"coupling {grid.name}", disable=not progress):

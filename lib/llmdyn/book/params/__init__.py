@@ -1,15 +1,16 @@
 """Typed notebook parameters: papermill injects values, these dataclasses check them.
 
 A chapter's setup cell reads its parameters cell with ``XParams.from_cell(globals())``: every
-field is taken from the cell, each value is checked against its type hint and its bounds, and a
-name the chapter does not take (``papermill -p kk 3``) is an error rather than a warning.
-``base`` holds the shared checks, ``chapters`` and ``trained`` one class per chapter, ``cell``
-writes a chapter's parameters cell from its class (each parameter is documented there, once),
-``relative`` the defaults relative to the model (blocks, k) and ``resolution`` sets them from the
-models' configs.
+field is taken from the cell, each value is checked against its type hint and the bounds its
+field declares (:mod:`llmdyn.core.declared`), and a name the chapter does not take
+(``papermill -p kk 3``) is an error rather than a warning. ``base`` holds the shared fields and
+the resolution for a model (``for_model``, a new frozen instance), ``chapters`` and ``trained``
+one class per chapter (each parameter declared there, once: default, doc, bounds), ``cell``
+writes a chapter's parameters cell from its class, ``relative`` the defaults relative to the
+model (blocks, window) and ``resolution`` reads the models' configs and resolves once.
 
 May import: ``models`` (loading in ``resolution`` only; ``base`` reads the packaged
-models' names), ``data``, ``phases.split`` and ``core``.
+models' names), ``data``, ``phases.split``, ``coupling.default_k`` (k's rule) and ``core``.
 """
 
 import lazy_loader
@@ -18,7 +19,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
     submodules=["base", "cell", "chapters", "relative", "resolution", "trained"],
     submod_attrs={
-        "base": ["ChapterParams", "CompareParams", "QuestionParams"],
+        "base": ["ChapterParams", "CompareParams", "QuestionParams", "Resolution"],
         "chapters": ["DepthCouplingParams", "UncertaintyParams", "JacobianAlignmentParams",
                      "SpectraPromptsParams", "TrajectoriesParams", "GeometryAlongDepthParams",
                      "TokenCouplingParams", "RegularityParams"],

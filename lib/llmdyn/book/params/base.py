@@ -1,97 +1,82 @@
-"""The checks every chapter's parameters share: types, bounds, blocks, seeds, unknown names."""
+"""The parameters every chapter shares, checked from their declarations; resolution per model."""
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
-import types
-import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from llmdyn import LlmdynError
-from llmdyn.book.params.relative import relative_blocks, relative_k, relative_window
+from llmdyn.book.params.relative import relative_blocks, relative_window
+from llmdyn.core.declared import carried, param, parameter_fields, violation
 from llmdyn.core.tables import markdown_table
+from llmdyn.coupling.default_k import coupling_k
 from llmdyn.models.packaged import other_packaged
 from llmdyn.phases.split import SPLITS
 
 _PLAIN = (bool, int, float, str, list, tuple, dict, type(None))  # what a parameter cell holds
 
 
-def _matches(value: Any, hint: Any) -> bool:
-    origin = typing.get_origin(hint)
-    if hint is Any:
-        return True
-    if origin in (typing.Union, types.UnionType):
-        return any(_matches(value, h) for h in typing.get_args(hint))
-    if hint is type(None):
-        return value is None
-    if origin in (list, tuple):
-        (inner, *_) = typing.get_args(hint) or (Any,)
-        return isinstance(value, (list, tuple)) and all(_matches(v, inner) for v in value)
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, hint)
+def _fail(name: str, value: Any, expected: str, doc: str = "") -> None:
+    about = f" ({name}: {doc})" if doc else ""
+    raise LlmdynError(f"notebook parameter {name!r} must be {expected}, got {value!r}{about}; "
+                      "fix it in the parameters cell or the papermill -p/-y arguments")
 
 
-def _fail(name: str, value: Any, expected: str) -> None:
-    raise LlmdynError(f"notebook parameter {name!r} must be {expected}, got {value!r}; fix it in "
-                      f"the parameters cell or the papermill -p/-y arguments")
+def distinct_seeds(*, empty_ok: bool, most: int | None = None):
+    """The check of a ``twin_seeds`` field: distinct seeds, [] only where twins are optional."""
+    def check(seeds: list[int]) -> str | None:
+        if (not seeds and not empty_ok) or len(set(seeds)) != len(seeds):
+            return "distinct seeds ([] for no twins)" if empty_ok else \
+                "a non-empty list of distinct seeds"
+        if most is not None and len(seeds) > most:
+            return "[] or one seed (this chapter draws one twin)" if most == 1 else \
+                f"[] or at most {most} seeds"
+        return None
+    return check
 
 
-def _check_seeds(name: str, seeds: list[int], *, empty_ok: bool) -> None:
-    """Twins' seeds: distinct, and non-empty unless ``empty_ok`` ([] then means no twins)."""
-    if (not seeds and not empty_ok) or len(set(seeds)) != len(seeds):
-        _fail(name, seeds, "distinct seeds ([] for no twins)" if empty_ok else
-              "a non-empty list of distinct seeds")
+def odd_window(window: int) -> str | None:
+    """The check of an LSS ``window``: odd (centred on a layer) and at least 3 points."""
+    return None if window >= 3 and window % 2 else "odd and >= 3 (a window centred on a layer)"
+
+
+def some_blocks(blocks: list[int]) -> str | None:
+    """The check of a block list: not empty (None is the model-relative default)."""
+    return None if blocks else ("a non-empty list of blocks, e.g. [8, 9, 10], or None (blocks "
+                                "8–15 relative to the model)")
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What :meth:`ChapterParams.for_model` set: the parameters relative to the model, its shape."""
+
+    names: tuple[str, ...]  # parameters whose value was set for the model, sorted
+    n_layers: int
+    d_model: int
 
 
 @dataclass(frozen=True)
 class ChapterParams:
-    """Parameters every chapter shares; subclasses add their own fields and bounds."""
+    """Parameters every chapter shares; subclasses add their own declared fields."""
 
-    model: str = "smollm2-135m"  # a name from `llmdyn models`, a local path or a hub id
-    seed: int = 0  # seed of the chapter's prompt draw, if any (twins have their own: twin_seeds)
-    device: str = "cpu"  # "cuda" where a GPU exists
+    model: str = param("smollm2-135m", doc="a name from `llmdyn models`, a local path or a hub id")
+    seed: int = param(0, at_least=0,  # a negative seed would draw another seed's prompts
+                      doc="seed of the chapter's prompt draw, if any (twins have their own: "
+                          "twin_seeds)")
+    device: str = param("cpu", doc="\"cuda\" where a GPU exists")
+    resolution: Resolution | None = carried(doc="what for_model set (None: not resolved)")
 
-    at_least: ClassVar[dict[str, int]] = {}  # field -> smallest allowed value
-    # twin_seeds: [] allowed (no twin) or not; chapters with twins set it with the field
-    twins_optional: ClassVar[bool] = False
     # list-of-blocks fields whose None means "these blocks, relative to the model"
     paper_blocks: ClassVar[dict[str, list[int]]] = {}
 
     def __post_init__(self) -> None:
-        """Check every field against its type hint and bounds; name the parameter on failure."""
-        hints = typing.get_type_hints(type(self))
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if not _matches(value, hints[f.name]):
-                _fail(f.name, value, f"{hints[f.name]} (got type {type(value).__name__})")
-            texts = [value] if isinstance(value, str) else \
-                [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
-            if any(not t.strip() for t in texts):
-                _fail(f.name, value, "non-empty text")
-        if self.seed < 0:  # a negative seed would draw another seed's prompts
-            _fail("seed", self.seed, ">= 0")
-        for name, low in self.at_least.items():
-            if getattr(self, name) is not None and getattr(self, name) < low:
-                _fail(name, getattr(self, name), f">= {low}")
-        chars = getattr(self, "max_prompt_chars", None)
-        if chars is not None and chars < 10:
-            _fail("max_prompt_chars", chars, "None (full prompts) or >= 10")
-        window = getattr(self, "window", 3)
-        if window < 3 or window % 2 == 0:
-            _fail("window", window, "odd and >= 3")
-        if getattr(self, "phase_criterion", "consensus") not in SPLITS:
-            _fail("phase_criterion", self.phase_criterion, f"one of {SPLITS} (llmdyn.phases)")
-        if getattr(self, "grid_layers", None) == []:
-            _fail("grid_layers", self.grid_layers, "a non-empty list of blocks, e.g. [8, 9, 10], "
-                                                   "or None (blocks 8–15 relative to the model)")
-        if hasattr(self, "twin_seeds"):  # the first twin runs on every prompt
-            _check_seeds("twin_seeds", self.twin_seeds, empty_ok=self.twins_optional)
+        """Check every parameter against its type hint and declared bounds, naming it."""
+        broken = violation(self)
+        if broken is not None:
+            _fail(*broken)
 
     @classmethod
     def from_cell(cls, namespace: Mapping[str, Any]):
@@ -101,7 +86,7 @@ class ChapterParams:
         name holding plain data (a number, text, list, dict or None) that is not a field is an
         unknown parameter and raises, naming the closest field: papermill only warns.
         """
-        names = [f.name for f in dataclasses.fields(cls)]
+        names = [f.name for f in parameter_fields(cls)]
         unknown = sorted(k for k, v in namespace.items()
                          if k not in names and not k.startswith("_") and k == k.lower()
                          and type(v) in _PLAIN)
@@ -113,41 +98,60 @@ class ChapterParams:
                               f"chapter takes: {', '.join(names)}")
         return cls(**{k: namespace[k] for k in names if k in namespace})
 
-    def for_model(self, n_layers: int, d_model: int, *,
-                  shallowest: int | None = None) -> ChapterParams:
-        """These parameters with every model-relative default (None) resolved for one model.
+    def for_model(self, n_layers: int, d_model: int, *, shallowest: int | None = None,
+                  compare_models: list[str] | None = None) -> ChapterParams:
+        """A new instance with every model-relative default (None) set for one model.
 
-        Block lists in ``paper_blocks`` get the paper's blocks where the model has them all,
-        else the same fractions of depth; ``k`` gets 30 where d_model ≥ 240, else d_model // 8
-        (:mod:`llmdyn.book.params.relative`). Explicit values are kept as given, except an LSS
-        ``window`` longer than the shallowest model's L + 1 points, which covers the same
-        fraction of them instead (:func:`~llmdyn.book.params.relative.relative_window`).
+        The one place parameters are resolved (:func:`llmdyn.book.params.resolution.resolve`
+        reads the shapes and calls it). Block lists in ``paper_blocks`` get the paper's blocks
+        where the model has them all, else the same fractions of depth; ``k`` None gets
+        :func:`~llmdyn.coupling.default_k.relative_k` and a given ``k`` is checked against
+        d_model (:func:`~llmdyn.coupling.default_k.coupling_k`). Explicit values are kept,
+        except an LSS ``window`` longer than the shallowest model's L + 1 points, which covers
+        the same fraction of them (:func:`~llmdyn.book.params.relative.relative_window`).
+        The result's ``resolution`` names what was set.
 
         Args:
             n_layers: the model's depth L (blocks).
             d_model: the width of its residual stream.
             shallowest: the depth of the shallowest model the chapter runs (None: n_layers).
+            compare_models: the checked compare models (they are relative to the model when
+                the field was None).
         """
+        changes = self.relative_values(n_layers, d_model, shallowest or n_layers)
+        names = set(changes)
+        if compare_models is not None:
+            if self.compare_models is None:
+                names.add("compare_models")
+            changes["compare_models"] = compare_models
+        return dataclasses.replace(self, **changes,
+                                   resolution=Resolution(tuple(sorted(names)), n_layers, d_model))
+
+    def relative_values(self, n_layers: int, d_model: int, shallowest: int) -> dict[str, Any]:
+        """``{parameter: value}`` of the parameters :meth:`for_model` sets for this model."""
+        names = {f.name for f in parameter_fields(self)}
         changes: dict[str, Any] = {name: relative_blocks(blocks, n_layers)
                                    for name, blocks in self.paper_blocks.items()
                                    if getattr(self, name) is None}
-        names = {f.name for f in dataclasses.fields(self)}
-        if "k" in names and self.k is None:
-            changes["k"] = relative_k(d_model)
-        if "window" in names and self.window > (shallowest or n_layers) + 1:
-            changes["window"] = relative_window(self.window, shallowest or n_layers)
-        resolved = dataclasses.replace(self, **changes)
-        object.__setattr__(resolved, "_resolved", (sorted(changes), n_layers, d_model))
-        return resolved
+        if "k" in names:
+            try:
+                k = coupling_k(self.k, d_model)
+            except LlmdynError as err:  # the one check of k against the model, said as a parameter
+                _fail("k", self.k, f"at most d_model = {d_model} of {self.model} ({err})")
+            if k != self.k:
+                changes["k"] = k
+        if "window" in names and self.window > shallowest + 1:
+            changes["window"] = relative_window(self.window, shallowest)
+        return changes
 
     def _repr_markdown_(self) -> str:
         """The parameters in effect, as a table (shown collapsed on each chapter page)."""
         rows = markdown_table([{"parameter": f"`{f.name}`", "value": f"`{getattr(self, f.name)!r}`"}
-                               for f in dataclasses.fields(self)])
-        names, n_layers, d_model = getattr(self, "_resolved", ((), 0, 0))
-        note = (f"\n\n{', '.join(f'`{n}`' for n in names)}: relative to the model, set for "
-                f"{self.model} ({n_layers} blocks, d_model {d_model}); see methods, "
-                "\"Defaults relative to the model\"" if names else "")
+                               for f in parameter_fields(self)])
+        done = self.resolution
+        note = (f"\n\n{', '.join(f'`{n}`' for n in done.names)}: relative to the model, set for "
+                f"{self.model} ({done.n_layers} blocks, d_model {done.d_model}); see methods, "
+                "\"Defaults relative to the model\"" if done and done.names else "")
         return rows + note
 
     def block(self, name: str, n_layers: int) -> int:
@@ -182,10 +186,11 @@ class ChapterParams:
 class CompareParams(ChapterParams):
     """A chapter that also runs other models beside the primary one."""
 
-    #: also run these beside `model` (None: the packaged models other than `model`, as
-    #: `llmdyn models` lists them; [] for none; `model` is skipped if listed here)
-    compare_models: list[str] | None = None
-    cut_long_prompts: bool = True  # a prompt beyond a model's context keeps its end (False: error)
+    compare_models: list[str] | None = param(
+        None, doc="also run these beside `model` (None: the packaged models other than `model`, as"
+                  " `llmdyn models` lists them; [] for none; `model` is skipped if listed here)")
+    cut_long_prompts: bool = param(
+        True, doc="a prompt beyond a model's context keeps its end (False: error)")
 
     def models(self) -> list[str]:
         """The primary model, then the compare models, each once, in order.
@@ -207,19 +212,20 @@ class CompareParams(ChapterParams):
 class QuestionParams(CompareParams):
     """Paper B's chapters on SQuAD questions, split into Thought and Fixation (03, 04)."""
 
-    n_prompts: int = 20  # SQuAD question prompts (paper: 100 on SQuAD v2 "Dog")
-    squad_articles: list[str] | None = None  # None: llmdyn.data.squad_prompts' default articles
-    max_prompt_chars: int | None = None  # None: full prompts; else keep each prompt's last chars
-    window: int = 11  # LSS window of the phase-boundary estimate (paper: 11), if it fits
-    phase_criterion: str = "consensus"  # llmdyn.phases criterion splitting Thought/Fixation
-    lens: str = "paper"  # logit lens: "paper" (softmax(M x^l), B §3.7) or "normed" (M norm(x^l))
-
-    def __post_init__(self) -> None:
-        """Check types, then the lens."""
-        super().__post_init__()
-        if self.lens not in ("paper", "normed"):
-            _fail("lens", self.lens, "'paper' (softmax(M x^l), paper B §3.7) or 'normed' "
-                                     "(softmax(M norm(x^l)))")
+    n_prompts: int = param(
+        20, at_least=1, doc="SQuAD question prompts (paper: 100 on SQuAD v2 \"Dog\")")
+    squad_articles: list[str] | None = param(
+        None, doc="None: llmdyn.data.squad_prompts' default articles")
+    max_prompt_chars: int | None = param(
+        None, at_least=10, doc="None: full prompts; else keep each prompt's last chars")
+    window: int = param(
+        11, check=odd_window, doc="LSS window of the phase-boundary estimate (paper: 11), if it "
+                                  "fits")
+    phase_criterion: str = param(
+        "consensus", choices=SPLITS, doc="llmdyn.phases criterion splitting Thought/Fixation")
+    lens: str = param(
+        "paper", choices=("paper", "normed"), doc="logit lens: \"paper\" (softmax(M x^l), B §3.7) "
+                                                  "or \"normed\" (M norm(x^l))")
 
     def other_lens(self) -> str:
         """The logit lens shown beside ``lens`` as the named variant."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TypeVar
 
 from llmdyn import LlmdynError
@@ -12,12 +11,13 @@ P = TypeVar("P", bound=ChapterParams)
 
 
 def resolve(params: P) -> P:
-    """``params`` with its None defaults set for ``params.model``, its compare models checked.
+    """A new ``params`` with its None defaults set for ``params.model``, compare models checked.
 
     Reads each model's config (not its weights): the primary model's depth and width resolve
-    the relative defaults (:meth:`ChapterParams.for_model`); ``compare_models`` None becomes
-    the packaged models other than ``params.model``; each compare model must load, and one that
-    is the primary model under another spelling is dropped with a printed note.
+    the relative defaults in one call of :meth:`ChapterParams.for_model`, whose result carries
+    what was set (``resolution``); ``compare_models`` None becomes the packaged models other
+    than ``params.model``; each compare model must load, and one that is the primary model under
+    another spelling is dropped with a printed note.
 
     Raises:
         LlmdynError: the model or a compare model does not load; the message names the
@@ -32,18 +32,14 @@ def resolve(params: P) -> P:
                           f"Give a name from `llmdyn models` ({', '.join(known_models())}), a "
                           "checkpoint directory such as results/suite/<run>/step<N>, or a hub "
                           "id.") from None
-    depths, relative = [shape.n_layers], []
+    depths, kept = [shape.n_layers], None
     if hasattr(params, "compare_models"):
         compare = params.compare_models
         if compare is None:  # relative to the model: the other packaged models
-            compare, relative = other_packaged(params.model), ["compare_models"]
+            compare = other_packaged(params.model)
         kept = _distinct_compare_models(params.model, shape.source, compare, depths)
-        params = dataclasses.replace(params, compare_models=kept)
-    resolved = params.for_model(shape.n_layers, shape.d_model, shallowest=min(depths))
-    if relative:  # named in the "parameters in effect" note, as the other relative defaults
-        names, *rest = resolved._resolved
-        object.__setattr__(resolved, "_resolved", (sorted([*names, *relative]), *rest))
-    return resolved
+    return params.for_model(shape.n_layers, shape.d_model, shallowest=min(depths),
+                            compare_models=kept)
 
 
 def _distinct_compare_models(primary: str, source: str, compare: list[str],

@@ -1,17 +1,23 @@
 """Parameters of the chapters that train their own models: 08 (a suite), 09, 10 (ViTs).
 
-Like `llmdyn.book.params.chapters`, each class is its chapter's parameters cell, docs included.
+Like `llmdyn.book.params.chapters`, each class is its chapter's parameters cell: defaults, docs
+and bounds declared on the fields.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
 
-from llmdyn import LlmdynError
-from llmdyn.book.params.base import ChapterParams
+from llmdyn.book.params.base import ChapterParams, odd_window
+from llmdyn.core.declared import param, rule
 from llmdyn.core.paths import results_root
+from llmdyn.coupling.default_k import K_MIN
+
+some_checkpoints = rule(lambda suite: isinstance(suite, str) or len(suite) > 0,
+                        "a suite name or a non-empty list of checkpoints")
+positive_intervals = rule(lambda t: t > 0, "> 0 checkpoint intervals")
+some_ks = rule(bool, f"a non-empty list of values >= {K_MIN}")
 
 
 @dataclass(frozen=True)
@@ -22,48 +28,37 @@ class TrainingParams(ChapterParams):
     ``suite``; the field stays because the book passes ``model`` to every chapter.
     """
 
-    #: unused here (the chapter trains `suite`); the book passes it to all
-    model: str = "smollm2-135m"
+    model: str = param(
+        "smollm2-135m", doc="unused here (the chapter trains `suite`); the book passes it to all")
 
-    #: a suite from llmdyn.training.suite.SUITES, or a list of checkpoint dirs / hub revisions
-    suite: str | list[str] = "default"
-    #: where a named suite's runs are, trained here if missing (None: $LLMDYN_RESULTS/suite,
-    #: else results/suite)
-    suite_root: str | None = None
-    checkpoints: list[int] | None = None  # steps to measure (None: every saved step)
-    #: None: passages from the held-out documents of the suite's corpus
-    prompts: list[str] | None = None
-    n_prompts: int = 16  # held-out passages, the same for every checkpoint
-    passage_chars: int = 240  # characters per passage (about 50 tokens)
+    suite: str | list[str] = param(
+        "default", check=some_checkpoints, doc="a suite from llmdyn.training.suite.SUITES, or a "
+                                               "list of checkpoint dirs / hub revisions")
+    suite_root: str | None = param(
+        None, doc="where a named suite's runs are, trained here if missing (None: "
+                  "$LLMDYN_RESULTS/suite, else results/suite)")
+    checkpoints: list[int] | None = param(None, doc="steps to measure (None: every saved step)")
+    prompts: list[str] | None = param(
+        None, doc="None: passages from the held-out documents of the suite's corpus")
+    n_prompts: int = param(16, at_least=2, doc="held-out passages, the same for every checkpoint")
+    passage_chars: int = param(240, at_least=20, doc="characters per passage (about 50 tokens)")
     # An override of relative_k (d_model // 8 on these narrow models): the papers' K = 30, as
     # paper B states it; paper A does not state the K of Fig 1a, and its Fig 36 varies it.
-    #: top singular vectors in the coupling matrices; overrides relative_k (d_model // 8 on these
-    #: narrow models) with the papers' K
-    k: int = 30
-    window: int = 3  # points per LSS/expodistance window (paper: 11 of Pythia-12B's 37)
-    #: checkpoints drawn as coupling graphs (None: four spread over training)
-    graph_steps: list[int] | None = None
-    #: the papers' convention; "block_output" stops before the final norm
-    last_point: str = "final_norm"
-    #: checkpoint intervals within which coupling and loss count as together
-    timing_tolerance: float = 1.0
-
-    def __post_init__(self) -> None:
-        """Check types, then values."""
-        super().__post_init__()
-        if not self.timing_tolerance > 0:
-            raise LlmdynError(f"timing_tolerance must be > 0 checkpoint intervals, got "
-                              f"{self.timing_tolerance}")
-        if isinstance(self.suite, list) and not self.suite:
-            raise LlmdynError("suite must be a suite name or a non-empty list of checkpoints")
-        if self.k < 2 or self.n_prompts < 2 or self.passage_chars < 20:
-            raise LlmdynError(f"need k >= 2, n_prompts >= 2 (intervals) and passage_chars >= 20, "
-                              f"got {self.k}, {self.n_prompts}, {self.passage_chars}")
-        if self.window < 3 or self.window % 2 == 0:
-            raise LlmdynError(f"window must be odd and >= 3, got {self.window}")
-        if self.last_point not in ("final_norm", "block_output"):
-            raise LlmdynError(f"last_point must be 'final_norm' or 'block_output', got "
-                              f"{self.last_point!r}")
+    k: int = param(
+        30, at_least=K_MIN, doc="top singular vectors in the coupling matrices; overrides "
+                                "relative_k (d_model // 8 on these narrow models) with the papers'"
+                                " K")
+    window: int = param(
+        3, check=odd_window, doc="points per LSS/expodistance window (paper: 11 of Pythia-12B's "
+                                 "37)")
+    graph_steps: list[int] | None = param(
+        None, doc="checkpoints drawn as coupling graphs (None: four spread over training)")
+    last_point: str = param(
+        "final_norm", choices=("final_norm", "block_output"),
+        doc="the papers' convention; \"block_output\" stops before the final norm")
+    timing_tolerance: float = param(
+        1.0, check=positive_intervals, doc="checkpoint intervals within which coupling and loss "
+                                           "count as together")
 
     @property
     def suite_dir(self) -> Path:
@@ -75,42 +70,36 @@ class TrainingParams(ChapterParams):
 class GeneralizationParams(ChapterParams):
     """Chapter 09: coupling against generalization (paper A §5.4, Figs 1a, 7, 8, 31, 35, 36)."""
 
-    #: placed as a labelled point beside the population (part 2's last panel)
-    model: str = "smollm2-135m"
+    model: str = param(
+        "smollm2-135m", doc="placed as a labelled point beside the population (part 2's last "
+                            "panel)")
 
-    suite: str = "population"  # independent runs, final checkpoints (llmdyn.training.suite.SUITES)
-    suite_root: str | None = None  # where its runs are (None: $LLMDYN_RESULTS/suite)
-    n_prompts: int = 16  # held-out passages, the same for every model
-    passage_chars: int = 160  # about 50 tokens: the population's context is 64
-    #: top singular vectors; overrides relative_k (d_model // 8 on these narrow models) with paper
-    #: B's K (paper A does not state the K of Fig 1a, and Fig 36 varies it)
-    k: int = 30
-    #: Fig 36 (at most the narrowest model's width)
-    k_sweep: list[int] = field(default_factory=lambda: [10, 20, 30])
-    #: more pretrained models to place beside the population (each costs minutes)
-    compare_models: list[str] = field(default_factory=list)
-    #: passages for `model` and each compare model (bits per byte, coupling)
-    n_compare_prompts: int = 4
-    #: hub ids measured by `llmdyn measure coupling` (part 3; empty offline)
-    sweep_models: list[str] = field(default_factory=list)
-    sweep_root: str | None = None  # where their result files are (None: $LLMDYN_RESULTS/measure)
-    sweep_n_per_task: int = 200  # prompts per task of the sweep files (paper: 200)
-    #: the per-checkpoint table is written here (None: $LLMDYN_RESULTS/generalization)
-    out_dir: str | None = None
-    power_draws: int = 500  # simulated populations per scenario for each verdict rule's power
-
-    def __post_init__(self) -> None:
-        """Check types, then values."""
-        super().__post_init__()
-        if self.power_draws < 10:
-            raise LlmdynError(f"power_draws must be >= 10, got {self.power_draws}")
-        if self.k < 2 or self.n_prompts < 2 or self.passage_chars < 20:
-            raise LlmdynError(f"need k >= 2, n_prompts >= 2 and passage_chars >= 20, got "
-                              f"{self.k}, {self.n_prompts}, {self.passage_chars}")
-        if not self.k_sweep or min(self.k_sweep) < 2:
-            raise LlmdynError(f"k_sweep must list values >= 2, got {self.k_sweep}")
-        if self.n_compare_prompts < 1:
-            raise LlmdynError(f"n_compare_prompts must be >= 1, got {self.n_compare_prompts}")
+    suite: str = param(
+        "population", doc="independent runs, final checkpoints (llmdyn.training.suite.SUITES)")
+    suite_root: str | None = param(None, doc="where its runs are (None: $LLMDYN_RESULTS/suite)")
+    n_prompts: int = param(16, at_least=2, doc="held-out passages, the same for every model")
+    passage_chars: int = param(
+        160, at_least=20, doc="about 50 tokens: the population's context is 64")
+    k: int = param(
+        30, at_least=K_MIN, doc="top singular vectors; overrides relative_k (d_model // 8 on these"
+                                " narrow models) with paper B's K (paper A does not state the K of"
+                                " Fig 1a, and Fig 36 varies it)")
+    k_sweep: list[int] = param(
+        [10, 20, 30], at_least=K_MIN, check=some_ks, doc="Fig 36 (at most the narrowest model's "
+                                                         "width)")
+    compare_models: list[str] = param(
+        [], doc="more pretrained models to place beside the population (each costs minutes)")
+    n_compare_prompts: int = param(
+        4, at_least=1, doc="passages for `model` and each compare model (bits per byte, coupling)")
+    sweep_models: list[str] = param(
+        [], doc="hub ids measured by `llmdyn measure coupling` (part 3; empty offline)")
+    sweep_root: str | None = param(
+        None, doc="where their result files are (None: $LLMDYN_RESULTS/measure)")
+    sweep_n_per_task: int = param(200, doc="prompts per task of the sweep files (paper: 200)")
+    out_dir: str | None = param(
+        None, doc="the per-checkpoint table is written here (None: $LLMDYN_RESULTS/generalization)")
+    power_draws: int = param(
+        500, at_least=10, doc="simulated populations per scenario for each verdict rule's power")
 
     def models(self) -> list[str]:
         """``model`` first, then the compare models, each once."""
@@ -132,18 +121,20 @@ class GeneralizationParams(ChapterParams):
 class VitParams(ChapterParams):
     """Chapter 10: coupling in vision transformers, SD × weight decay (paper A §3.4, Figs 6, 10)."""
 
-    #: unused: the chapter trains its own ViTs (grid); the book passes its language model to
-    #: every chapter, and this field accepts it
-    model: str = "vit"
-    #: a grid from llmdyn.vision.grids.GRIDS: default, paper (GPU), tiny (tests)
-    grid: str = "default"
-    dataset: str = "fashion-mnist"  # fashion-mnist, digits, or a CIFAR-10 binary-format directory
-    grid_root: str | None = None  # where the grid's runs are (None: results/vit/<grid>/<dataset>)
-    n_images: int = 24  # held-out test images for the class-token coupling
-    k: int | None = None  # top singular vectors (None: relative_k, d_model // 8 for these ViTs)
-    #: Fig 6b's weight decay, one of the grid's (paper: 0.04, here × 25)
-    fixed_weight_decay: float = 1.0
-    #: the ViT shown trained vs untrained (None: largest SD at fixed_weight_decay)
-    example_run: str | None = None
-
-    at_least: ClassVar[dict[str, int]] = {"n_images": 3}
+    model: str = param(
+        "vit", doc="unused: the chapter trains its own ViTs (grid); the book passes its language "
+                   "model to every chapter, and this field accepts it")
+    grid: str = param(
+        "default", doc="a grid from llmdyn.vision.grids.GRIDS: default, paper (GPU), tiny (tests)")
+    dataset: str = param(
+        "fashion-mnist", doc="fashion-mnist, digits, or a CIFAR-10 binary-format directory")
+    grid_root: str | None = param(
+        None, doc="where the grid's runs are (None: results/vit/<grid>/<dataset>)")
+    n_images: int = param(24, at_least=3, doc="held-out test images for the class-token coupling")
+    k: int | None = param(
+        None, at_least=K_MIN, doc="top singular vectors (None: relative_k, d_model // 8 for these "
+                                  "ViTs)")
+    fixed_weight_decay: float = param(
+        1.0, doc="Fig 6b's weight decay, one of the grid's (paper: 0.04, here × 25)")
+    example_run: str | None = param(
+        None, doc="the ViT shown trained vs untrained (None: largest SD at fixed_weight_decay)")
