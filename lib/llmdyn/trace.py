@@ -13,6 +13,7 @@ Two conventions where the papers can be read two ways (``book/methods.md``, "Con
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from inspect import signature
 from typing import Literal
@@ -77,19 +78,11 @@ class Trajectory:
         return self.states.transpose(0, 1)
 
 
-_LONG_PROMPTS = {"policy": "error"}  # what encode does with a prompt beyond the context
-
-
-def keep_prompt_ends(enabled: bool) -> None:
-    """From now on, cut prompts longer than a model's context to their last tokens (or raise).
-
-    A chapter sets this once from its ``cut_long_prompts`` parameter; the library's default
-    is an error, so a caller never gets a cut prompt without asking for it. The question of
-    a SQuAD or leaderboard prompt is at its end, so the end is what is kept.
-    """
-    if not isinstance(enabled, bool):
-        raise LlmdynError(f"cut_long_prompts must be True or False, got {enabled!r}")
-    _LONG_PROMPTS["policy"] = "cut" if enabled else "error"
+def check_cut_long_prompts(cut_long_prompts: bool) -> bool:
+    """Return `cut_long_prompts` if it is True or False, else raise a clear LlmdynError."""
+    if not isinstance(cut_long_prompts, bool):
+        raise LlmdynError(f"cut_long_prompts must be True or False, got {cut_long_prompts!r}")
+    return cut_long_prompts
 
 
 def _prefix_ids(model: LoadedModel) -> list[int]:
@@ -103,26 +96,34 @@ def _too_long(model: LoadedModel, prompt: str, n_tok: int) -> LlmdynError:
     return LlmdynError(
         f"prompt has {n_tok} tokens but {model.name} accepts at most {model.n_ctx}. In a "
         f"chapter, set cut_long_prompts = True (keeps each prompt's last {model.n_ctx} tokens) "
-        "or give shorter prompts; in code, shorten the prompt or call "
-        "llmdyn.trace.keep_prompt_ends(True)")
+        "or give shorter prompts; in code, shorten the prompt or pass cut_long_prompts=True")
 
 
-def encode(model: LoadedModel, prompt: str) -> torch.Tensor:
+def encode(model: LoadedModel, prompt: str, *, cut_long_prompts: bool = False) -> torch.Tensor:
     """Token ids of one prompt, ``[1, tok]``, tokenised as ``model.tokenizer(prompt)`` does.
 
-    A prompt longer than the model's context raises, or, after ``keep_prompt_ends(True)``,
-    keeps the tokenizer's leading special ids and the last ``n_ctx`` tokens in all.
+    A prompt longer than the model's context raises, or, with ``cut_long_prompts=True``,
+    keeps the tokenizer's leading special ids and the last ``n_ctx`` tokens in all (the
+    question of a SQuAD or leaderboard prompt is at its end). A chapter passes its
+    ``cut_long_prompts`` parameter; the default is the error, so no caller gets a cut prompt
+    without asking for it.
+
+    The setting needs no entry in a cache key: a prompt that fits gives the same ids either
+    way, and one that does not fit has ids only when cut. A cached function checks its prompts
+    with :func:`check_prompts_fit` before reading the cache, so a call that refuses long
+    prompts never reads a cut prompt's result.
 
     Raises:
         LlmdynError: the prompt is empty, or longer than the model's context (unless cut).
     """
     if not isinstance(prompt, str) or not prompt.strip():
         raise LlmdynError(f"prompt must be a non-empty string, got {prompt!r}")
+    check_cut_long_prompts(cut_long_prompts)
     ids = model.tokenizer(prompt, return_tensors="pt").input_ids
     if ids.shape[1] == 0:
         raise LlmdynError(f"prompt {prompt[:40]!r} tokenises to no tokens")
     if ids.shape[1] > model.n_ctx:
-        if _LONG_PROMPTS["policy"] != "cut":
+        if not cut_long_prompts:
             raise _too_long(model, prompt, ids.shape[1])
         prefix = _prefix_ids(model)
         n_prefix = len(prefix) if ids[0, : len(prefix)].tolist() == prefix else 0
@@ -130,20 +131,34 @@ def encode(model: LoadedModel, prompt: str) -> torch.Tensor:
     return ids.to(model.device)
 
 
-def context_note(model: LoadedModel, prompts: list[str]) -> str:
+def check_prompts_fit(model: LoadedModel, prompts: Sequence[str], *,
+                      cut_long_prompts: bool) -> list[tuple[str, int]]:
+    """The prompts longer than the model's context, with their token counts.
+
+    Raises:
+        LlmdynError: a prompt is too long and ``cut_long_prompts`` is False; the message names
+            the parameters that fix it.
+    """
+    check_cut_long_prompts(cut_long_prompts)
+    counts = [(p, len(model.tokenizer(p).input_ids)) for p in prompts]
+    over = [(p, n) for p, n in counts if n > model.n_ctx]
+    if over and not cut_long_prompts:
+        raise _too_long(model, *max(over, key=lambda pn: pn[1]))
+    return over
+
+
+def context_note(model: LoadedModel, prompts: list[str], *, cut_long_prompts: bool = False
+                 ) -> str:
     """One line counting the prompts longer than the model's context, and by how much.
 
     Raises:
-        LlmdynError: a prompt is too long and prompts are not being cut
-            (:func:`keep_prompt_ends`); the message names the parameters that fix it.
+        LlmdynError: a prompt is too long and ``cut_long_prompts`` is False; the message names
+            the parameters that fix it.
     """
-    counts = [(p, len(model.tokenizer(p).input_ids)) for p in prompts]
-    over = [(p, n) for p, n in counts if n > model.n_ctx]
+    over = check_prompts_fit(model, prompts, cut_long_prompts=cut_long_prompts)
     if not over:
         which = "the prompt fits" if len(prompts) == 1 else f"all {len(prompts)} prompts fit"
         return f"{model.name}: {which} in its context of {model.n_ctx} tokens"
-    if _LONG_PROMPTS["policy"] != "cut":
-        raise _too_long(model, *max(over, key=lambda pn: pn[1]))
     lost = sorted(n - model.n_ctx for _, n in over)
     return (f"{model.name}: {len(over)} of {len(prompts)} prompts are longer than its context of "
             f"{model.n_ctx} tokens and keep their last {model.n_ctx} (they lose {lost[0]}–"
@@ -168,8 +183,8 @@ def _nn_blocks(model: LoadedModel):
     return blocks
 
 
-def trajectory(model: LoadedModel, prompt: str, *,
-               last_point: LastPoint = "final_norm") -> Trajectory:
+def trajectory(model: LoadedModel, prompt: str, *, last_point: LastPoint = "final_norm",
+               cut_long_prompts: bool = False) -> Trajectory:
     """Trace one prompt and keep every token's hidden state at every block boundary.
 
     Paper A eq. 7 and paper B §2 count the final norm as part of the last block, so by default
@@ -179,6 +194,7 @@ def trajectory(model: LoadedModel, prompt: str, *,
         model: a loaded model.
         prompt: the text; tokenised as ``model.tokenizer(prompt, return_tensors="pt")``.
         last_point: ``"final_norm"`` (the papers') or ``"block_output"`` (X^L before the norm).
+        cut_long_prompts: keep the end of a prompt longer than the context (:func:`encode`).
 
     Returns:
         The trajectory, with ``states`` of shape ``[layer+1, tok, d_model]``.
@@ -188,7 +204,7 @@ def trajectory(model: LoadedModel, prompt: str, *,
             hidden state.
     """
     check_last_point(last_point)
-    ids = encode(model, prompt)
+    ids = encode(model, prompt, cut_long_prompts=cut_long_prompts)
     blocks = _nn_blocks(model)
     saved = []  # nnsight keeps only objects created outside the trace context
     with torch.no_grad(), model.nn.trace(ids, use_cache=False, **one_logit(model)):

@@ -110,12 +110,8 @@ def test_long_prompts_keep_their_end_or_raise_naming_the_parameters(tiny64):
     # given is followed below
     with pytest.raises(LlmdynError, match="cut_long_prompts = True .* or give shorter prompts"):
         trace.context_note(tiny64, [long])
-    trace.keep_prompt_ends(True)
-    try:
-        note = trace.context_note(tiny64, [long, "short"])
-        ids = trace.encode(tiny64, long)
-    finally:
-        trace.keep_prompt_ends(False)
+    note = trace.context_note(tiny64, [long, "short"], cut_long_prompts=True)
+    ids = trace.encode(tiny64, long, cut_long_prompts=True)
     assert "1 of 2 prompts are longer than its context of 64 tokens" in note
     assert "lose 77–77 tokens" in note  # 141 − 64
     assert ids.shape == (1, 64)

@@ -90,13 +90,22 @@ def test_trajectory_skips_the_head_and_keeps_the_same_bits(tiny64):
 def test_the_advice_for_a_long_prompt_works_when_followed(tiny64):
     # Issue 45, item 5: the advised max_prompt_chars did not shorten example_prompt (chapters
     # 01, 02, 06 have no such parameter); cut_long_prompts is what every chapter has.
-    from llmdyn.trace import keep_prompt_ends
-
     with pytest.raises(LlmdynError, match="set cut_long_prompts = True") as refused:
         trajectory(tiny64, "x" * 100)
     assert "max_prompt_chars" not in str(refused.value)
-    keep_prompt_ends(True)  # what cut_long_prompts = True does in a chapter
-    try:
-        assert len(trajectory(tiny64, "x" * 100).tokens) <= 64
-    finally:
-        keep_prompt_ends(False)
+    assert "pass cut_long_prompts=True" in str(refused.value)  # the advice in code
+    # what cut_long_prompts = True does in a chapter: the chapter passes it to each call
+    assert len(trajectory(tiny64, "x" * 100, cut_long_prompts=True).tokens) <= 64
+    with pytest.raises(LlmdynError, match="cut_long_prompts must be True or False"):
+        trajectory(tiny64, "x" * 100, cut_long_prompts="yes")
+
+
+def test_the_setting_is_an_argument_not_a_state_of_the_module(tiny64):
+    # Issue 47, item 4: keep_prompt_ends set a module-level policy that every later encode read.
+    from llmdyn import trace
+
+    assert not hasattr(trace, "keep_prompt_ends") and not hasattr(trace, "_LONG_PROMPTS")
+    long = "x" * 100
+    assert trace.encode(tiny64, long, cut_long_prompts=True).shape == (1, 64)
+    with pytest.raises(LlmdynError, match="accepts at most 64"):
+        trace.encode(tiny64, long)  # a cut before leaves no trace on the next call

@@ -15,9 +15,9 @@ from llmdyn.core.store import ResultStore
 from llmdyn.coupling import matrix, scores
 from llmdyn.coupling.default_k import check_k
 from llmdyn.coupling.topk import top_singular_checked
+from llmdyn.jacobians.cache import cached_per_prompt
 from llmdyn.jacobians.full import block_jacobians
 from llmdyn.jacobians.last_token import last_token_jacobians
-from llmdyn.jacobians.mlp_start import route_params
 from llmdyn.jacobians.svd import square_jacobians
 from llmdyn.models.loading import LoadedModel
 from llmdyn.trace import LastPoint, check_last_point
@@ -98,6 +98,7 @@ def depth_coupling(
     token: int = -1,
     store: ResultStore | None = None,
     last_point: LastPoint = "final_norm",
+    cut_long_prompts: bool = False,
 ) -> list[DepthCoupling]:
     """Depth coupling at one token of each prompt, cached per prompt.
 
@@ -111,6 +112,8 @@ def depth_coupling(
         store: results cache (None: compute without caching).
         last_point: ``"final_norm"`` (the papers': the last block includes the final norm,
             f^L(x) = norm(block_L(x)) − x) or ``"block_output"``; part of the cache key.
+        cut_long_prompts: keep the end of a prompt longer than the context
+            (:func:`llmdyn.trace.encode`; False: such a prompt raises).
 
     Returns:
         One :class:`DepthCoupling` per prompt.
@@ -127,19 +130,18 @@ def depth_coupling(
 
     check_last_point(last_point)
     params = {"k": k, "layers": layers, "token": token, "dtype": "float32",
-              "last_point": last_point, **route_params(model)}
+              "last_point": last_point}
 
     def compute(prompt: str) -> dict[str, np.ndarray]:
         if token == -1:  # J_nn from one decoding step against the frozen prefix
-            J = last_token_jacobians(model, prompt, layers, last_point=last_point)
+            J = last_token_jacobians(model, prompt, layers, last_point=last_point,
+                                     cut_long_prompts=cut_long_prompts)
         else:
             J = block_jacobians(model, prompt, layers, pairs=[(token, token)], progress=False,
-                                last_point=last_point)[:, 0]
+                                last_point=last_point, cut_long_prompts=cut_long_prompts)[:, 0]
         return _scores(J, k).as_arrays()  # J: [layer, d_model, d_model], k checked above
 
-    if store is None:
-        results = [compute(p) for p in prompts]
-    else:
-        results = store.map("depth_coupling", params, list(prompts), compute)
+    results = cached_per_prompt(store, "depth_coupling", model, params, prompts, compute,
+                                cut_long_prompts=cut_long_prompts)
     return [DepthCoupling(**r) for r in results]
 

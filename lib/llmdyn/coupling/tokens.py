@@ -14,8 +14,8 @@ from llmdyn.core import checks
 from llmdyn.core.arrays import host_array, off_diagonal
 from llmdyn.core.store import ResultStore
 from llmdyn.coupling import scores
+from llmdyn.jacobians.cache import cached_per_prompt
 from llmdyn.jacobians.full import block_jacobians
-from llmdyn.jacobians.mlp_start import route_params
 from llmdyn.jacobians.svd import square_jacobians, svd_sorted
 from llmdyn.models.loading import LoadedModel
 from llmdyn.trace import LastPoint, check_last_point, encode
@@ -138,8 +138,8 @@ class TokenCoupling:
 
 def _compute(model: LoadedModel, prompt: str, layers: list[int], kinds: Sequence[str], k: int,
              input_token: int, output_token: int, last_point: LastPoint = "final_norm",
-             control: bool = False) -> dict[str, np.ndarray]:
-    n_tok = encode(model, prompt).shape[1]
+             control: bool = False, cut_long_prompts: bool = False) -> dict[str, np.ndarray]:
+    n_tok = encode(model, prompt, cut_long_prompts=cut_long_prompts).shape[1]
     wanted = {kind: kind_pairs(kind, n_tok, input_token=input_token, output_token=output_token)
               for kind in kinds}
     out = {}
@@ -148,7 +148,8 @@ def _compute(model: LoadedModel, prompt: str, layers: list[int], kinds: Sequence
         # from own-position products, one t1 by forward products, one t2 by reverse products),
         # where their union would cost d reverse products per token.
         J = block_jacobians(model, prompt, layers, pairs=pairs, progress=False,
-                            last_point=last_point)  # [2|1, pair, d, d]
+                            last_point=last_point,
+                            cut_long_prompts=cut_long_prompts)  # [2|1, pair, d, d]
         row, ref = J[0], J[-1]  # layer l and layer l′ (the same when l = l′)
         out[f"{kind}_A"] = host_array(_cross_coupling(row, ref, k))  # [tok, tok, k, k]; k checked
         out[f"{kind}_pairs"] = np.array(pairs, dtype=np.int64)  # [tok, 2]
@@ -159,7 +160,8 @@ def _compute(model: LoadedModel, prompt: str, layers: list[int], kinds: Sequence
 
 def _run(model: LoadedModel, prompts: Sequence[str], layer: int, ref_layer: int, k: int,
          input_token: int, output_token: int, kinds: Sequence[Kind], store: ResultStore | None,
-         last_point: LastPoint, control: bool) -> tuple[list[dict[str, np.ndarray]], list[str]]:
+         last_point: LastPoint, control: bool, cut_long_prompts: bool
+         ) -> tuple[list[dict[str, np.ndarray]], list[str]]:
     """Check the arguments, then compute or load each prompt's arrays; also the kinds kept."""
     prompts = checks.prompt_texts(prompts)
     layer, = checks.layer_indices([layer], model.n_layers, "layer")
@@ -177,16 +179,15 @@ def _run(model: LoadedModel, prompts: Sequence[str], layer: int, ref_layer: int,
 
     def compute(prompt: str) -> dict[str, np.ndarray]:
         return _compute(model, prompt, layers, kinds, k, input_token, output_token, last_point,
-                        control)
+                        control, cut_long_prompts)
 
-    if store is None:
-        return [compute(p) for p in prompts], kinds
     params = {"layer": int(layer), "ref_layer": int(ref_layer), "k": k, "kinds": kinds,
               "input_token": int(input_token), "output_token": int(output_token),
-              "dtype": "float32", "last_point": last_point, **route_params(model)}
+              "dtype": "float32", "last_point": last_point}
     if control:  # only then, so results cached without the control keep their key
         params["same_layer_control"] = True
-    return store.map("token_coupling", params, prompts, compute), kinds
+    return cached_per_prompt(store, "token_coupling", model, params, prompts, compute,
+                             cut_long_prompts=cut_long_prompts), kinds
 
 
 def token_coupling(
@@ -201,6 +202,7 @@ def token_coupling(
     kinds: Sequence[Kind] = KINDS,
     store: ResultStore | None = None,
     last_point: LastPoint = "final_norm",
+    cut_long_prompts: bool = False,
 ) -> list[dict[str, TokenCoupling]]:
     """Coupling across tokens at blocks l = ``layer`` and l′ = ``ref_layer``, cached per prompt.
 
@@ -222,12 +224,14 @@ def token_coupling(
         store: results cache (None: compute without caching).
         last_point: ``"final_norm"`` (the papers': the last block includes the final norm) or
             ``"block_output"``; matters only when the last block is one of the two.
+        cut_long_prompts: keep the end of a prompt longer than the context
+            (:func:`llmdyn.trace.encode`; False: such a prompt raises).
 
     Returns:
         One dict per prompt, kind -> :class:`TokenCoupling`.
     """
     results, kinds = _run(model, prompts, layer, ref_layer, k, input_token, output_token, kinds,
-                          store, last_point, control=False)
+                          store, last_point, control=False, cut_long_prompts=cut_long_prompts)
     return [{kind: TokenCoupling(kind, r[f"{kind}_pairs"], r[f"{kind}_A"]) for kind in kinds}
             for r in results]
 
@@ -244,6 +248,7 @@ def token_coupling_with_control(
     kinds: Sequence[Kind] = KINDS,
     store: ResultStore | None = None,
     last_point: LastPoint = "final_norm",
+    cut_long_prompts: bool = False,
 ) -> tuple[list[dict[str, TokenCoupling]], list[dict[str, TokenCoupling]]]:
     """:func:`token_coupling` at (l, l′) and its control l′ = l from one Jacobian pass.
 
@@ -258,7 +263,7 @@ def token_coupling_with_control(
         ``token_coupling(..., ref_layer=ref_layer)`` and ``token_coupling(..., ref_layer=layer)``.
     """
     results, kinds = _run(model, prompts, layer, ref_layer, k, input_token, output_token, kinds,
-                          store, last_point, control=True)
+                          store, last_point, control=True, cut_long_prompts=cut_long_prompts)
     main = [{kind: TokenCoupling(kind, r[f"{kind}_pairs"], r[f"{kind}_A"]) for kind in kinds}
             for r in results]
     same = [{kind: TokenCoupling(kind, r[f"{kind}_pairs"], r[f"{kind}_A_same"]) for kind in kinds}

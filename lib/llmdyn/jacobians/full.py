@@ -27,15 +27,16 @@ from llmdyn.trace import LastPoint, check_last_point, encode
 
 
 def _last_token_route(model: LoadedModel, prompt: str, blocks: list[int],
-                      chunk_size: int | None, progress: bool,
-                      last_point: LastPoint) -> torch.Tensor | None:
+                      chunk_size: int | None, progress: bool, last_point: LastPoint,
+                      cut_long_prompts: bool) -> torch.Tensor | None:
     """J_nn from one decoding step (:mod:`.last_token`), ``[layer, d_model, d_model]``.
 
     None where the model's cache cannot be recorded; then the full-prompt route runs.
     """
     try:
         return last_token_jacobians(model, prompt, blocks, chunk_size=chunk_size,
-                                    progress=progress, last_point=last_point)  # (layer, d, d)
+                                    progress=progress, last_point=last_point,
+                                    cut_long_prompts=cut_long_prompts)  # (layer, d, d)
     except LlmdynError as err:
         if "could not record" not in str(err):
             raise
@@ -46,7 +47,8 @@ def block_jacobians(model: LoadedModel, prompt: str, layers: Sequence[int] | Non
                     pairs: Pairs = "diagonal", *,
                     method: Literal["auto", "exact", "own_position"] = "auto",
                     chunk_size: int | None = 2048, progress: bool = True,
-                    last_point: LastPoint = "final_norm") -> torch.Tensor:
+                    last_point: LastPoint = "final_norm",
+                    cut_long_prompts: bool = False) -> torch.Tensor:
     """Block Jacobians without the skip connection (paper A eq. 8, paper B §3.6).
 
     ``J[i, p] = ∂ f_b(X)_{t2} / ∂ x_{t1}`` for ``b = layers[i]`` and ``(t1, t2) = pairs[p]``,
@@ -72,6 +74,7 @@ def block_jacobians(model: LoadedModel, prompt: str, layers: Sequence[int] | Non
         progress: show a progress bar over blocks (when there are four or more).
         last_point: ``"final_norm"`` (the papers') or ``"block_output"`` (the last block
             without the final norm); only the last block's Jacobian depends on it.
+        cut_long_prompts: cut a prompt longer than the context to its end (False: it raises).
 
     Returns:
         ``[len(layers), len(pairs), d_model, d_model]``, float32 (or the model's dtype).
@@ -84,12 +87,13 @@ def block_jacobians(model: LoadedModel, prompt: str, layers: Sequence[int] | Non
     checks.positive_int(chunk_size, "chunk_size", none_means="all products at once")
     method = checks.choice(method, ("auto", "exact", "own_position"), "method")
     check_last_point(last_point)
-    ids = encode(model, prompt)
+    ids = encode(model, prompt, cut_long_prompts=cut_long_prompts)
     blocks = resolve_layers(model, layers)
     token_pairs = resolve_pairs(pairs, ids.shape[1])
     n = ids.shape[1] - 1
     if method == "auto" and token_pairs == [(n, n)]:
-        jac = _last_token_route(model, prompt, blocks, chunk_size, progress, last_point)
+        jac = _last_token_route(model, prompt, blocks, chunk_size, progress, last_point,
+                                cut_long_prompts)
         if jac is not None:
             return jac[:, None]  # (layer, 1, d_model, d_model)
     jac = _full_prompt_route(model, ids, blocks, token_pairs, method, chunk_size, progress,

@@ -254,6 +254,7 @@ def last_token_jacobians_batched(
     chunk_size: int | None = None,
     progress: bool = False,
     last_point: LastPoint = "final_norm",
+    cut_long_prompts: bool = False,
 ) -> torch.Tensor:
     """:func:`last_token_jacobians` for many prompts, several prompts per vmapped batch.
 
@@ -272,6 +273,8 @@ def last_token_jacobians_batched(
         progress: show a progress bar over batches and blocks.
         last_point: ``"final_norm"`` (the papers': the last block includes the final norm) or
             ``"block_output"``.
+        cut_long_prompts: keep the end of a prompt longer than the context
+            (:func:`llmdyn.trace.encode`; False: such a prompt raises).
 
     Returns:
         ``[prompt, layer, d_model, d_model]`` (rows = output coordinates), detached.
@@ -287,7 +290,8 @@ def last_token_jacobians_batched(
     out = []
     for i in range(0, len(prompts), per):
         batch = list(prompts[i:i + per])
-        calls = merge_calls([capture_last_step(model, encode(model, p)) for p in batch])
+        ids = [encode(model, p, cut_long_prompts=cut_long_prompts) for p in batch]  # [1, tok]
+        calls = merge_calls([capture_last_step(model, one) for one in ids])
         x = calls[0].args[0]
         eye = torch.eye(d, dtype=x.dtype, device=x.device)  # cotangents e_k, built once
         jac = [_batch_jacobian(model, b, calls[b], eye, chunk_size, last_point)
@@ -311,6 +315,7 @@ def last_token_jacobians(
     chunk_size: int | None = None,
     progress: bool = False,
     last_point: LastPoint = "final_norm",
+    cut_long_prompts: bool = False,
 ) -> torch.Tensor:
     """Block Jacobians J^l_{nn} of the last token n, exactly, at a cost independent of length.
 
@@ -329,6 +334,8 @@ def last_token_jacobians(
         progress: show a progress bar over blocks.
         last_point: ``"final_norm"`` (the papers': f^L(x) = norm(block_L(x)) − x) or
             ``"block_output"``.
+        cut_long_prompts: keep the end of a prompt longer than the context
+            (:func:`llmdyn.trace.encode`; False: such a prompt raises).
 
     Returns:
         ``[layer, d_model, d_model]`` (rows = output coordinates), detached.
@@ -339,4 +346,5 @@ def last_token_jacobians(
                           "use last_token_jacobians_batched")
     return last_token_jacobians_batched(model, [prompt], layers, prompts_per_batch=1,
                                         chunk_size=chunk_size, progress=progress,
-                                        last_point=last_point)[0]
+                                        last_point=last_point,
+                                        cut_long_prompts=cut_long_prompts)[0]

@@ -12,6 +12,7 @@ import torch
 from llmdyn import LlmdynError
 from llmdyn.core import checks
 from llmdyn.core.store import ResultStore
+from llmdyn.jacobians.cache import cached_per_prompt
 from llmdyn.jacobians.last_token import last_token_jacobians
 from llmdyn.models.loading import LoadedModel
 from llmdyn.trace import LastPoint, check_last_point, encode, one_logit, with_final_norm
@@ -206,6 +207,7 @@ def linearization_check(
     tokens: NoiseTokens = "all",
     jacobians: torch.Tensor | np.ndarray | None = None,
     last_point: LastPoint = "final_norm",
+    cut_long_prompts: bool = False,
 ) -> LinearizationCheck:
     """Compare the product of (I + J^l_{nn}) along depth with the true last-token states.
 
@@ -223,6 +225,8 @@ def linearization_check(
             under the same `last_point`.
         last_point: ``"final_norm"`` (the papers': the last block and x^L include the final
             norm) or ``"block_output"``.
+        cut_long_prompts: keep the end of a prompt longer than the context
+            (:func:`llmdyn.trace.encode`; False: such a prompt raises).
 
     Returns:
         The cosine similarities at every depth.
@@ -232,9 +236,10 @@ def linearization_check(
         raise LlmdynError(f"levels must be non-empty and > 0, got {levels}")
     if not isinstance(n_draws, int) or n_draws < 1:
         raise LlmdynError(f"n_draws must be a positive int, got {n_draws!r}")
-    ids = encode(model, prompt)
+    ids = encode(model, prompt, cut_long_prompts=cut_long_prompts)
     check_last_point(last_point)
-    J = _clean_jacobians(model, prompt, jacobians, last_point)  # (layer, d, d), float64
+    J = _clean_jacobians(model, prompt, jacobians, last_point,
+                         cut_long_prompts)  # (layer, d, d), float64
     x0, clean = perturbed_last_states(model, ids, last_point=last_point)  # (tok, d), (1, L+1, d)
     clean = clean[0].double().numpy()  # (layer+1, d)
     cos_clean = cosine(propagate(J, x0[-1]), clean)
@@ -261,6 +266,7 @@ def linearization_checks(
     tokens: NoiseTokens = "all",
     block_output: bool = False,
     store: ResultStore | None = None,
+    cut_long_prompts: bool = False,
 ) -> tuple[list[LinearizationCheck], list[LinearizationCheck] | None]:
     """:func:`linearization_check` of several prompts, cached per prompt, with its variant.
 
@@ -268,7 +274,7 @@ def linearization_checks(
     Jacobians are the papers' ones except the last block's (the final norm only acts there;
     the same bits, tested), so it costs one more block, not another pass over every block.
     The cache key is built here, once: ``linearization`` with the levels, draws, seed and
-    noise tokens, ``last_point`` added for the variant.
+    noise tokens, ``last_point`` added for the variant, the route's (:func:`.cache.jacobian_key`).
 
     Args:
         model: a loaded model.
@@ -279,6 +285,7 @@ def linearization_checks(
         tokens: which input embeddings are perturbed (``"all"`` or ``"last"``).
         block_output: also compute the variant.
         store: results cache (None: compute without caching).
+        cut_long_prompts: cut a prompt longer than the context to its end (False: it raises).
 
     Returns:
         ``(checks, variant)``: one :class:`LinearizationCheck` per prompt each; variant None
@@ -287,50 +294,53 @@ def linearization_checks(
     prompts = checks.prompt_texts(prompts)
     params = {"levels": [float(v) for v in levels], "n_draws": n_draws, "seed": seed,
               "tokens": tokens, "dtype": "float32", "protocol": 2}
-    run = dict(levels=levels, n_draws=n_draws, seed=seed, tokens=tokens)
+    run = dict(levels=levels, n_draws=n_draws, seed=seed, tokens=tokens,
+               cut_long_prompts=cut_long_prompts)
     jacobians: dict[str, torch.Tensor] = {}  # prompt -> its J^l, kept only for the variant
 
     def papers(prompt: str) -> dict[str, np.ndarray]:
-        J = last_token_jacobians(model, prompt)  # (layer, d, d), the final norm in the last
-        if block_output:
-            jacobians[prompt] = J
+        J = last_token_jacobians(model, prompt, cut_long_prompts=cut_long_prompts)  # (l, d, d)
+        jacobians[prompt] = J  # the final norm in the last; the variant reuses the others
         return linearization_check(model, prompt, jacobians=J, **run).as_arrays()
 
     def variant(prompt: str) -> dict[str, np.ndarray]:
-        J = _block_output_jacobians(model, prompt, jacobians.pop(prompt, None))
+        J = _block_output_jacobians(model, prompt, jacobians.pop(prompt, None), cut_long_prompts)
         return linearization_check(model, prompt, jacobians=J, last_point="block_output",
                                    **run).as_arrays()
 
     main, other = [], []
     for prompt in prompts:  # prompt by prompt: one prompt's J^l held at a time
-        main.append(_cached(store, params, prompt, papers))
+        main.append(_cached(store, model, params, prompt, papers, cut_long_prompts))
         if block_output:
-            other.append(_cached(store, {**params, "last_point": "block_output"}, prompt,
-                                 variant))
+            other.append(_cached(store, model, {**params, "last_point": "block_output"}, prompt,
+                                 variant, cut_long_prompts))
         jacobians.clear()
     return main, (other if block_output else None)
 
 
-def _block_output_jacobians(model: LoadedModel, prompt: str,
-                            papers: torch.Tensor | None) -> torch.Tensor:
+def _block_output_jacobians(model: LoadedModel, prompt: str, papers: torch.Tensor | None,
+                            cut_long_prompts: bool) -> torch.Tensor:
     """J^l under ``last_point="block_output"``: the papers' ``[layer, d, d]`` but the last block."""
-    J = last_token_jacobians(model, prompt) if papers is None else papers
-    last = last_token_jacobians(model, prompt, [model.n_layers - 1],
-                                last_point="block_output")  # (1, d, d)
+    J = last_token_jacobians(model, prompt, cut_long_prompts=cut_long_prompts) if papers is None \
+        else papers
+    last = last_token_jacobians(model, prompt, [model.n_layers - 1], last_point="block_output",
+                                cut_long_prompts=cut_long_prompts)  # (1, d, d)
     return torch.cat([J[:-1], last])  # blocks before the last are the same either way
 
 
-def _cached(store: ResultStore | None, params: dict, prompt: str, compute) -> LinearizationCheck:
+def _cached(store: ResultStore | None, model: LoadedModel, params: dict, prompt: str, compute,
+            cut_long_prompts: bool) -> LinearizationCheck:
     """One prompt's check from the ``linearization`` cache, computed where missing."""
-    if store is None:
-        return LinearizationCheck(**compute(prompt))
-    return LinearizationCheck(**store.map("linearization", params, [prompt], compute)[0])
+    arrays, = cached_per_prompt(store, "linearization", model, params, [prompt], compute,
+                                cut_long_prompts=cut_long_prompts)
+    return LinearizationCheck(**arrays)
 
 
 def _clean_jacobians(model: LoadedModel, prompt: str, jacobians: torch.Tensor | np.ndarray | None,
-                     last_point: LastPoint) -> np.ndarray:
+                     last_point: LastPoint, cut_long_prompts: bool) -> np.ndarray:
     """J^l_{nn} of every block at the clean prompt, float64: given (shape checked) or computed."""
-    J = last_token_jacobians(model, prompt, last_point=last_point) if jacobians is None \
+    J = last_token_jacobians(model, prompt, last_point=last_point,
+                             cut_long_prompts=cut_long_prompts) if jacobians is None \
         else jacobians
     if tuple(J.shape) != (model.n_layers, model.d_model, model.d_model):
         raise LlmdynError(f"jacobians must be [{model.n_layers}, {model.d_model}, "

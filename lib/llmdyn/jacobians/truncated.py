@@ -180,8 +180,8 @@ def _krylov_svd(jmul: Products, jtmul: Products, shape: tuple[int, int], k: int,
 def truncated_block_svd(model: LoadedModel, prompt: str, layers: Sequence[int] | None = None,
                         k: int = 30, *, oversample: int = 10, power_iters: int = 2,
                         tol: float | None = None, block_size: int | None = None, seed: int = 0,
-                        tokens: Tokens = "diagonal", chunk_size: int | None = 512
-                        ) -> TruncatedSVD:
+                        tokens: Tokens = "diagonal", chunk_size: int | None = 512,
+                        cut_long_prompts: bool = False) -> TruncatedSVD:
     """Top-k SVD of J^b_tt = ∂f^b(X)_t / ∂x_t without forming J (paper A eq. 8-10).
 
     A randomized block Krylov (Lanczos) SVD. Each step is one vmapped batch of forward-mode
@@ -205,6 +205,8 @@ def truncated_block_svd(model: LoadedModel, prompt: str, layers: Sequence[int] |
         seed: seed of the random start block.
         tokens: ``"diagonal"`` (J_tt for every token t) or ``"last"`` (J_nn, last token only).
         chunk_size: how many products ``vmap`` runs at once (bounds memory).
+        cut_long_prompts: keep the end of a prompt longer than the context
+            (:func:`llmdyn.trace.encode`; False: such a prompt raises).
 
     Returns:
         U ``[layer, tok, d_model, k]``, S ``[layer, tok, k]``, V ``[layer, tok, d_model, k]``.
@@ -215,7 +217,7 @@ def truncated_block_svd(model: LoadedModel, prompt: str, layers: Sequence[int] |
     d = model.d_model
     checks.k_value(k, d)
     _check_options(tokens, oversample, power_iters, block_size, tol)
-    ids = encode(model, prompt)
+    ids = encode(model, prompt, cut_long_prompts=cut_long_prompts)
     blocks = checks.layer_indices(layers, model.n_layers)
     calls = capture_block_calls(model, ids)
     positions = tuple(range(ids.shape[1])) if tokens == "diagonal" else (ids.shape[1] - 1,)
@@ -256,6 +258,7 @@ def truncated_coupling_matrices(
     *,
     svd: TruncatedSVD | None = None,
     chunk_size: int | None = 512,
+    cut_long_prompts: bool = False,
     **svd_options,
 ) -> torch.Tensor:
     """Coupling matrices A[i, j] = U_j^T J_i V_j of the last token, from products only.
@@ -271,6 +274,8 @@ def truncated_coupling_matrices(
         k: number of singular vectors kept.
         svd: ``truncated_block_svd(..., tokens="last")`` of the same layers, or None to compute it.
         chunk_size: how many products ``vmap`` runs at once.
+        cut_long_prompts: keep the end of a prompt longer than the context
+            (:func:`llmdyn.trace.encode`; False: such a prompt raises).
         **svd_options: passed to :func:`truncated_block_svd` (oversample, tol, block_size, ...).
 
     Returns:
@@ -280,8 +285,8 @@ def truncated_coupling_matrices(
     blocks = checks.layer_indices(layers, model.n_layers)
     if svd is None:
         svd = truncated_block_svd(model, prompt, blocks, k, tokens="last", chunk_size=chunk_size,
-                             **svd_options)
-    ids = encode(model, prompt)
+                                  cut_long_prompts=cut_long_prompts, **svd_options)
+    ids = encode(model, prompt, cut_long_prompts=cut_long_prompts)
     if list(svd.layers) != blocks or svd.tokens != (ids.shape[1] - 1,) or svd.S.shape[-1] < k:
         raise LlmdynError(f"svd: got layers {svd.layers}, tokens {svd.tokens}, k "
                           f"{svd.S.shape[-1]}; expected layers {tuple(blocks)}, the last token "

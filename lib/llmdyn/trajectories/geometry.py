@@ -12,7 +12,14 @@ from llmdyn import LlmdynError
 from llmdyn.core import checks, masked
 from llmdyn.core.store import ResultStore
 from llmdyn.models.loading import LoadedModel
-from llmdyn.trace import LastPoint, check_last_point, final_norm, trajectory, with_final_norm
+from llmdyn.trace import (
+    LastPoint,
+    check_last_point,
+    check_prompts_fit,
+    final_norm,
+    trajectory,
+    with_final_norm,
+)
 from llmdyn.trajectories import shape
 
 
@@ -27,6 +34,7 @@ def token_states(
     *,
     token: int = -1,
     last_point: LastPoint = "final_norm",
+    cut_long_prompts: bool = False,
 ) -> np.ndarray:
     """Hidden states x^0 … x^L of one token of each prompt, one forward pass per prompt, cached.
 
@@ -40,6 +48,8 @@ def token_states(
         token: which token (default the last one, whose next token the model predicts).
         last_point: ``"final_norm"`` (the papers': x^L after the final norm, as HF's
             ``hidden_states[-1]``) or ``"block_output"`` (x^L before it).
+        cut_long_prompts: keep the end of a prompt longer than the context
+            (:func:`llmdyn.trace.encode`; False: such a prompt raises).
 
     Returns:
         ``[prompt, layer+1, d_model]`` float32.
@@ -50,7 +60,8 @@ def token_states(
         raise LlmdynError(f"token must be an int index such as -1, got {token!r}")
 
     def compute(prompt: str) -> dict[str, np.ndarray]:
-        tr = trajectory(model, prompt, last_point="block_output")
+        tr = trajectory(model, prompt, last_point="block_output",
+                        cut_long_prompts=cut_long_prompts)
         n_tok = len(tr.tokens)
         if not -n_tok <= token < n_tok:
             raise LlmdynError(f"token={token} is outside the {n_tok} tokens of {prompt[:40]!r}")
@@ -58,6 +69,7 @@ def token_states(
         return {"states": states.float().numpy(),
                 "final_norm": final_norm(model, states[-1]).float().numpy()}  # [d_model]
 
+    check_prompts_fit(model, prompts, cut_long_prompts=cut_long_prompts)  # before the cache
     if store is None:
         rows = [compute(p) for p in prompts]
     else:
@@ -263,7 +275,8 @@ class PromptSummary(NamedTuple):
 
 
 def summarize_prompts(model: LoadedModel, prompts: Sequence[str], window: tuple[int, int], *,
-                      drop_first: int = 1) -> list[PromptSummary]:
+                      drop_first: int = 1, cut_long_prompts: bool = False
+                      ) -> list[PromptSummary]:
     """:func:`trajectory_summary` of every prompt, from one forward pass each.
 
     The pass keeps the last block's raw output; its image under the final norm gives the
@@ -275,13 +288,16 @@ def summarize_prompts(model: LoadedModel, prompts: Sequence[str], window: tuple[
         prompts: texts.
         window: (first, last) layers of the stretch examined (e.g. the deep window).
         drop_first: leading tokens left out (attention sinks); at least 2 tokens must remain.
+        cut_long_prompts: keep the end of a prompt longer than the context
+            (:func:`llmdyn.trace.encode`; False: such a prompt raises).
 
     Returns:
         One :class:`PromptSummary` per prompt.
     """
     out = []
     for prompt in _prompts(prompts):
-        tr = trajectory(model, prompt, last_point="block_output")
+        tr = trajectory(model, prompt, last_point="block_output",
+                        cut_long_prompts=cut_long_prompts)
         if len(tr.tokens) - drop_first < 2:
             raise LlmdynError(f"drop_first={drop_first} leaves fewer than 2 of the "
                               f"{len(tr.tokens)} tokens of {prompt[:40]!r}; lower it")

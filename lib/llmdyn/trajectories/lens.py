@@ -148,7 +148,8 @@ def readout_from_logits(logits: torch.Tensor, top_k: int = 5) -> LensReadout:
 
 def lens_readouts(model: LoadedModel, prompts: Sequence[PromptLike],
                   store: ResultStore | None = None, *, top_k: int = 5,
-                  token: int = -1, lens: Lens = "paper") -> list[LensReadout]:
+                  token: int = -1, lens: Lens = "paper", cut_long_prompts: bool = False
+                  ) -> list[LensReadout]:
     """Logit-lens readouts of one token of several prompts at every layer.
 
     The hidden states come from :func:`llmdyn.trajectories.token_states`, cached per prompt text
@@ -165,14 +166,16 @@ def lens_readouts(model: LoadedModel, prompts: Sequence[PromptLike],
         lens: ``"paper"``: P^l = softmax(M x^l) for l < L (paper B §3.7, no final norm);
             ``"normed"``: P^l = softmax(M norm(x^l)) (the tuned-lens convention). Both read
             the model's own output at l = L.
+        cut_long_prompts: keep the end of a prompt longer than the context
+            (:func:`llmdyn.trace.encode`; False: such a prompt raises).
 
     Returns:
         One readout per prompt, in order, over ``layer+1`` = L + 1 layers.
     """
     top_k = checks.top_k_value(top_k, model.vocab_size)
     check_lens(lens)
-    states = token_states(model, _texts(prompts), store, token=token,
-                          last_point="final_norm")  # [prompt, layer+1, d_model]
+    states = token_states(model, _texts(prompts), store, token=token, last_point="final_norm",
+                          cut_long_prompts=cut_long_prompts)  # [prompt, layer+1, d_model]
     return [readout_from_logits(logit_lens(model, torch.from_numpy(x), lens=lens,
                                            last_point="final_norm"), top_k)  # [layer+1, vocab]
             for x in states]
@@ -180,7 +183,7 @@ def lens_readouts(model: LoadedModel, prompts: Sequence[PromptLike],
 
 def lens_entropy(model: LoadedModel, prompts: Sequence[PromptLike],
                  store: ResultStore | None = None, *, token: int = -1,
-                 lens: Lens = "paper") -> np.ndarray:
+                 lens: Lens = "paper", cut_long_prompts: bool = False) -> np.ndarray:
     """Logit-lens entropy of one token at every layer, for every prompt (paper B Fig. 5).
 
     ``S(P^l) = -Σ_v P^l(v) ln P^l(v)`` with ``P^l = softmax(M x^l)`` for l < L (paper B §3.7,
@@ -193,12 +196,15 @@ def lens_entropy(model: LoadedModel, prompts: Sequence[PromptLike],
         store: results cache of the hidden states (None: compute without caching).
         token: which token (default the last).
         lens: ``"paper"`` or ``"normed"`` (as in :func:`lens_readouts`).
+        cut_long_prompts: keep the end of a prompt longer than the context
+            (:func:`llmdyn.trace.encode`; False: such a prompt raises).
 
     Returns:
         ``[prompt, layer+1]`` entropies in nats; the maximum possible is ln(vocab).
     """
     return np.stack([r.entropy for r in lens_readouts(model, prompts, store, token=token,
-                                                      lens=lens)])
+                                                      lens=lens,
+                                                      cut_long_prompts=cut_long_prompts)])
 
 
 def decode_top(model: LoadedModel, readout: LensReadout) -> list[list[str]]:

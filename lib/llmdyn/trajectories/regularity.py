@@ -14,7 +14,13 @@ from llmdyn.core import checks
 from llmdyn.core.arrays import checked_array
 from llmdyn.core.store import ResultStore
 from llmdyn.models.loading import LoadedModel
-from llmdyn.trace import LastPoint, check_last_point, trajectory, with_final_norm
+from llmdyn.trace import (
+    LastPoint,
+    check_last_point,
+    check_prompts_fit,
+    trajectory,
+    with_final_norm,
+)
 from llmdyn.trajectories import shape
 
 Score = Literal["lss", "expodistance", "step_cv", "expodistance_no_first"]
@@ -83,6 +89,7 @@ def regularity(
     last_point: LastPoint = "final_norm",
     store: ResultStore | None = None,
     progress: bool = True,
+    cut_long_prompts: bool = False,
 ) -> list[Regularity]:
     """Regularity of every token of each prompt, one forward pass per prompt, cached per prompt.
 
@@ -97,6 +104,8 @@ def regularity(
             trajectory ends at the raw output of the last block).
         store: results cache (None: compute without caching).
         progress: show a progress bar over prompts (with a store).
+        cut_long_prompts: keep the end of a prompt longer than the context
+            (:func:`llmdyn.trace.encode`; False: such a prompt raises).
 
     Returns:
         One :class:`Regularity` per prompt.
@@ -105,13 +114,15 @@ def regularity(
     check_last_point(last_point)
 
     def compute(prompt: str) -> dict[str, np.ndarray]:
-        states = trajectory(model, prompt, last_point="block_output").states.double()
+        states = trajectory(model, prompt, last_point="block_output",
+                            cut_long_prompts=cut_long_prompts).states.double()
         out = {}
         for name, s in (("block_output", states), ("final_norm", with_final_norm(model, states))):
             r = trajectory_regularity(s.transpose(0, 1))  # on [tok, layer+1, d_model]
             out.update({f"{name}_{key}": getattr(r, key) for key in _STORED})
         return out
 
+    check_prompts_fit(model, prompts, cut_long_prompts=cut_long_prompts)  # before the cache
     if store is None:
         results = [compute(p) for p in prompts]
     else:
