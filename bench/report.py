@@ -5,6 +5,8 @@ Imported by ``jacobians.py``; it reads the result dictionaries only (no model, n
 
 from __future__ import annotations
 
+from llmdyn.core.tables import markdown_grid, markdown_table
+
 LABELS = {"naive": "(a) naive jacrev", "hf_hidden_states": "(b) HF hidden states",
           "own_position": "(c) own-position exact", "topk": "(d) top-K, tol",
           "topk_fixed": "(d') top-K, fixed"}
@@ -78,17 +80,17 @@ def _profile_table(results: dict, rows: int = 6) -> list[str]:
     if not profiled:
         return []
     block = results[profiled[0]]["profile_block"]
-    lines = [f"Where the time of one block (block {block}) goes, by torch.profiler self CPU time:",
-             "", "| " + " | ".join(f"{LABELS[m]}: operator | share" for m in profiled) + " |",
-             "| " + " | ".join("--- | ---:" for _ in profiled) + " |"]
+    header = [name for m in profiled for name in (f"{LABELS[m]}: operator", "share")]
+    grid = []
     for i in range(rows):
         cells = []
         for m in profiled:
             prof = results[m]["profile"]
-            cells.append(f"`{prof[i]['op']}` | {prof[i]['share']:.0%}" if i < len(prof)
-                         else " | ")
-        lines.append("| " + " | ".join(cells) + " |")
-    return [*lines, ""]
+            cells += [f"`{prof[i]['op']}`", f"{prof[i]['share']:.0%}"] if i < len(prof) \
+                else ["", ""]
+        grid.append(cells)
+    return [f"Where the time of one block (block {block}) goes, by torch.profiler self CPU time:",
+            "", markdown_grid(header, grid, align={"share": "right"}), ""]
 
 
 def _last_token_lines(name: str, row: dict) -> list[str]:
@@ -99,17 +101,29 @@ def _last_token_lines(name: str, row: dict) -> list[str]:
         return "all" if r["chunk_size"] is None else str(r["chunk_size"])
 
     cpu = row.get("speedup_cpu")
+    nan = float("nan")
+    routes = [
+        {"route": "authors' route (`output_hidden_states` + vmapped VJP)",
+         "chunk size": chunk(auth),
+         "s, all blocks": f"{auth['all_blocks_s']:.1f} *",
+         "CPU s": f"{auth.get('all_blocks_cpu_s', nan):.1f} *",
+         "× FLOP floor": f"{auth['all_blocks_s'] / auth['flop_floor_s']:.1f}",
+         "× faster than authors'": "1.0"},
+        {"route": "library (`last_token_jacobians`)", "chunk size": chunk(lib),
+         "s, all blocks": f"{lib['all_blocks_s']:.1f}",
+         "CPU s": f"{lib.get('all_blocks_cpu_s', nan):.1f}",
+         "× FLOP floor": f"{lib['all_blocks_s'] / lib['flop_floor_s']:.1f}",
+         "× faster than authors'": f"{row['speedup']:.1f}"
+                                   + (f" (CPU time: {cpu:.1f})" if cpu else "")}]
+    floor = lib["all_blocks_s"] / lib["flop_floor_s"]
+    targets = [
+        {"target": "library within 1.5× its FLOP floor", "measured": f"{floor:.2f}",
+         "met": "yes" if lib["all_blocks_s"] <= 1.5 * lib["flop_floor_s"] else "no"},
+        {"target": "library ≥ 25× the authors' route", "measured": f"{row['speedup']:.1f}",
+         "met": "yes" if row["speedup"] >= 25 else "no"}]
     return [
         f"### {name}: last-token J_nn, all {row['n_layers']} blocks, {row['tok']} tokens", "",
-        "| route | chunk size | s, all blocks | CPU s | × FLOP floor | × faster than authors' |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
-        f"| authors' route (`output_hidden_states` + vmapped VJP) | {chunk(auth)} | "
-        f"{auth['all_blocks_s']:.1f} * | {auth.get('all_blocks_cpu_s', float('nan')):.1f} * | "
-        f"{auth['all_blocks_s'] / auth['flop_floor_s']:.1f} | 1.0 |",
-        f"| library (`last_token_jacobians`) | {chunk(lib)} | {lib['all_blocks_s']:.1f} | "
-        f"{lib.get('all_blocks_cpu_s', float('nan')):.1f} | "
-        f"{lib['all_blocks_s'] / lib['flop_floor_s']:.1f} | {row['speedup']:.1f}"
-        + (f" (CPU time: {cpu:.1f})" if cpu else "") + " |", "",
+        markdown_table(routes, align=_right(routes, "route")), "",
         rf"\* authors' route measured on blocks {row['blocks_measured']} and extrapolated. "
         + (f"Library: the median of {len(lib['runs_s'])} all-block runs "
            f"({', '.join(f'{s:.2f}' for s in lib['runs_s'])} s), one after each of those "
@@ -118,11 +132,12 @@ def _last_token_lines(name: str, row: dict) -> list[str]:
         f"for the library, of all {row['tok']} tokens ({auth['flop_floor_s']:.1f} s) for the "
         "authors' route. " + _beside(lib) + "Relative Frobenius difference between the two: "
         f"{row['rel_fro_library_vs_authors']:.1e}.", "",
-        "| target | measured | met |", "| --- | ---: | --- |",
-        f"| library within 1.5× its FLOP floor | {lib['all_blocks_s'] / lib['flop_floor_s']:.2f}"
-        f" | {'yes' if lib['all_blocks_s'] <= 1.5 * lib['flop_floor_s'] else 'no'} |",
-        f"| library ≥ 25× the authors' route | {row['speedup']:.1f} | "
-        f"{'yes' if row['speedup'] >= 25 else 'no'} |", ""]
+        markdown_table(targets, align={"measured": "right"}), ""]
+
+
+def _right(rows: list[dict], *left: str) -> dict[str, str]:
+    """``align`` for a table of numbers: every column right-aligned but those named ``left``."""
+    return {column: "right" for column in rows[0] if column not in left}
 
 
 def _beside(lib: dict) -> str:
@@ -138,14 +153,14 @@ def _beside(lib: dict) -> str:
 
 def _batched_lines(name: str, row: dict) -> list[str]:
     """Prompts per second of chapter 05/09's unit, one by one against batches."""
-    lines = [f"### {name}: the sweep unit (all blocks, K = {row['k']}, coupling scores), "
-             f"{row['n_prompts']} prompts", "",
-             "| prompts per batch | s | prompts/s | × the loop | Jacobians alone, × the loop "
-             "(CPU time) |", "| --- | ---: | ---: | ---: | ---: |"]
-    for key, r in row["rows"].items():
-        lines.append(f"| {key} | {r['s']:.1f} | {r['prompts_per_s']:.2f} | "
-                     f"{r['speedup_vs_loop']:.2f} | {r['jacobians_speedup_vs_loop_cpu']:.2f} |")
-    return [*lines, "", f"Largest relative difference of the singular values, batched against "
+    sizes = [{"prompts per batch": key, "s": f"{r['s']:.1f}",
+              "prompts/s": f"{r['prompts_per_s']:.2f}", "× the loop": f"{r['speedup_vs_loop']:.2f}",
+              "Jacobians alone, × the loop (CPU time)":
+                  f"{r['jacobians_speedup_vs_loop_cpu']:.2f}"} for key, r in row["rows"].items()]
+    return [f"### {name}: the sweep unit (all blocks, K = {row['k']}, coupling scores), "
+            f"{row['n_prompts']} prompts", "",
+            markdown_table(sizes, align=_right(sizes, "prompts per batch")), "",
+            "Largest relative difference of the singular values, batched against "
             f"the loop: {row['max_rel_diff_singular_values_vs_loop']:.1e}.", ""]
 
 
@@ -162,11 +177,7 @@ def markdown_report(out: dict) -> str:
              f"`{info.get('uptime_end', '?')}`.", ""]
     for name, results in out["models"].items():
         first = next(iter(results.values()))
-        lines += [f"### {name} ({first['n_layers']} blocks, d_model = {first['d_model']}, "
-                  f"{first['tok']} tokens)", "",
-                  "| method | chunk size | s per block | s, all blocks | × faster than (a) "
-                  "| × FLOP floor | peak RSS GiB | agreement with (a) |",
-                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+        methods = []
         for method, row in results.items():
             per = sum(row["per_block_s"]) / len(row["per_block_s"])
             total = f"{row['all_blocks_s']:.1f}" + (" *" if row["extrapolated"] else "")
@@ -183,16 +194,22 @@ def markdown_report(out: dict) -> str:
             chunk = row.get("chunk_size", "–") if "chunk_tuning_s" in row else "–"
             floor = (f"{row['all_blocks_s'] / row['flop_floor_s']:.1f}"
                      if row.get("flop_floor_s") else "–")
-            lines.append(f"| {LABELS[method]} | {'all' if chunk is None else chunk} | {per:.2f} "
-                         f"| {total} | {ratio} | {floor} | {row['peak_rss_gib']:.2f} | {text} |")
-        lines += ["", "\\* measured on blocks "
+            methods.append({"method": LABELS[method],
+                            "chunk size": "all" if chunk is None else chunk,
+                            "s per block": f"{per:.2f}", "s, all blocks": total,
+                            "× faster than (a)": ratio, "× FLOP floor": floor,
+                            "peak RSS GiB": f"{row['peak_rss_gib']:.2f}",
+                            "agreement with (a)": text})
+        targets = [{"target": what, "measured": "–" if value is None else f"{value:.3g}",
+                    "met": "–" if ok is None else "yes" if ok else "no"}
+                   for what, value, ok in target_checks(results)]
+        lines += [f"### {name} ({first['n_layers']} blocks, d_model = {first['d_model']}, "
+                  f"{first['tok']} tokens)", "",
+                  markdown_table(methods, align=_right(methods, "method", "agreement with (a)")),
+                  "", "\\* measured on blocks "
                   f"{first['blocks_measured']} and extrapolated to all blocks.", "",
                   "Targets of the issue (set for SmolLM2-135M; shown for every model):", "",
-                  "| target | measured | met |", "| --- | ---: | --- |"]
-        for what, value, ok in target_checks(results):
-            shown = "–" if value is None else f"{value:.3g}"
-            lines.append(f"| {what} | {shown} | {'–' if ok is None else 'yes' if ok else 'no'} |")
-        lines.append("")
+                  markdown_table(targets, align={"measured": "right"}), ""]
         for method, row in results.items():
             if "flop_floor_s" in row:
                 lines.append(f"- {LABELS[method]}: {row['products']} products; at the measured "

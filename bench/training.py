@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 from transformers import GPTNeoXForCausalLM
 
+from llmdyn.core.tables import markdown_table
 from llmdyn.training.suite import get_suite, gpt_neox_config, matmul_params
 from llmdyn.vision.grids import get_grid
 from llmdyn.vision.vit import ViT, ViTShape
@@ -151,6 +152,18 @@ def report(rows: list[dict], suite) -> list[dict]:
     return rows + [{"size": "suite", "predicted_train_s": seconds, "mfu_6n": flops / capacity}]
 
 
+def _size_row(r: dict) -> dict[str, str]:
+    """One row of the Performance page's table: a size, or the whole suite's prediction."""
+    if r["size"] == "suite":
+        return {"size": f"whole suite (predicted {r['predicted_train_s']:.0f} s of updates)",
+                "blocks × d_model": "", "s per update": "", "tokens/s": "", "peak GFLOP/s": "",
+                "MFU (6N)": f"{100 * r['mfu_6n']:.0f} %", "MFU (6N + attention)": ""}
+    return {"size": r["size"], "blocks × d_model": f"{r['layers']} × {r['d_model']}",
+            "s per update": f"{r['s_per_update']:.3f}", "tokens/s": f"{r['tokens_per_s']:.0f}",
+            "peak GFLOP/s": f"{r['gemm_gflops']:.0f}", "MFU (6N)": f"{100 * r['mfu_6n']:.0f} %",
+            "MFU (6N + attention)": f"{100 * r['mfu_palm']:.0f} %"}
+
+
 def markdown(out: dict) -> str:
     """The Performance page's table."""
     threads = f"{out['threads']} thread" + ("s" if out["threads"] > 1 else "")
@@ -159,17 +172,8 @@ def markdown(out: dict) -> str:
              f"medians of {out['rounds']} rounds, each a {GEMM_SECONDS} s burst of float32 "
              f"1024×1024 products (the peak) and then updates. Suite `{out['suite']}`: batch "
              f"{out['batch_size']} × {out['seq_len']} tokens.", "",
-             "| size | blocks × d_model | s per update | tokens/s | peak GFLOP/s | MFU (6N) "
-             "| MFU (6N + attention) |", "| --- | --- | --- | --- | --- | --- | --- |"]
-    for r in out["rows"]:
-        if r["size"] == "suite":
-            lines.append(f"| whole suite (predicted {r['predicted_train_s']:.0f} s of updates) "
-                         f"| | | | | {100 * r['mfu_6n']:.0f} % | |")
-        else:
-            lines.append(f"| {r['size']} | {r['layers']} × {r['d_model']} | "
-                         f"{r['s_per_update']:.3f} | {r['tokens_per_s']:.0f} | "
-                         f"{r['gemm_gflops']:.0f} | {100 * r['mfu_6n']:.0f} % | "
-                         f"{100 * r['mfu_palm']:.0f} % |")
+             markdown_table([_size_row(r) for r in out["rows"]]) if out["rows"]
+             else "No size of the suite was timed."]
     vit = out.get("vit")
     if vit:
         lines += ["", f"ViT grid `{vit['grid']}` (chapter 10): depth {vit['depth']} × width "

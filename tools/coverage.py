@@ -15,6 +15,7 @@ import csv
 import sys
 from pathlib import Path
 
+from llmdyn.core.tables import markdown_table
 from llmdyn.stats import coverage
 
 METHODS_MD = Path(__file__).resolve().parents[1] / "book" / "methods.md"
@@ -31,8 +32,8 @@ def markdown(rows: list[dict]) -> str:
     sizes = sorted({int(r["n"]) for r in rows})
     by = {(r["kind"], int(r["n"]), r["method"]): r for r in rows}
     chosen = {(k, n): _chosen(by, k, n) for k in coverage.KINDS for n in sizes}
-    head = "| statistic | interval | " + " | ".join(f"n = {n}" for n in sizes) + " |"
-    lines = [head, "| --- | --- |" + " ---: |" * len(sizes)]
+    columns = [f"n = {n}" for n in sizes]
+    table = []
     for kind in coverage.KINDS:
         for method in coverage.METHODS[kind]:
             cells = []
@@ -45,8 +46,9 @@ def markdown(rows: list[dict]) -> str:
                 if r["status"] == "undercovers":
                     text += " ✗"
                 cells.append(f"**{text}**" if chosen[(kind, n)] == method else text)
-            lines.append(f"| {kind} | {NAMES[method]} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+            table.append({"statistic": kind, "interval": NAMES[method],
+                          **dict(zip(columns, cells, strict=True))})
+    return markdown_table(table, align=dict.fromkeys(columns, "right"))
 
 
 def _chosen(by: dict, kind: str, n: int) -> str | None:

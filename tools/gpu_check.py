@@ -26,6 +26,8 @@ from pathlib import Path
 import torch
 import yaml
 
+from llmdyn.core.tables import escape_cell, markdown_table
+
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = "What is the capital of France? The capital is"
 NO_GPU = "no CUDA device: `make gpu-check` ran nothing (it needs a machine with an NVIDIA GPU)"
@@ -137,6 +139,35 @@ def planned_runs(args: argparse.Namespace) -> list[tuple[str, dict]]:
     return runs
 
 
+def _chapter_table(chapters: list[dict]) -> str:
+    """Each chapter run: its parameters, whether it finished, its seconds."""
+    if not chapters:
+        return "No chapter ran."
+    return markdown_table([{"chapter": r["chapter"], "parameters": f"`{json.dumps(r['params'])}`",
+                            "finished": "yes" if r["ok"] else "NO",
+                            "seconds": f"{r['seconds']:.0f}"} for r in chapters],
+                          align={"seconds": "right"})
+
+
+def _jacobian_table(jacobians: list[dict]) -> str:
+    """Each route and dtype on the GPU against the CPU's fp32, or why the GPU could not run it."""
+    if not jacobians:
+        return "No Jacobian route was timed."
+    rows = []
+    for r in jacobians:
+        row = {"model": r["model"], "route": r["route"], "dtype": r["dtype"],
+               "CPU s (fp32)": f"{r['cpu_s']:.2f}"}
+        if "error" in r:
+            row |= {"GPU s": f"not supported: {escape_cell(r['error'][:80])}", "speed-up": "",
+                    "rel. error vs CPU fp32": ""}
+        else:
+            row |= {"GPU s": f"{r['gpu_s']:.3f}", "speed-up": f"{r['speedup']:.1f}×",
+                    "rel. error vs CPU fp32": f"{r['rel_error_vs_cpu_fp32']:.1e}"}
+        rows.append(row)
+    numbers = ("CPU s (fp32)", "GPU s", "speed-up", "rel. error vs CPU fp32")
+    return markdown_table(rows, align=dict.fromkeys(numbers, "right"))
+
+
 def render(report: dict) -> str:
     """The report as Markdown."""
     versions = ", ".join(f"{k} {report[k]}" for k in ("torch", "transformers", "nnsight")
@@ -144,19 +175,7 @@ def render(report: dict) -> str:
     lines = [f"# GPU check on {report['gpu']}", "",
              f"{versions}, CUDA {report['cuda']}, {report['host']}; the CPU reference ran on "
              f"{report.get('cpu_threads', '?')} threads", "",
-             "| chapter | parameters | finished | seconds |", "| --- | --- | --- | ---: |"]
-    lines += [f"| {r['chapter']} | `{json.dumps(r['params'])}` | {'yes' if r['ok'] else 'NO'} | "
-              f"{r['seconds']:.0f} |" for r in report["chapters"]]
-    lines += ["", "| model | route | dtype | CPU s (fp32) | GPU s | speed-up | rel. error vs CPU "
-              "fp32 |", "| --- | --- | --- | ---: | ---: | ---: | ---: |"]
-    for r in report["jacobians"]:
-        if "error" in r:
-            lines.append(f"| {r['model']} | {r['route']} | {r['dtype']} | {r['cpu_s']:.2f} | "
-                         f"not supported: {r['error'][:80]} | | |")
-        else:
-            lines.append(f"| {r['model']} | {r['route']} | {r['dtype']} | {r['cpu_s']:.2f} | "
-                         f"{r['gpu_s']:.3f} | {r['speedup']:.1f}× | "
-                         f"{r['rel_error_vs_cpu_fp32']:.1e} |")
+             _chapter_table(report["chapters"]), "", _jacobian_table(report["jacobians"])]
     errors = [r for r in report["chapters"] if not r["ok"]]
     lines += ["", *(f"**{r['chapter']} failed:**\n\n```\n{r['error']}\n```\n" for r in errors)]
     return "\n".join(lines) + "\n"

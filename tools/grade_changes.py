@@ -6,10 +6,11 @@ build the book before and after, then
     python tools/grade_changes.py BEFORE/book/executed AFTER/book/executed
 
 It reads each executed chapter's glued ``<claim>_verdict``, ``_value``, ``_lo`` and ``_hi`` (what
-the scorecard pastes), so it needs no import of either commit's library. Grades are matched by
-name, old ones ("partly") included, so a retired grade shows in the "before" counts. Output is
-Markdown: one table of counts, one of changed rows (claims present in one build only are listed
-as added or removed).
+the scorecard pastes), so reading needs no import of either commit's library (the tables are
+rendered by this checkout's `llmdyn.core.tables`). Grades are matched by name, old ones
+("partly") included, so a retired grade shows in the "before" counts. Output is Markdown: one
+table of counts, one of changed rows (claims present in one build only are listed as added or
+removed), or a sentence when no grade changed.
 """
 
 from __future__ import annotations
@@ -23,10 +24,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from glued_values import glued_values  # noqa: E402
 
+from llmdyn.core.tables import markdown_table  # noqa: E402
+
 # llmdyn.claims.GRADES with the retired "partly", written out so no commit's library is imported.
 ORDER = ["holds", "partly", "inconclusive", "does not hold", "no verdict", "not testable offline",
          "not run", "for comparison"]
 GRADE_NAMES = sorted(ORDER, key=len, reverse=True)  # longest first: "does not hold" before "holds"
+_NO_CHANGE = "No claim's grade changed."
 
 
 def grade_of(verdict: str) -> str:
@@ -77,22 +81,21 @@ def _numbers(row: dict | None) -> str:
 
 def report(before: dict, after: dict) -> str:
     """The Markdown report: counts per chapter, then the rows whose grade changed."""
-    lines = ["| chapter | before | after |", "| --- | --- | --- |"]
-    for chapter in sorted(set(before) | set(after)):
-        lines.append(f"| {chapter} | {_counts(before.get(chapter, {}))} | "
-                     f"{_counts(after.get(chapter, {}))} |")
-    lines += ["", "| chapter | claim | before | after | numbers before | numbers after |",
-              "| --- | --- | --- | --- | --- | --- |"]
-    for chapter in sorted(set(before) | set(after)):
+    chapters = sorted(set(before) | set(after))
+    counts = markdown_table([{"chapter": chapter, "before": _counts(before.get(chapter, {})),
+                              "after": _counts(after.get(chapter, {}))} for chapter in chapters])
+    changed = []
+    for chapter in chapters:
         old, new = before.get(chapter, {}), after.get(chapter, {})
         for cid in sorted(set(old) | set(new)):
             a, b = old.get(cid), new.get(cid)
             grade_a = a["grade"] if a else "(absent)"
             grade_b = b["grade"] if b else "(absent)"
             if grade_a != grade_b:
-                lines.append(f"| {chapter[:2]} | `{cid}` | {grade_a} | {grade_b} | "
-                             f"{_numbers(a)} | {_numbers(b)} |")
-    return "\n".join(lines)
+                changed.append({"chapter": chapter[:2], "claim": f"`{cid}`", "before": grade_a,
+                                "after": grade_b, "numbers before": _numbers(a),
+                                "numbers after": _numbers(b)})
+    return counts + "\n\n" + (markdown_table(changed) if changed else _NO_CHANGE)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,6 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from glued_values import glued_values  # noqa: E402
 from grade_changes import grade_of  # noqa: E402
 
+from llmdyn.core.tables import markdown_table  # noqa: E402
+
 GRADED = ("holds", "does not hold", "inconclusive")
 UNTESTABLE = ("for comparison", "not testable offline", "not run")
 UNITS = {"prompt", "model", "run", "seed", "ViT"}
@@ -85,9 +87,9 @@ def audit(all_rows) -> dict:
 def report(result: dict) -> str:
     """The audit as Markdown."""
     share = 100 * result["graded"] / max(result["testable"], 1)
-    lines = ["| chapter | grades |", "| --- | --- |"]
-    lines += [f"| {ch} | {', '.join(f'{n} {g}' for g, n in sorted(c.items()))} |"
-              for ch, c in sorted(result["per_chapter"].items())]
+    chapters = [{"chapter": ch, "grades": ", ".join(f"{n} {g}" for g, n in sorted(c.items()))}
+                for ch, c in sorted(result["per_chapter"].items())]
+    lines = [markdown_table(chapters) if chapters else "No chapter glued claim rows."]
     lines += ["", f"Graded: {result['graded']} of {result['testable']} testable rows "
               f"({share:.1f} %), {len(result['facts'])} of them facts; frozen counts "
               f"{dict(result['frozen'])}; added rows {dict(result['added'])}.",

@@ -96,6 +96,20 @@ def test_last_token_and_batched_sections(report):
     assert "(60, 70, 80 GFLOP/s)" in text and "it ran at 2.00× its floor" in text
     assert "| library ≥ 25× the authors' route | 30.0 | yes |" in text
     assert "| 8 | 8.0 | 1.00 | 2.00 | 3.00 |" in text
+    assert "| route | chunk size | s, all blocks | CPU s | × FLOP floor | × faster than authors' |"\
+           "\n| --- | ---: | ---: | ---: | ---: | ---: |" in text
+
+
+def test_the_profile_grid_puts_each_method_beside_the_other(report):
+    results = {"own_position": {"profile_block": 3, "profile": [
+                   {"op": "aten::mm", "share": 0.6}, {"op": "aten::bmm", "share": 0.25}]},
+               "topk": {"profile": [{"op": "aten::linalg_qr", "share": 0.5}]}}
+    assert report._profile_table(results, rows=2) == [
+        "Where the time of one block (block 3) goes, by torch.profiler self CPU time:", "",
+        "| (c) own-position exact: operator | share | (d) top-K, tol: operator | share |\n"
+        "| --- | ---: | --- | ---: |\n"
+        "| `aten::mm` | 60% | `aten::linalg_qr` | 50% |\n"
+        "| `aten::bmm` | 25% |  |  |", ""]
 
 
 @pytest.fixture(scope="module")

@@ -59,3 +59,16 @@ def test_vit_mfu_and_grid_time():
     assert out["predicted_grid_s"] == pytest.approx(len(grid.runs) * grid.steps * 0.1)
     text = bench.markdown({**META, "rows": [], "vit": out})
     assert "ViT grid `default`" in text and "0.100 s per update" in text
+    assert "No size of the suite was timed." in text
+
+
+
+def test_the_whole_suite_row_fills_only_its_mfu():
+    rows = [{"size": "xs", "layers": 2, "d_model": 128, "s_per_update": 0.17,
+             "tokens_per_s": 6034.2, "gemm_gflops": 78.4, "mfu_6n": 0.43, "mfu_palm": 0.46},
+            {"size": "suite", "predicted_train_s": 803.2, "mfu_6n": 0.6}]
+    assert bench.markdown({**META, "rows": rows}).splitlines()[2:] == [
+        "| size | blocks × d_model | s per update | tokens/s | peak GFLOP/s | MFU (6N) "
+        "| MFU (6N + attention) |", "| --- | --- | --- | --- | --- | --- | --- |",
+        "| xs | 2 × 128 | 0.170 | 6034 | 78 | 43 % | 46 % |",
+        "| whole suite (predicted 803 s of updates) |  |  |  |  | 60 % |  |"]

@@ -15,11 +15,11 @@ from llmdyn.claims.render import (
     claims_table,
     glue_values,
     grade_breaks,
-    html_table,
     part_source,
     publish,
     read_glued,
     rule_breaks,
+    scorecard_html,
 )
 from llmdyn.runner.build import REPO
 from llmdyn.stats import bootstrap, intervals
@@ -263,11 +263,11 @@ def test_claims_table_rows_and_escaping():
     assert r"\|A\|" in md[4] and all(line.count(" | ") == 4 for line in md[2:])
 
 
-def test_html_table_escapes_and_classes_rows():
-    page = html_table(CLAIMS)
+def test_scorecard_html_escapes_and_classes_rows():
+    page = scorecard_html(CLAIMS)
     assert page.count("<tr class=") == 3 and 'class="verdict-holds"' in page
     assert "m̃ with |A| pipes" in page and "<td>" in page
-    assert html_table([_claim(Measure.single(1, "a<b"), id="x")]).count("a&lt;b") == 1
+    assert scorecard_html([_claim(Measure.single(1, "a<b"), id="x")]).count("a&lt;b") == 1
 
 
 def test_publish_glues_every_number_and_the_table():
@@ -276,7 +276,7 @@ def test_publish_glues_every_number_and_the_table():
     assert glued["coupled_value"] == pytest.approx(5.0)
     assert glued["coupled_verdict"] == "holds"
     assert math.isnan(glued["r2_scores_value"])
-    assert glued["scorecard"].data == html_table(CLAIMS)
+    assert glued["scorecard"].data == scorecard_html(CLAIMS)
     assert shown.data == claims_table(CLAIMS)
     assert set(glue_values(CLAIMS[0])) == {f"coupled_{s}" for s in (
         "value", "lo", "hi", "verdict", "rule", "result", "kind", "op", "threshold", "tolerance",
@@ -340,7 +340,7 @@ def test_renderer_rejects_duplicates_and_non_claims():
     with pytest.raises(LlmdynError, match="Claim objects"):
         claims_table(["holds"])
     with pytest.raises(LlmdynError, match="empty"):
-        html_table([])
+        scorecard_html([])
 
 
 def test_part_source_pastes_from_its_own_chapter():

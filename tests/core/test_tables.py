@@ -1,4 +1,4 @@
-"""The one Markdown table renderer (llmdyn.core.tables) that every chapter's table goes through."""
+"""The one table renderer (llmdyn.core.tables, Markdown and HTML) that every table goes through."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from llmdyn import LlmdynError
 from llmdyn.core.paths import REPO
-from llmdyn.core.tables import escape_cell, markdown_grid, markdown_table
+from llmdyn.core.tables import Cell, Html, escape_cell, html_table, markdown_grid, markdown_table
 
 
 def test_a_known_table():
@@ -56,11 +56,64 @@ def test_escape_cell_keeps_a_row_one_line_with_its_cells():
     assert escape_cell("m̃ with |A|\npipes") == r"m̃ with \|A\| pipes"
 
 
+# --- HTML -----------------------------------------------------------------------------------
+
+def test_a_known_html_table():
+    assert html_table(["a", "b"], [[1, "x"], [2, "y"]]) == (
+        '<table class="table"><thead><tr><th>a</th><th>b</th></tr></thead><tbody>'
+        "<tr><td>1</td><td>x</td></tr><tr><td>2</td><td>y</td></tr></tbody></table>")
+
+
+def test_html_cells_are_escaped_unless_they_are_markup():
+    row = ['a<b & "c"', Html("<strong>kept</strong>"), Cell("x<y", {"class": "words"}),
+           Cell(Html("<em>i</em>"), {"title": 'say "hi" & <go>'})]
+    assert html_table(["<h>", "b", "c", "d"], [row]) == (
+        '<table class="table"><thead><tr><th>&lt;h&gt;</th><th>b</th><th>c</th><th>d</th></tr>'
+        '</thead><tbody><tr><td>a&lt;b &amp; &quot;c&quot;</td><td><strong>kept</strong></td>'
+        '<td class="words">x&lt;y</td><td title="say &quot;hi&quot; &amp; &lt;go&gt;"><em>i</em>'
+        "</td></tr></tbody></table>")
+    # Html is a str: it joins and compares as its text
+    assert Html("<b>") == "<b>" and isinstance(Html("<b>"), str)
+
+
+def test_html_rows_carry_attributes_and_the_table_its_class_and_width():
+    page = html_table(["grade"], [["holds"], ["does not hold"]], css_class="table scorecard",
+                      row_attrs=[{"class": "verdict-holds", "data-item": "A-1"}, {}],
+                      full_width=True)
+    assert page == (
+        '<div class="full-width"><table class="table scorecard"><thead><tr><th>grade</th></tr>'
+        '</thead><tbody><tr class="verdict-holds" data-item="A-1"><td>holds</td></tr>'
+        "<tr><td>does not hold</td></tr></tbody></table></div>")
+    # no rows: the header alone
+    assert html_table(["a"], []) == ('<table class="table"><thead><tr><th>a</th></tr></thead>'
+                                     "<tbody></tbody></table>")
+
+
+@pytest.mark.parametrize("header, rows, row_attrs, match", [
+    ([], [], None, "at least one column"),
+    (["a", "b"], [[1, 2], [3]], None, r"rows \[1\] do not"),
+    (["a"], [[1], [2]], [{}], "1 mappings for 2 rows"),
+    (["a"], [[1]], [{"on click": "x"}], "not HTML attribute names"),
+    (["a"], [[Cell(1, {'"x': "y"})]], None, "not HTML attribute names"),
+])
+def test_an_html_table_that_cannot_be_written_is_refused(header, rows, row_attrs, match):
+    with pytest.raises(LlmdynError, match=match):
+        html_table(header, rows, row_attrs=row_attrs)
+
+
 # --- no table is built by hand outside llmdyn.core.tables -----------------------------------
 
 # a Markdown table's rule row (``| --- |``, ``|---:|``, ``" --- |" * n``): a dash run beside a pipe
 _RULE_ROW = re.compile(r"\|\s*:?-{3,}|-{3,}:?\s*\|")
+# an HTML table's own tags (not <thead>/<tbody> alone: a table that has those has <tr> too)
+_HTML_TAG = re.compile(r"<(table|tr|th|td)[\s>]", re.IGNORECASE)
 _RENDERER = REPO / "lib" / "llmdyn" / "core" / "tables.py"
+# tables still written by hand, each with why (the search skips these files)
+HAND_BUILT_ALLOWED = {
+    "bench/prompt_cost.py": "the per-prompt cost table, written on a parallel branch (issue 44) "
+                            "while this search was extended to bench/; move it onto "
+                            "markdown_table when the branches meet",
+}
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -75,10 +128,11 @@ def _docstrings(tree: ast.AST) -> set[int]:
 
 
 def hand_built_rows(source: str) -> list[tuple[int, str]]:
-    """``(line, what)`` for each place ``source`` writes a Markdown table row itself.
+    """``(line, what)`` for each place ``source`` writes a table row itself.
 
-    Two idioms: a string holding a rule row (``"|---|"``, ``" --- |"``), and joining cells with
-    a pipe (``" | ".join(cells)``). Docstrings are prose and are not searched.
+    Three idioms: a string holding a Markdown rule row (``"|---|"``, ``" --- |"``), joining
+    cells with a pipe (``" | ".join(cells)``), and a string holding an HTML table tag
+    (``<table``, ``<tr``, ``<th``, ``<td``). Docstrings are prose and are not searched.
     """
     tree = ast.parse(source)
     skip = _docstrings(tree)
@@ -87,6 +141,9 @@ def hand_built_rows(source: str) -> list[tuple[int, str]]:
         if (isinstance(node, ast.Constant) and isinstance(node.value, str)
                 and id(node) not in skip and _RULE_ROW.search(node.value)):
             found.append((node.lineno, f"a rule row {node.value.strip()!r}"))
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
+              and id(node) not in skip and _HTML_TAG.search(node.value)):
+            found.append((node.lineno, f"an HTML tag {_HTML_TAG.search(node.value).group(0)!r}"))
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
               and node.func.attr == "join" and isinstance(node.func.value, ast.Constant)
               and isinstance(node.func.value.value, str) and node.func.value.value.strip() == "|"):
@@ -112,17 +169,26 @@ def _notebook_code(path: Path) -> str:
     ('rule = "|---|---:|"', 1),
     ('"""A docstring may show | a | b |\n| --- | --- |"""\nx = "| parameter | value |"', 0),
     ('text = "---"; y = "a | b"', 0),  # a horizontal rule, a union type in prose
+    ("cells = f'<td class=\"x\">{v}</td>'", 1),
+    ('page = "<table>" + rows + "</table>"', 1),
+    ('row = f"<tr data-item={item}>"', 1),  # a tag in an f-string's text
+    ('"""<table> in a docstring"""\nx = "<thing>"; y = "<trace>"', 0),
 ])
 def test_the_search_finds_the_hand_built_idioms(source, count):
     assert len(hand_built_rows(source)) == count
 
 
-def test_no_module_or_notebook_builds_a_markdown_table_by_hand():
-    sources = {p: p.read_text() for p in sorted((REPO / "lib").rglob("*.py")) if p != _RENDERER}
+def test_no_module_tool_benchmark_or_notebook_builds_a_table_by_hand():
+    modules = [p for folder in ("lib", "tools", "bench")
+               for p in sorted((REPO / folder).rglob("*.py"))]
+    sources = {p: p.read_text() for p in modules
+               if p != _RENDERER and str(p.relative_to(REPO)) not in HAND_BUILT_ALLOWED}
     sources |= {p: _notebook_code(p) for p in sorted((REPO / "notebooks").glob("*.ipynb"))}
-    assert len(sources) > 50  # the search saw the library and the chapters
+    seen = {p.relative_to(REPO).parts[0] for p in sources}
+    assert len(sources) > 50 and seen == {"lib", "tools", "bench", "notebooks"}
     found = [f"{p.relative_to(REPO)}:{line}: {what}" for p, text in sources.items()
              for line, what in hand_built_rows(text)]
-    assert not found, ("these places write a Markdown table row by hand; render the table with "
-                       "llmdyn.core.tables.markdown_table (named cells) or markdown_grid (a "
-                       "header that repeats a name) instead:\n  " + "\n  ".join(found))
+    assert not found, ("these places write a table row by hand; render the table with "
+                       "llmdyn.core.tables.markdown_table (named cells), markdown_grid (a "
+                       "header that repeats a name) or html_table (HTML: classes, row "
+                       "attributes, cells of markup) instead:\n  " + "\n  ".join(found))

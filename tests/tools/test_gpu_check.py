@@ -38,6 +38,17 @@ def test_report_lists_chapters_routes_and_unsupported_dtypes():
     assert "| m | J_nn | float32 | 4.00 | 0.050 | 80.0× | 2.0e-07 |" in text
     assert "not supported: RuntimeError: no bf16" in text
     assert "**08_training failed:**" in text and "LlmdynError: boom" in text
+    assert "| --- | --- | --- | ---: |" in text  # the seconds right-aligned
+
+
+def test_an_unsupported_route_stays_one_row_and_a_skipped_part_is_named():
+    report = {"gpu": "g", "torch": "2", "cuda": "12", "host": "h", "chapters": [],
+              "jacobians": [{"model": "m", "route": "J_nn", "dtype": "float16", "cpu_s": 4.0,
+                             "error": "RuntimeError: a | b\nc"}]}
+    text = gpu_check.render(report)
+    assert "No chapter ran." in text
+    assert r"| m | J_nn | float16 | 4.00 | not supported: RuntimeError: a \| b c |  |  |" in text
+    assert "No Jacobian route was timed." in gpu_check.render({**report, "jacobians": []})
 
 
 def test_chapter_parameters_put_each_chapter_on_cuda_with_its_inputs(tmp_path):

@@ -35,6 +35,13 @@ def test_report_counts_grades_and_lists_only_changed_rows():
         "| 01 | `a` | partly | inconclusive | 0.5 [0.4, 0.6] | 0.5 [0.3, 0.7] |",
         "| 01 | `c` | no verdict | (absent) | 0.5 [0.4, 0.6] | — |",
         "| 01 | `d` | (absent) | does not hold | — | 0.1 [0, 0.2] |"]
+    assert "| --- | --- | --- | --- | --- | --- |" in text
+
+
+def test_a_report_without_a_changed_grade_says_so():
+    same = {"01_x": {"a": _row("holds")}}
+    assert gc.report(same, same) == ("| chapter | before | after |\n| --- | --- | --- |\n"
+                                     "| 01_x | 1 holds | 1 holds |\n\nNo claim's grade changed.")
 
 
 def test_claims_are_read_from_glued_outputs(tmp_path):

@@ -41,6 +41,9 @@ def test_the_frozen_denominator_leaves_out_flipping_splits_and_untestable_rows()
     assert result["added"] == {"holds": 1}
     assert result["no_verdict"] == [("02", "b", "no verdict (n = 1)")]
     assert "Graded: 3 of 4 testable rows (75.0 %), 1 of them facts" in ua.report(result)
+    assert ua.report(result).startswith(
+        "| chapter | grades |\n| --- | --- |\n| 02 | 1 holds, 1 no verdict |\n")
+    assert ua.report(ua.audit([])).startswith("No chapter glued claim rows.\n")
 
 
 def test_rows_are_read_from_glued_outputs(tmp_path):

@@ -13,7 +13,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "claim": ["Grade", "GRADES", "JUDGED", "PAPERS", "Measure", "Op", "Rule",
                   "at_least", "above", "below", "at_most", "within", "Verdict", "slug", "Claim"],
         "measure": ["Kind", "STATISTIC_KINDS", "interval_estimate"],
-        "render": ["COLUMNS", "SCORECARD_KEY", "claims_table", "html_table", "glue_values",
+        "render": ["COLUMNS", "SCORECARD_KEY", "claims_table", "scorecard_html", "glue_values",
                    "read_glued", "rule_breaks", "grade_breaks", "publish", "part_source",
                    "split_grid", "split_flips", "refuse_broken"],
         "units": ["UNITS", "keyed"],

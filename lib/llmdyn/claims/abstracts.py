@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from llmdyn.claims.claim import slug
 from llmdyn.claims.collected import Published, Record, build_models
 from llmdyn.claims.headlines import Headline, best, headline_map
+from llmdyn.core.tables import Cell, Html, html_table
 from llmdyn.stats.bootstrap import LEVEL
 
 PAPER_TITLES = {"A": "Paper A, transformer block coupling",
@@ -59,11 +60,11 @@ def uncovered(published: Sequence[Published], headlines: Sequence[Headline]) -> 
     return problems
 
 
-def _cell(found: list[tuple[Record, Published]]) -> str:
+def _cell(found: list[tuple[Record, Published]]) -> Cell | Html:
     """One model's cell: a line per claim (grade, number, link, what it measures)."""
     if not found:
-        return ('<td class="none" title="not measured on this model" style="color: #888">'
-                "—</td>")
+        return Cell("—", {"class": "none", "title": "not measured on this model",
+                          "style": "color: #888"})
     lines = []
     for rec, table in found:
         what = rec.statement.split(": ", 1)[-1] if rec.statement.startswith(rec.model) else \
@@ -79,27 +80,27 @@ def _cell(found: list[tuple[Record, Published]]) -> str:
             f'<a class="where" href="{table.href}" title="{html.escape(rec.id)}">'
             f'ch.&#160;{table.chapter[:2]}</a><br>'
             f'<small>{html.escape(what)}{stand_in}</small></div>')
-    return "<td>" + "".join(lines) + "</td>"
+    return Html("".join(lines))
 
 
-def _table(rows: list[str], head: list[str], css: str) -> str:
-    cols = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    # "full-width": sphinx-book-theme lets a table with a column per model use the margin too
-    return (f'<div class="full-width"><table class="table headlines {css}"><thead><tr>{cols}'
-            "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
+def _table(head: list[str], rows: list[list], items: list[str], css: str) -> str:
+    """A headlines table: a row per headline (``data-item`` names it), a column per model."""
+    return html_table(head, rows, css_class=f"table headlines {css}",
+                      row_attrs=[{"data-item": item} for item in items], full_width=True)
 
 
 def sentence_table(published: Sequence[Published], headlines: Sequence[Headline],
                    models: Sequence[str]) -> str:
     """The abstracts' tested sentences, paper A then B, one column per model."""
     found = assign(published, headlines)
+    tested = [h for h in headlines if h.kind == "abstract" and h.templates]
     rows = []
-    for line in (h for h in headlines if h.kind == "abstract" and h.templates):
+    for line in tested:
         here = found.get((line.paper, line.item), [])
-        cells = "".join(_cell([(r, t) for r, t in here if r.model == m]) for m in models)
-        rows.append(f'<tr data-item="{line.paper}-{line.item}"><td>{line.paper}</td>'
-                    f'<td class="words">“{html.escape(line.words)}”</td>{cells}</tr>')
-    return _table(rows, ["paper", "the abstract says", *models], "abstracts")
+        rows.append([line.paper, Cell(f"“{line.words}”", {"class": "words"}),
+                     *(_cell([(r, t) for r, t in here if r.model == m]) for m in models)])
+    return _table(["paper", "the abstract says", *models], rows,
+                  [f"{line.paper}-{line.item}" for line in tested], "abstracts")
 
 
 def untested(headlines: Sequence[Headline]) -> str:
@@ -134,13 +135,14 @@ def table1(published: Sequence[Published], headlines: Sequence[Headline],
     rows_of = [pair for h in headlines if h.kind == "table1"
                for pair in found.get((h.paper, h.item), [])]
     models = [m for m in models if any(r.model == m for r, _ in rows_of)]  # those measured
+    properties = [h for h in headlines if h.kind == "table1"]
     rows = []
-    for line in (h for h in headlines if h.kind == "table1"):
+    for line in properties:
         here = found.get((line.paper, line.item), [])
-        cells = "".join(_cell([(r, t) for r, t in here if r.model == m]) for m in models)
-        rows.append(f'<tr data-item="{line.paper}-{slug(line.item)}"><td>{html.escape(line.label)}'
-                    f'</td><td class="words">{html.escape(line.words)}</td>{cells}</tr>')
-    return _table(rows, ["property", "paper B: Thought vs Fixation", *models], "table1")
+        rows.append([line.label, Cell(line.words, {"class": "words"}),
+                     *(_cell([(r, t) for r, t in here if r.model == m]) for m in models)])
+    return _table(["property", "paper B: Thought vs Fixation", *models], rows,
+                  [f"{line.paper}-{slug(line.item)}" for line in properties], "table1")
 
 
 def markdown(published: Sequence[Published], headlines: Sequence[Headline] | None = None) -> str:

@@ -34,7 +34,7 @@ from pathlib import Path
 from llmdyn import LlmdynError
 from llmdyn.claims import findings
 from llmdyn.claims.claim import GRADES, JUDGED, Claim, Rule
-from llmdyn.core.tables import escape_cell, markdown_grid, markdown_table
+from llmdyn.core.tables import Html, escape_cell, html_table, markdown_grid, markdown_table
 from llmdyn.stats.bootstrap import Estimate
 
 COLUMNS = ("claim", "paper", "this run", "verdict", "rule")
@@ -71,19 +71,20 @@ def claims_table(claims: Sequence[Claim]) -> str:
     return markdown_table(rows)
 
 
-def html_table(claims: Sequence[Claim]) -> str:
-    """The same table as HTML, for the scorecard's cross-document paste."""
+def scorecard_html(claims: Sequence[Claim]) -> str:
+    """The same table as HTML, for the scorecard's cross-document paste.
+
+    Each row's class names its grade (``verdict-holds``, ``verdict-does-not-hold``); the verdict
+    is bold.
+    """
     _check(claims)
-    head = "".join(f"<th>{c}</th>" for c in COLUMNS)
     rows = []
     for claim in claims:
-        cells = [html.escape(c) for c in _cells(claim)]
-        cells[3] = f"<strong>{cells[3]}</strong>"
-        grade = claim.verdict.grade.replace(" ", "-")
-        rows.append(f'<tr class="verdict-{grade}">' + "".join(f"<td>{c}</td>" for c in cells)
-                    + "</tr>")
-    return (f'<table class="table scorecard"><thead><tr>{head}</tr></thead><tbody>'
-            + "".join(rows) + "</tbody></table>")
+        cells: list[object] = list(_cells(claim))
+        cells[3] = Html(f"<strong>{html.escape(cells[3])}</strong>")
+        rows.append(cells)
+    grades = [{"class": f"verdict-{c.verdict.grade.replace(' ', '-')}"} for c in claims]
+    return html_table(COLUMNS, rows, css_class="table scorecard", row_attrs=grades)
 
 
 def glue_values(claim: Claim) -> dict[str, float | str]:
@@ -221,7 +222,7 @@ def publish(claims: Sequence[Claim], *, key: str = SCORECARD_KEY,
     for claim in claims:
         for name, value in glue_values(claim).items():
             glue(name, value, display=False)
-    glue(key, HTML(html_table(claims)), display=False)
+    glue(key, HTML(scorecard_html(claims)), display=False)
     findings.publish_findings(claims, key=key, glue=glue)  # the box atop the chapter, the records
     return Markdown(claims_table(claims))
 

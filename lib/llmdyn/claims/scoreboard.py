@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from llmdyn.claims.claim import GRADES, JUDGED, slug
 from llmdyn.claims.collected import Published, Record, build_models
 from llmdyn.claims.findings import SCORECARD_KEY
+from llmdyn.core.tables import Html, html_table
 
 TABLE_ID = "scorecard-claims"
 COLUMNS = ("paper", "chapter", "model", "claim", "paper says", "this run", "grade", "to decide",
@@ -55,25 +56,21 @@ def summary(published: Sequence[Published]) -> str:
     Raw HTML (one block, no blank line) so that it can use the page's margin ("full-width").
     """
     grades = [g for g in GRADES if any(r.grade == g for p in published for r in p.records)]
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in ["chapter", "model", *grades, "all"])
     rows, totals = [], {}
     for table in published:
         for model in build_models([table]):
             n = Counter(r.grade for r in table.records if r.model == model)
             totals.setdefault(model, Counter()).update(n)
-            link = f'href="#{section_label(table)}"'
-            cells = "".join(f"<td><a {link}>{n[g]}</a></td>" if n[g] else "<td>·</td>"
-                            for g in grades)
-            rows.append(f"<tr><td>{html.escape(table_name(table))}</td><td>"
-                        f"{html.escape(model)}</td>{cells}<td><a {link}>{sum(n.values())}</a>"
-                        "</td></tr>")
+            link = f'<a href="#{section_label(table)}">'
+            rows.append([table_name(table), model,
+                         *(Html(f"{link}{n[g]}</a>") if n[g] else "·" for g in grades),
+                         Html(f"{link}{sum(n.values())}</a>")])
     for model, n in totals.items():
-        cells = "".join(f"<td><strong>{n[g]}</strong></td>" if g in JUDGED else f"<td>{n[g]}</td>"
-                        for g in grades)
-        rows.append(f"<tr><td><strong>all chapters</strong></td><td>{html.escape(model)}</td>"
-                    f"{cells}<td><strong>{sum(n.values())}</strong></td></tr>")
-    return ('<div class="full-width"><table class="table scorecard-summary"><thead><tr>'
-            f"{head}</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>\n")
+        rows.append([Html("<strong>all chapters</strong>"), model,
+                     *(Html(f"<strong>{n[g]}</strong>") if g in JUDGED else n[g] for g in grades),
+                     Html(f"<strong>{sum(n.values())}</strong>")])
+    return html_table(["chapter", "model", *grades, "all"], rows,
+                      css_class="table scorecard-summary", full_width=True) + "\n"
 
 
 def code_spans(text: str) -> str:

@@ -1,16 +1,22 @@
-"""Markdown tables: the one renderer of the book's tables.
+"""The one renderer of the book's tables, as Markdown or as HTML.
 
-The chapters and the library's summaries (chapters 01–11, ``claims``, ``emergence``,
-``generalization``, ``vision.analysis``, the build times) all print their tables through
-:func:`markdown_table` (rows of named cells: the header is written once, as the rows' keys, and a
-row cannot have a cell too many) or, where a header repeats a name, :func:`markdown_grid`. No
-other module writes a ``| a | b |`` line; ``tests/core/test_tables.py`` checks that.
+The chapters, the library's summaries (chapters 01–11, ``claims``, ``emergence``,
+``generalization``, ``vision.analysis``, the build times) and the reports of ``tools/`` and
+``bench/`` print their Markdown tables through :func:`markdown_table` (rows of named cells: the
+header is written once, as the rows' keys, and a row cannot have a cell too many) or, where a
+header repeats a name, :func:`markdown_grid`. The HTML tables (the scorecard's, the abstracts'
+and the summary grid, which carry classes, row attributes and cells of markup) go through
+:func:`html_table`. No other module writes a ``| a | b |`` line or a ``<tr>``;
+``tests/core/test_tables.py`` checks that.
 """
 # llmdyn: outside the code hash (text only; no stored array depends on it)
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from llmdyn import LlmdynError
@@ -73,3 +79,84 @@ def markdown_grid(header: Sequence[str], rows: Sequence[Sequence[Any]], *,
 def escape_cell(text: str) -> str:
     """A cell's text made safe inside a Markdown table row: pipes escaped, line breaks spaced."""
     return text.replace("|", r"\|").replace("\n", " ")
+
+
+class Html(str):
+    """Text that already is HTML (escaped where it had to be): `html_table` writes it as it is."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True)
+class Cell:
+    """An `html_table` cell with attributes on its ``<td>``, e.g. ``Cell("—", {"class": "none"})``.
+
+    ``content`` follows the rule of any cell: an `Html` as it is, anything else escaped.
+    """
+
+    content: Any
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+
+
+# an attribute name HTML allows unquoted (class, title, data-item, ...)
+_ATTR_NAME = re.compile(r"[A-Za-z_:][-A-Za-z0-9_:.]*")
+
+
+def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], *, css_class: str = "table",
+               row_attrs: Sequence[Mapping[str, Any]] | None = None,
+               full_width: bool = False) -> str:
+    """One ``<table>`` on one line: a ``<thead>`` row of ``header``, a ``<tbody>`` row per row.
+
+    A cell is escaped text (``str(cell)`` through ``html.escape``), unless it is `Html`, written as
+    it is, or a `Cell`, whose content follows the same rule and whose attributes go on its
+    ``<td>``. The header's names are text (repeats allowed). Attribute values are escaped, in the
+    order given.
+
+    Args:
+        header: the column names.
+        rows: one sequence of cells per row, each as long as ``header``; none gives the header
+            alone.
+        css_class: the table's ``class`` ("table" is the theme's table style).
+        row_attrs: one mapping per row of its ``<tr>``'s attributes (e.g. ``{"class":
+            "verdict-holds"}``, ``{"data-item": "A-1"}``); an empty mapping for none.
+        full_width: wrap the table in ``<div class="full-width">``, which lets sphinx-book-theme
+            spread a wide table into the page's margin.
+
+    Raises:
+        LlmdynError: no header, a row of another length, as many ``row_attrs`` as rows not
+            given, or an attribute name HTML does not allow.
+    """
+    header = [str(h) for h in header]
+    if not header:
+        raise LlmdynError("html_table needs a header of at least one column")
+    short = [i for i, row in enumerate(rows) if len(row) != len(header)]
+    if short:
+        raise LlmdynError(f"every row must have the {len(header)} cells of {header}; rows {short} "
+                          "do not")
+    attrs = [{} for _ in rows] if row_attrs is None else list(row_attrs)
+    if len(attrs) != len(rows):
+        raise LlmdynError(f"row_attrs: {len(attrs)} mappings for {len(rows)} rows; give one per "
+                          "row (an empty one for a row without attributes)")
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join(f"<tr{_attributes(a)}>" + "".join(map(_td, row)) + "</tr>"
+                   for row, a in zip(rows, attrs, strict=True))
+    table = (f'<table{_attributes({"class": css_class})}><thead><tr>{head}</tr></thead>'
+             f"<tbody>{body}</tbody></table>")
+    return f'<div class="full-width">{table}</div>' if full_width else table
+
+
+def _td(cell: Any) -> str:
+    """One ``<td>``: a `Cell`'s attributes, its content as `Html` or escaped text."""
+    attrs = cell.attrs if isinstance(cell, Cell) else {}
+    content = cell.content if isinstance(cell, Cell) else cell
+    text = content if isinstance(content, Html) else html.escape(str(content))
+    return f"<td{_attributes(attrs)}>{text}</td>"
+
+
+def _attributes(attrs: Mapping[str, Any]) -> str:
+    """`` name="value"`` for each attribute (values escaped), "" for none."""
+    bad = [name for name in attrs if not _ATTR_NAME.fullmatch(name)]
+    if bad:
+        raise LlmdynError(f"{bad} are not HTML attribute names (letters, digits, '-', '_', ':', "
+                          "'.', not starting with a digit or '-')")
+    return "".join(f' {name}="{html.escape(str(value))}"' for name, value in attrs.items())
