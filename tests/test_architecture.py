@@ -93,3 +93,21 @@ def test_modules_and_functions_stay_readable_in_one_sitting():
         sys.path.pop(0)
     found = [line for root in ("lib", "bench") for line in oversized(REPO / root)]
     assert found == [], "\n".join(found)
+
+
+def test_only_the_cli_package_parses_arguments():
+    """No module outside ``llmdyn.cli`` imports argparse (issue 47, item 3): options are built
+    there, and the library takes typed arguments (lint-imports checks it too, for packages)."""
+    import ast
+
+    parsing = []
+    for path in sorted(LIB.rglob("*.py")):
+        if path.relative_to(LIB).parts[0] == "cli":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(n == "argparse" or n.startswith("argparse.") for n in names):
+                parsing.append(f"{path.relative_to(LIB)}:{node.lineno}")
+    assert parsing == [], parsing
+    assert (LIB / "cli" / "__init__.py").is_file()  # the package the rule exempts

@@ -31,7 +31,7 @@ def test_the_snakefile_and_the_chapter_job_import_no_torch():
     snakefile = (REPO / "workflow" / "Snakefile").read_text()
     modules = re.findall(r"^from (llmdyn[\w.]*) import", snakefile, flags=re.M)
     assert "llmdyn.runner.build" in modules and "llmdyn.book.params.base" in modules
-    imports = "\n".join(f"import {m}" for m in [*modules, "llmdyn.runner.workflow"])
+    imports = "\n".join(f"import {m}" for m in [*modules, "llmdyn.cli.job"])
     assert _imported_after(imports) == set()
 
 

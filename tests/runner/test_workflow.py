@@ -276,7 +276,7 @@ def test_python_m_llmdyn_is_the_command():
 
 def test_every_result_of_the_workflow_goes_under_llmdyn_results(tmp_path, monkeypatch):
     """Issue 45, item 6: the jobs' results follow the one setting, as the chapters' do."""
-    from llmdyn.runner.workflow_cli import check_targets
+    from llmdyn.runner.targets import check_targets
 
     elsewhere = tmp_path / "elsewhere"
     monkeypatch.setenv("LLMDYN_RESULTS", str(elsewhere))

@@ -178,7 +178,7 @@ def test_plain_snakemake_refuses_shell_syntax_in_config_and_resources_and_quotes
     commands = [line for line in out.splitlines() if " -m llmdyn" in line]
     measure = shlex.split(next(c for c in commands if "measure coupling" in c))
     assert measure[measure.index("--model") + 1] == str(model)
-    chapter = shlex.split(next(c for c in commands if "workflow chapter" in c))
+    chapter = shlex.split(next(c for c in commands if "cli.job chapter" in c))
     assert chapter[chapter.index("chapter") + 1] == "01_trajectories"
     assert json.loads(chapter[chapter.index("--parameters") + 1])["model"] == chapter_model
     assert not list(tmp_path.rglob(f"*{MARKER}*"))

@@ -18,8 +18,8 @@ from llmdyn.cli import main
 from llmdyn.runner import lab, workflow
 from llmdyn.runner.digest import MISSING, file_digest, files_digest
 from llmdyn.runner.runlock import LOCK_NAME, workflow_lock
+from llmdyn.runner.targets import check_targets, snakefile_targets
 from llmdyn.runner.workflow import check_config, merged_config, run_workflow
-from llmdyn.runner.workflow_cli import check_targets, snakefile_targets
 
 
 def test_a_flag_after_double_dash_or_an_unknown_target_is_refused(capsys):
@@ -177,15 +177,3 @@ def test_the_convert_job_converts_a_packaged_model_once_and_writes_its_stamp(tmp
     assert (tmp_path / "logs/benchmarks/convert/smollm2-135m.tsv").read_text().startswith("s\t")
     assert "Nothing to be done" in run_workflow(targets=[target], directory=tmp_path, cores=1)
 
-
-def test_rerun_names_chapters_rules_or_files_and_nothing_else(monkeypatch):
-    from llmdyn.runner import workflow_cli
-
-    seen = []
-    monkeypatch.setattr(workflow_cli, "run_workflow", lambda **kw: seen.append(kw["extra"]))
-    assert main(["workflow", "-n", "--rerun", "05_depth_coupling", "train_run"]) == 0
-    assert seen[-1] == ["--forcerun", "book/executed/05_depth_coupling.ipynb", "train_run"]
-    assert main(["workflow", "-n", "--keep-going"]) == 0 and seen[-1] == ["--keep-going"]
-    assert main(["workflow", "-n", "--rerun", "05_depth_couplng"]) == 2  # a typo: refused
-    with pytest.raises(SystemExit):  # argparse: an option, not a name
-        main(["workflow", "-n", "--rerun", "--delete-all-output"])

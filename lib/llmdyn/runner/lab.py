@@ -7,26 +7,17 @@ token. Outputs never reach git: ``make setup`` installs nbstripout as a git filt
 
 from __future__ import annotations
 
-import argparse
 import errno
 import os
 import socket
 import sys
 from pathlib import Path
-from typing import Any
 
 from llmdyn import LlmdynError
 from llmdyn.core.paths import REPO
 from llmdyn.runner import lab_settings
 
 KERNEL = "llmdyn"
-EXAMPLE = """\
-examples:
-  llmdyn lab                      # http://127.0.0.1:8888/lab?token=... (printed below)
-  llmdyn lab --port 9999          # another port
-  llmdyn lab --ip 0.0.0.0         # reachable from other machines (mind the token)
-over SSH: ssh -L 8888:127.0.0.1:8888 you@host, then open the printed URL on your machine.
-"""
 
 
 def free_port(ip: str = "127.0.0.1", port: int = 8888, tries: int = 50) -> int:
@@ -93,33 +84,25 @@ def lab_command(*, root: Path = REPO / "notebooks", ip: str = "127.0.0.1", port:
     return cmd
 
 
-def add_parser(sub: Any) -> None:
-    """Add ``lab`` to the ``llmdyn`` command's subparsers."""
-    p = sub.add_parser("lab", help="open the chapters in JupyterLab with the llmdyn kernel",
-                       description="Start JupyterLab on notebooks/ with the llmdyn kernel. "
-                                   "It prints the URL with its token; stop it with Ctrl-C.",
-                       epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--ip", default="127.0.0.1", help="address to bind (default: %(default)s)")
-    p.add_argument("--port", type=int, default=8888,
-                   help="first port to try; the next free one is used and printed "
-                        "(default: 8888)")
-    p.add_argument("--root", type=Path, default=REPO / "notebooks",
-                   help="directory to open (default: the repository's notebooks/)")
+def start_lab(root: Path = REPO / "notebooks", ip: str = "127.0.0.1", port: int = 8888) -> None:
+    """Replace this process by JupyterLab on ``root``, at the first free port from ``port``.
 
+    It prints the port it chose and the SSH tunnel to reach it; the server prints the URL
+    with its token. Returns only where ``os.execv`` is replaced (tests).
 
-def run_cli(args: argparse.Namespace) -> int:
-    """Replace this process by the JupyterLab server (`llmdyn.cli.main` prints refusals)."""
+    Raises:
+        LlmdynError: JupyterLab not installed, ``root`` not a directory, no free port.
+    """
     try:
         import jupyterlab  # noqa: F401
     except ImportError:
         raise LlmdynError("JupyterLab is not installed; run `make setup` (or pip install "
                           "-r requirements.txt)") from None
     lab_settings.install()  # no news prompt, no update check: the lab stays offline
-    port = free_port(args.ip, args.port)
-    cmd = lab_command(root=args.root, ip=args.ip, port=port)
-    moved = "" if port == args.port else f" (port {args.port} is in use)"
-    print(f"JupyterLab on {args.root} with the {KERNEL!r} kernel at port {port}{moved}; open the "
+    chosen = free_port(ip, port)
+    cmd = lab_command(root=root, ip=ip, port=chosen)
+    moved = "" if chosen == port else f" (port {port} is in use)"
+    print(f"JupyterLab on {root} with the {KERNEL!r} kernel at port {chosen}{moved}; open the "
           f"URL with ?token= printed below.\nOver SSH, first run on your machine: ssh -L "
-          f"{port}:127.0.0.1:{port} <user>@<host>", flush=True)
+          f"{chosen}:127.0.0.1:{chosen} <user>@<host>", flush=True)
     os.execv(cmd[0], cmd)  # the server takes this process: Ctrl-C and signals reach it
-    return 0  # not reached

@@ -8,7 +8,6 @@ usual ways a run goes wrong into messages that say what to do.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import contextlib
 import functools
@@ -24,12 +23,10 @@ from typing import Any
 import yaml
 
 from llmdyn import LlmdynError
-from llmdyn.core.failures import os_error_message
 from llmdyn.core.paths import REPO
 from llmdyn.runner import sources
 from llmdyn.runner.build import build_html, chapters, resolve_model, run_chapter, stage
 from llmdyn.runner.config_checks import INVOKED_FROM, check_measure_models, check_params_files
-from llmdyn.runner.conversion import convert_packaged
 from llmdyn.runner.records import write_record
 from llmdyn.runner.refusals import planning_refusal
 from llmdyn.runner.runlock import WorkflowLock, workflow_lock
@@ -359,41 +356,16 @@ def _failure(output: str, returncode: int, directory: Path) -> LlmdynError:
                        f"the outputs of the jobs that finished are kept.{tails}")
 
 
-def _job(argv: Sequence[str] | None = None) -> int:
-    """The workflow's own jobs: ``python -m llmdyn.runner.workflow chapter|html|convert …``."""
-    parser = argparse.ArgumentParser(prog="python -m llmdyn.runner.workflow")
-    sub = parser.add_subparsers(dest="job", required=True)
-    ch = sub.add_parser("chapter")
-    ch.add_argument("name")
-    ch.add_argument("--parameters", required=True, help="JSON dict of notebook parameters")
-    sub.add_parser("html")
-    cv = sub.add_parser("convert")
-    cv.add_argument("model")
-    cv.add_argument("stamp", type=Path)
-    args = parser.parse_args(argv)
-    here = Path.cwd()
-    if args.job == "convert":
-        convert_packaged(args.model, args.stamp)
-    elif args.job == "chapter":  # one chapter per job: no preloaded fork to share (fork=False)
-        parameters = json.loads(args.parameters)
-        run_chapter(args.name, here / "book" / "executed", parameters, cwd=here, fork=False)
-        write_record(args.name, parameters, here)  # after the notebook: what others wait on
-    else:  # html; in another directory than the repository, with the repository's pages
-        build_html(here if here.resolve() == REPO else stage(here))
-    return 0
+def chapter_job(name: str, parameters: dict[str, Any], here: Path) -> None:
+    """The workflow's chapter job: run chapter ``name`` in ``here``, then write its record.
+
+    One chapter per job, so no preloaded fork to share (``fork=False``); the record comes
+    after the notebook, as it is what the chapters that wait on this one read.
+    """
+    run_chapter(name, here / "book" / "executed", parameters, cwd=here, fork=False)
+    write_record(name, parameters, here)
 
 
-def _job_main(argv: Sequence[str] | None = None) -> int:
-    """:func:`_job`, with a refusal or the OS's (a full disk) as one line in the job's log."""
-    try:
-        return _job(argv)
-    except (LlmdynError, OSError) as err:
-        message = str(err) if isinstance(err, LlmdynError) else os_error_message(err)
-        if message is None:  # a bug: keep its traceback
-            raise
-        print(f"llmdyn job: error: {message}", file=sys.stderr)
-        return 2 if isinstance(err, LlmdynError) else 1
-
-
-if __name__ == "__main__":
-    raise SystemExit(_job_main())
+def html_job(here: Path) -> None:
+    """The workflow's html job: the HTML book of ``here``, with the repository's pages."""
+    build_html(here if here.resolve() == REPO else stage(here))

@@ -11,7 +11,6 @@ the workflow distributes over a cluster; :mod:`llmdyn.sweep.join` reads many suc
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from collections.abc import Sequence
@@ -24,7 +23,6 @@ import numpy as np
 
 from llmdyn import LlmdynError
 from llmdyn.core.atomic import check_new_file
-from llmdyn.core.checks import torch_device
 from llmdyn.core.declared import param, violation
 from llmdyn.core.paths import results_root
 from llmdyn.core.store import (
@@ -360,37 +358,3 @@ def read_results(paths: Sequence[str | os.PathLike],
         results.append(r)
     return results
 
-
-def add_parser(sub: Any) -> None:
-    """Add ``measure coupling`` to the ``llmdyn`` command's subparsers."""
-    measure = sub.add_parser("measure", help="standalone measurement jobs (one model, one file)")
-    kinds = measure.add_subparsers(dest="measurement", required=True)
-    p = kinds.add_parser("coupling", help="mean depth coupling over the leaderboard prompts",
-                         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", required=True, help="model name, local path or hub id")
-    p.add_argument("--out", required=True, type=Path, help="result file to write (JSON)")
-    p.add_argument("--k", type=int, default=MeasureParams.k)
-    p.add_argument("--n-per-task", type=int, default=MeasureParams.n_per_task)
-    p.add_argument("--tasks", nargs="+", default=list(ALL_TASKS), choices=ALL_TASKS)
-    p.add_argument("--seed", type=int, default=MeasureParams.seed)
-    p.add_argument("--max-chars", type=int, default=None,
-                   help="keep each prompt's last N characters (tiny test models); default whole")
-    p.add_argument("--device", default="cpu", help="torch device, e.g. cuda")
-    p.add_argument("--no-cache", action="store_true", help="do not keep per-prompt results")
-
-
-def run_cli(args: argparse.Namespace) -> int:
-    """Run ``llmdyn measure coupling`` from parsed arguments (inputs checked before any work)."""
-    torch_device(args.device, "--device")
-    check_out(args.out, "--out")
-    params = MeasureParams(k=args.k, n_per_task=args.n_per_task, tasks=tuple(args.tasks),
-                           seed=args.seed, max_chars=args.max_chars)
-    result = measure_coupling(args.model, params, device=args.device, cache=not args.no_cache)
-    agg = result["aggregate"]
-    print(f"{args.model}: m̃ = {agg['miscoupling']:.4f}, diagonal share = "
-          f"{agg['diagonal_share']:.4f} over {len(result['prompts'])} prompts -> {args.out}",
-          flush=True)
-    # Last, after every print: nothing that fails after it can make the workflow delete a
-    # finished result (issue 31, item 2).
-    write_result(result, args.out)
-    return 0

@@ -340,29 +340,3 @@ def default_root(grid: VitGrid, dataset: str | None = None) -> Path:
     name = dataset or grid.dataset
     return results_root() / "vit" / grid.name / safe_name(Path(name).name or name)
 
-
-def add_parser(sub) -> None:
-    """The ``llmdyn train-vit`` subcommand."""
-    p = sub.add_parser(
-        "train-vit", help="train a grid of ViTs over stochastic depth × weight decay (chapter 10)",
-        description="Train every ViT of a grid (finished runs are skipped, killed runs resume). "
-                    "Example: llmdyn train-vit --grid default")
-    p.add_argument("--grid", default="default", help=f"one of {', '.join(GRIDS)}")
-    p.add_argument("--run", action="append", default=None,
-                   help="train only this run (repeatable), e.g. sd0.1-wd0.02-seed0")
-    p.add_argument("--root", type=Path, default=None,
-                   help="default $LLMDYN_RESULTS/vit/<grid>/<dataset>")
-    p.add_argument("--dataset", default=None,
-                   help="fashion-mnist (default), digits, or a CIFAR-10 binary directory")
-    p.add_argument("--device", default=None, help="e.g. cuda (default: the grid's)")
-
-
-def run_cli(args) -> int:
-    """Run ``llmdyn train-vit``."""
-    if args.device is not None:
-        torch_device(args.device, "--device")
-    for result in train_grid(args.grid, args.root, runs=args.run, dataset=args.dataset,
-                             device=args.device):
-        print(f"{result.directory}: {len(result.steps)} checkpoints, "
-              f"{result.wall_s:.0f} s of updates")
-    return 0

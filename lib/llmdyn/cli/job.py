@@ -1,0 +1,55 @@
+"""The workflow's own jobs: ``python -m llmdyn.cli.job chapter|html|convert …``.
+
+The Snakefile's chapter, html and convert rules run these in the job's working directory (the
+repository or ``llmdyn workflow --directory``). A refusal, or the OS's (a full disk), is one
+line in the job's log, ``llmdyn job: error: …``.
+"""
+
+# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from llmdyn.cli.report import one_line
+from llmdyn.runner.conversion import convert_packaged
+from llmdyn.runner.workflow import chapter_job, html_job
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The jobs' parser: ``chapter NAME --parameters JSON``, ``html``, ``convert MODEL STAMP``."""
+    parser = argparse.ArgumentParser(prog="python -m llmdyn.cli.job", description=__doc__)
+    sub = parser.add_subparsers(dest="job", required=True)
+    chapter = sub.add_parser("chapter", help="execute one chapter and write its record")
+    chapter.add_argument("name")
+    chapter.add_argument("--parameters", required=True, help="JSON dict of notebook parameters")
+    sub.add_parser("html", help="build the HTML book from the executed chapters")
+    convert = sub.add_parser("convert", help="convert a packaged model once; write its stamp")
+    convert.add_argument("model")
+    convert.add_argument("stamp", type=Path)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the job that ``args`` name, in the current directory."""
+    here = Path.cwd()
+    if args.job == "convert":
+        convert_packaged(args.model, args.stamp)
+    elif args.job == "chapter":
+        chapter_job(args.name, json.loads(args.parameters), here)
+    else:
+        html_job(here)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` (default: the process's) and run the job, a refusal as one line."""
+    args = build_parser().parse_args(argv)
+    return one_line("job", lambda: run(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
