@@ -8,18 +8,13 @@ from typing import Literal
 
 import pytest
 
-from llmdyn.cli.parsers import add_command, add_options, attribute_docs, from_options
+from llmdyn.cli.parsers import add_command, add_options, from_options
 from llmdyn.sweep.job import MeasureParams
 
 
 @dataclass(frozen=True)
 class Declared:
-    """Parameters declared with the shared metadata keys.
-
-    Attributes:
-        rate: from the docstring, as
-            a field without a "doc" has it.
-    """
+    """Parameters declared with the shared metadata keys (``rate``: none, so no doc)."""
 
     n_items: int = field(default=3, metadata={"doc": "items per task", "at_least": 1})
     rate: float = 0.5
@@ -55,20 +50,12 @@ def test_choices_and_types_are_argparse_refusals(argv, capsys):
     assert stop.value.code == 2 and "error:" in capsys.readouterr().err
 
 
-def test_help_is_the_doc_else_the_attribute_docstring_with_bound_and_default():
+def test_help_is_the_declared_doc_with_bound_and_default():
     text = " ".join(_parser().format_help().split())
     assert "--n-items N_ITEMS items per task. At least 1. Default: 3." in text
-    assert "--rate RATE from the docstring, as a field without a \"doc\" has it. Default: 0.5." \
-        in text
+    assert "--rate RATE default: 0.5." in text  # no "doc": the default alone, no other source
     assert "default: a b." in text and "100% literal. Default: x." in text  # % is kept
     assert "--cut CUT default: None." in text  # no doc: the default alone
-
-
-def test_attribute_docs_joins_continuation_lines_and_stops_at_the_section_end():
-    docs = attribute_docs(MeasureParams)
-    assert docs["k"].startswith("top singular vectors per Jacobian")
-    assert docs["max_chars"].endswith("None keeps whole prompts, as the paper does.")
-    assert "token" not in docs and attribute_docs(int) == {}
 
 
 def test_measure_options_keep_the_names_and_defaults_users_rely_on():

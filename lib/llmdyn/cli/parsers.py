@@ -4,8 +4,8 @@ A parameter dataclass declares each option once (tuned-lens's habit): ``n_per_ta
 becomes ``--n-per-task N`` with default 200. A field's ``metadata`` may hold ``"doc"`` (the
 help), ``"choices"`` (allowed values; of each item for a tuple) and ``"at_least"`` (named in the
 help; the dataclass itself refuses a smaller value, with its own message). A field without a
-``"doc"`` takes its entry under ``Attributes:`` in the class docstring, else no help. Fields
-with ``init=False`` are not options.
+``"doc"`` gets its default alone as help: the field's declaration is the one place an option is
+documented. Fields with ``init=False`` are not options.
 """
 
 # llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import inspect
-import re
 import types
 import typing
 from collections.abc import Collection, Sequence
@@ -41,21 +39,6 @@ def add_command(sub: Any, name: str, *, help: str, examples: Sequence[str],
     return sub.add_parser(name, help=help, description=description or help,
                           epilog=f"{epilog}\n{note}" if note else epilog,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
-
-
-def attribute_docs(cls: type) -> dict[str, str]:
-    """Field name -> its entry under ``Attributes:`` in ``cls``'s docstring, lines joined."""
-    text = inspect.getdoc(cls) or ""
-    section = re.search(r"^Attributes:\n(.*?)(?=^\S|\Z)", text, flags=re.M | re.S)
-    docs: dict[str, str] = {}
-    name = None
-    for line in (section.group(1) if section else "").splitlines():
-        entry = re.match(r"^ {4}(\w+)(?: \([^)]*\))?: (.*)", line)
-        if entry:
-            name, docs[entry.group(1)] = entry.group(1), entry.group(2).strip()
-        elif name and line.startswith(" " * 5) and line.strip():
-            docs[name] += " " + line.strip()
-    return docs
 
 
 def _unwrapped(hint: Any) -> tuple[Any, bool]:
@@ -121,12 +104,10 @@ def add_options(parser: argparse.ArgumentParser, cls: type, *,
         TypeError: a field whose type has no option form (a bug in the declaration).
     """
     hints = typing.get_type_hints(cls)
-    docs = attribute_docs(cls)
     for field in dataclasses.fields(cls):
         if field.init and field.name not in exclude:
-            doc = field.metadata.get("doc", docs.get(field.name))
             parser.add_argument(f"--{field.name.replace('_', '-')}", dest=field.name,
-                                **_argument(field, hints[field.name], doc))
+                                **_argument(field, hints[field.name], field.metadata.get("doc")))
 
 
 def from_options(cls: type, args: argparse.Namespace, *, exclude: Collection[str] = ()) -> Any:
