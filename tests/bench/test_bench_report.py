@@ -102,7 +102,7 @@ def test_last_token_and_batched_sections(report):
 def tiny_model_and_calls():
     import torch
 
-    from llmdyn.jacobians.full import capture_block_calls
+    from llmdyn.jacobians.blocks import capture_block_calls
     from llmdyn.models.loading import load_model
     from llmdyn.trace import encode
 
