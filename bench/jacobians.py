@@ -52,7 +52,7 @@ WORKLOADS = ("last_token", "batched")  # bench/last_token.py
 
 def naive_block(model, calls, b: int, chunk_size: int | None = None) -> torch.Tensor:
     """(a) jacrev of f_b over the whole sequence: diagonal blocks ``[tok, d_model, d_model]``."""
-    from llmdyn.jacobians.full import block_residual
+    from llmdyn.jacobians.blocks import block_residual
 
     x = calls[b].hidden.detach()
     full = torch.func.jacrev(block_residual(model, b, calls[b]),
@@ -116,7 +116,8 @@ def _tuned_block_route(model, ids: torch.Tensor, spec: dict):
     Each route runs at its best chunk size, tuned on the middle block before the clock starts.
     Returns ``(one_block, chunk, {"chunk_size": ..., "chunk_tuning_s": ...})``.
     """
-    from llmdyn.jacobians.full import block_jacobians, capture_block_calls
+    from llmdyn.jacobians.blocks import capture_block_calls
+    from llmdyn.jacobians.full import block_jacobians
 
     method = spec["method"]
     calls = capture_block_calls(model, ids)

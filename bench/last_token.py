@@ -58,7 +58,7 @@ def authors_last_block(model, ids: torch.Tensor, x: torch.Tensor, b: int,
 
 def last_token_workload(model, spec: dict, gflops: float) -> dict:
     """Every block's J_nn for LONG_PROMPT: library (all blocks) and authors' route (a few)."""
-    from llmdyn.jacobians.full import capture_block_calls
+    from llmdyn.jacobians.blocks import capture_block_calls
     from llmdyn.jacobians.last_token import last_token_jacobians
     from llmdyn.trace import encode
 

@@ -214,7 +214,7 @@ def trajectory(model: LoadedModel, prompt: str, *, last_point: LastPoint = "fina
     first_args, first_kwargs = saved[0]
     x0 = first_args[0] if first_args else first_kwargs["hidden_states"]
     outs = [out[0] if isinstance(out, tuple) else out for out in saved[1:]]
-    states = torch.stack([x0[0]] + [out[0] for out in outs])  # (layer+1, tok, d_model)
+    states = torch.stack([x0[0]] + [out[0] for out in outs])  # [layer+1, tok, d_model]
     if last_point == "final_norm":
         states = with_final_norm(model, states)
     _check_finite(states, f"hidden states of {model.name} for prompt {prompt[:40]!r}")
@@ -242,7 +242,7 @@ def with_final_norm(model: LoadedModel, states: torch.Tensor) -> torch.Tensor:
 
     Turns the ``"block_output"`` convention into the papers' ``"final_norm"`` one.
     """
-    return torch.cat([states[:-1], final_norm(model, states[-1])[None]])  # (layer+1, ..., d)
+    return torch.cat([states[:-1], final_norm(model, states[-1])[None]])  # [layer+1, ..., d_model]
 
 
 def unembed(model: LoadedModel, x: torch.Tensor, *, normed: bool) -> torch.Tensor:
@@ -258,7 +258,7 @@ def unembed(model: LoadedModel, x: torch.Tensor, *, normed: bool) -> torch.Tenso
         raise LlmdynError(f"states must end in d_model={model.d_model}, got {tuple(x.shape)}")
     with torch.no_grad():
         x = x.to(device=model.device, dtype=_dtype(model))
-        logits = model.head(model.final_norm(x) if normed else x)  # (..., vocab)
+        logits = model.head(model.final_norm(x) if normed else x)  # [..., vocab]
         cap = getattr(model.hf.config, "final_logit_softcapping", None)
         if cap:
             logits = torch.tanh(logits / cap) * cap
@@ -295,9 +295,9 @@ def logit_lens(model: LoadedModel, states: torch.Tensor, *, lens: Lens = "paper"
     if states.ndim < 2:
         raise LlmdynError(f"states must be [layer+1, ..., d_model] with a layer axis first, "
                           f"got {tuple(states.shape)}")
-    inner = unembed(model, states[:-1], normed=lens == "normed")  # (layer, ..., vocab)
-    last = unembed(model, states[-1:], normed=last_point == "block_output")  # (1, ..., vocab)
-    return torch.cat([inner, last])  # (layer+1, ..., vocab)
+    inner = unembed(model, states[:-1], normed=lens == "normed")  # [layer, ..., vocab]
+    last = unembed(model, states[-1:], normed=last_point == "block_output")  # [1, ..., vocab]
+    return torch.cat([inner, last])  # [layer+1, ..., vocab]
 
 
 def _check_finite(x: torch.Tensor, what: str) -> None:

@@ -116,7 +116,7 @@ def test_the_profile_grid_puts_each_method_beside_the_other(report):
 def tiny_model_and_calls():
     import torch
 
-    from llmdyn.jacobians.full import capture_block_calls
+    from llmdyn.jacobians.blocks import capture_block_calls
     from llmdyn.models.loading import load_model
     from llmdyn.trace import encode
 

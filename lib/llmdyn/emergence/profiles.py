@@ -97,16 +97,19 @@ class CheckpointProfile:
 
 def _trajectory_scores(model: LoadedModel, prompt: str, window: int,
                        last_point: LastPoint) -> dict[str, np.ndarray]:
-    block = trajectory(model, prompt, last_point="block_output").states.double()  # (l+1, tok, d)
+    block = trajectory(model, prompt,
+                       last_point="block_output").states.double()  # [layer+1, tok, d_model]
     ends = {"block_output": block, "final_norm": with_final_norm(model, block)}
-    whole = {end: ends[end].transpose(0, 1).numpy() for end in LAST_POINTS}  # (tok, l+1, d)
+    whole = {end: ends[end].transpose(0, 1).numpy()  # [tok, layer+1, d_model]
+             for end in LAST_POINTS}
     x = whole[last_point]
-    views = np.lib.stride_tricks.sliding_window_view(x, window, axis=1)  # (tok, c, d, w)
-    windows = np.swapaxes(views, -1, -2)  # (tok, centre, window, d_model)
+    views = np.lib.stride_tricks.sliding_window_view(
+        x, window, axis=1)  # [tok, centre, d_model, window]
+    windows = np.swapaxes(views, -1, -2)  # [tok, centre, window, d_model]
     return {"lss": shape.line_shape_score(x).mean(),
             "expodistance": np.median(shape.expodistance(x)),
-            "norms": shape.norms(x).mean(0),  # (layer+1,)
-            "window_lss": shape.line_shape_score(windows).mean(0),  # (centre,)
+            "norms": shape.norms(x).mean(0),  # [layer+1]
+            "window_lss": shape.line_shape_score(windows).mean(0),  # [centre]
             "window_ed": np.median(shape.expodistance(windows), 0),
             "lss_by_end": np.array([shape.line_shape_score(whole[e]).mean()
                                     for e in LAST_POINTS]),  # (end,)
@@ -142,7 +145,8 @@ def measure_checkpoint(model: LoadedModel, prompts: Sequence[str], *, k: int, wi
     scores = (store.map("training_profile", params, list(prompts), compute, progress=False)
               if store is not None else [compute(p) for p in prompts])
     stack = {key: np.stack([np.asarray(s[key]) for s in scores]) for key in scores[0]}
-    share_map = np.stack([diagonal_share(c.miscoupling) for c in coupling])  # (prompt, l, l)
+    shares = [diagonal_share(c.miscoupling) for c in coupling]
+    share_map = np.stack(shares)  # [prompt, layer, layer]
     return CheckpointProfile(
         miscoupling=np.array([offdiagonal_mean(c.miscoupling) for c in coupling]),
         diagonal_share=np.array([mean_diagonal_share(c.miscoupling) for c in coupling]),

@@ -51,10 +51,10 @@ def _own_position_direct(module, query, key, value, attention_mask, scaling=None
     P_tt (v_t - v_t.detach()). Cost O(T^2), as the model's own attention.
     """
     repeat_kv = sys.modules[type(module).__module__].repeat_kv
-    k = repeat_kv(key, module.num_key_value_groups)  # (B, heads, tok, head_dim)
+    k = repeat_kv(key, module.num_key_value_groups)  # [batch, heads, tok, head_dim]
     v = repeat_kv(value, module.num_key_value_groups)
     k_fixed, v_fixed = k.detach(), v.detach()
-    scores = query @ k_fixed.transpose(2, 3)  # (B, heads, tok, tok)
+    scores = query @ k_fixed.transpose(2, 3)  # [batch, heads, tok, tok]
     scores = scores + torch.diag_embed((query * (k - k_fixed)).sum(-1))
     scores = scores * (module.head_dim**-0.5 if scaling is None else scaling)
     if softcap is not None:
@@ -62,8 +62,8 @@ def _own_position_direct(module, query, key, value, attention_mask, scaling=None
     if attention_mask is not None:
         scores = scores + attention_mask
     probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
-    own = torch.diagonal(probs, dim1=-2, dim2=-1)[..., None]  # (B, heads, tok, 1)
-    out = probs @ v_fixed + own * (v - v_fixed)  # (B, heads, tok, head_dim)
+    own = torch.diagonal(probs, dim1=-2, dim2=-1)[..., None]  # [batch, heads, tok, 1]
+    out = probs @ v_fixed + own * (v - v_fixed)  # [batch, heads, tok, head_dim]
     return out.transpose(1, 2).contiguous(), probs
 
 
@@ -74,19 +74,19 @@ def _own_position_by_copies(module, query, key, value, attention_mask, *args, **
     eager function, so every variant (scaling rules, dropout off in eval) is honoured.
     """
     eager = sys.modules[type(module).__module__].eager_attention_forward
-    b, h, t, hd = query.shape  # (B, heads, tok, head_dim)
+    b, h, t, hd = query.shape  # [batch, heads, tok, head_dim]
     own = torch.eye(t, dtype=query.dtype, device=query.device).view(t, 1, 1, t, 1)
-    k = key.detach() + own * (key - key.detach())  # (copy, B, kv_heads, tok, head_dim)
+    k = key.detach() + own * (key - key.detach())  # [copy, batch, kv_heads, tok, head_dim]
     v = value.detach() + own * (value - value.detach())
-    q = query.expand(t, *query.shape)  # (copy, B, heads, tok, head_dim)
+    q = query.expand(t, *query.shape)  # [copy, batch, heads, tok, head_dim]
     mask = None
     if attention_mask is not None:
         mask = attention_mask.expand(t, *attention_mask.shape).flatten(0, 1)
     out, _ = eager(module, q.flatten(0, 1), k.flatten(0, 1), v.flatten(0, 1), mask,
-                   *args, **kwargs)  # (copy*B, tok, heads, head_dim)
+                   *args, **kwargs)  # [copy*batch, tok, heads, head_dim]
     out = out.reshape(t, b, t, *out.shape[2:])
     pick = torch.arange(t, device=query.device)
-    return out[pick, :, pick].transpose(0, 1), None  # (B, tok, heads, head_dim)
+    return out[pick, :, pick].transpose(0, 1), None  # [batch, tok, heads, head_dim]
 
 
 AttentionInterface.register(OWN_POSITION_ATTENTION, _own_position_attention)
@@ -115,15 +115,16 @@ def own_position_attention(model: LoadedModel):
 class _ConstantMatmul(torch.autograd.Function):
     """``x @ w`` for a constant ``w``, whose batching rule folds vmap's axis into x's rows.
 
-    Under ``vmap`` over cotangents, ``torch.matmul`` broadcasts a constant ``w [P, h, tok, hd]``
-    to every cotangent and copies it (``[d_model, P, h, tok, hd]``); here the cotangents become
-    extra rows of one batched product instead (measured 60× faster for SmolLM2's prefix).
+    Under ``vmap`` over cotangents, ``torch.matmul`` broadcasts a constant
+    ``w [prompt, heads, tok, head_dim]`` to every cotangent and copies it
+    (``[d_model, prompt, heads, tok, head_dim]``); here the cotangents become extra rows of one
+    batched product instead (book/performance.md, "Small costs behind the library's choices").
     The backward is the same product with ``w^T``, so reverse products batch the same way.
     """
 
     @staticmethod
     def forward(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        return x @ w  # (..., n, k) @ (..., k, m) -> (..., n, m)
+        return x @ w  # [..., n, k] @ [..., k, m] -> [..., n, m]
 
     @staticmethod
     def setup_context(ctx, inputs, output) -> None:
@@ -140,9 +141,9 @@ class _ConstantMatmul(torch.autograd.Function):
         if w_dim is not None:  # a batched weight: plain broadcasting product
             x = x.unsqueeze(0) if x_dim is None else x.movedim(x_dim, 0)
             return _ConstantMatmul.apply(x, w.movedim(w_dim, 0)), 0
-        x = x.movedim(x_dim, -3)  # (..., vmap, n, k)
+        x = x.movedim(x_dim, -3)  # [..., vmap, n, k]
         *lead, b, n, k = x.shape
-        out = _ConstantMatmul.apply(x.reshape(*lead, b * n, k), w)  # (..., vmap*n, m)
+        out = _ConstantMatmul.apply(x.reshape(*lead, b * n, k), w)  # [..., vmap*n, m]
         return out.reshape(*lead, b, n, w.shape[-1]), len(lead)  # vmap axis after the lead
 # The prefixes of the step being differentiated (innermost last); set by :func:`frozen_prefix`.
 _ACTIVE: list[dict[int, tuple[torch.Tensor, torch.Tensor]]] = []
@@ -169,19 +170,21 @@ def _frozen_prefix_attention(module, query, key, value, attention_mask, dropout=
     """
     repeat_kv = sys.modules[type(module).__module__].repeat_kv
     groups = module.num_key_value_groups
-    k0, v0 = (repeat_kv(t, groups) for t in _ACTIVE[-1][module.layer_idx])  # (P, h, tok-1, hd)
-    k, v = repeat_kv(key, groups), repeat_kv(value, groups)  # (P, h, 1, hd)
-    prefix = _ConstantMatmul.apply(query, k0.transpose(2, 3))  # (P, h, 1, tok-1)
-    own = (query * k).sum(-1, keepdim=True)  # (P, h, 1, 1)
+    # the prefix's keys and values, [prompt, heads, tok-1, head_dim] each
+    k0, v0 = (repeat_kv(t, groups) for t in _ACTIVE[-1][module.layer_idx])
+    k, v = repeat_kv(key, groups), repeat_kv(value, groups)  # [prompt, heads, 1, head_dim]
+    prefix = _ConstantMatmul.apply(query, k0.transpose(2, 3))  # [prompt, heads, 1, tok-1]
+    own = (query * k).sum(-1, keepdim=True)  # [prompt, heads, 1, 1]
     scores = torch.cat([prefix, own], dim=-1) * (module.head_dim**-0.5 if scaling is None
-                                                 else scaling)  # (P, h, 1, tok)
+                                                 else scaling)  # [prompt, heads, 1, tok]
     if softcap is not None:
         scores = torch.tanh(scores / softcap) * softcap
     if attention_mask is not None:
         scores = scores + attention_mask[..., : scores.shape[-1]]
     probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
     n = k0.shape[-2]
-    out = _ConstantMatmul.apply(probs[..., :n], v0) + probs[..., n:] * v  # (P, h, 1, hd)
+    out = _ConstantMatmul.apply(probs[..., :n], v0)  # [prompt, heads, 1, head_dim]
+    out = out + probs[..., n:] * v  # and the step's own value
     return out.transpose(1, 2).contiguous(), probs
 
 

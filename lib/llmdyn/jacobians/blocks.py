@@ -87,7 +87,7 @@ def residual_map(block: Callable[..., Any], call: BlockCall) -> Callable:
 
     def f(x: torch.Tensor) -> torch.Tensor:
         out = block(x[None], *rest, **call.kwargs)
-        out = out[0] if isinstance(out, tuple) else out  # (1, tok, d_model)
+        out = out[0] if isinstance(out, tuple) else out  # [1, tok, d_model]
         return out[0] - x
 
     return f
@@ -107,7 +107,7 @@ def block_function(model: LoadedModel, b: int,
 
     def g(x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
         out = block(x, *args, **kwargs)
-        out = out[0] if isinstance(out, tuple) else out  # (batch, tok, d_model)
+        out = out[0] if isinstance(out, tuple) else out  # [batch, tok, d_model]
         return out if norm is None else norm(out)
 
     return g
@@ -152,14 +152,14 @@ def stack_jacobians(blocks: Sequence[Callable[..., Any]], calls: Sequence[BlockC
     for b in progress_bar(list(layers), desc=desc, enabled=progress):
         x, f = calls[b].hidden.detach(), residual_map(blocks[b], calls[b])
         if len(inputs) < len(outputs):  # d forward products per input token are fewer
-            cols = _columns_at_inputs(f, x, inputs, chunk_size)  # (n_in, d_in, tok, d_out)
+            cols = _columns_at_inputs(f, x, inputs, chunk_size)  # [input, d_in, tok, d_out]
             where = {t1: i for i, t1 in enumerate(inputs)}
             out.append(torch.stack([cols[where[t1], :, t2, :].T for t1, t2 in pairs]))
         else:
-            rows = _rows_at_outputs(f, x, outputs, chunk_size)  # (n_out, d_out, tok, d_in)
+            rows = _rows_at_outputs(f, x, outputs, chunk_size)  # [output, d_out, tok, d_in]
             where = {t2: i for i, t2 in enumerate(outputs)}
             out.append(torch.stack([rows[where[t2], :, t1, :] for t1, t2 in pairs]))
-    return torch.stack(out).detach()  # (layer, pair, d_model, d_model)
+    return torch.stack(out).detach()  # [layer, pair, d_model, d_model]
 
 
 def resolve_layers(model: LoadedModel, layers: Sequence[int] | None) -> list[int]:
@@ -209,8 +209,9 @@ def _rows_at_outputs(f: Callable, x: torch.Tensor, outputs: list[int],
     eye = torch.eye(d, dtype=x.dtype, device=x.device)
     for i, t2 in enumerate(outputs):
         basis[i, :, t2, :] = eye  # cotangent e_k at output position t2
-    (rows,) = vmap(pullback, chunk_size=chunk_size)(basis.flatten(0, 1))  # (n*d, tok, d)
-    return rows.view(len(outputs), d, n_tok, d)
+    (rows,) = vmap(pullback, chunk_size=chunk_size)(
+        basis.flatten(0, 1))  # [output*d_out, tok, d_in]
+    return rows.view(len(outputs), d, n_tok, d)  # [output, d_out, tok, d_in]
 
 
 def _columns_at_inputs(f: Callable, x: torch.Tensor, inputs: list[int],
@@ -226,7 +227,7 @@ def _columns_at_inputs(f: Callable, x: torch.Tensor, inputs: list[int],
     for i, t1 in enumerate(inputs):
         basis[i, :, t1, :] = eye  # tangent e_j at input position t1
     cols = vmap(lambda v: jvp(f, (x,), (v,))[1], chunk_size=chunk_size)(basis.flatten(0, 1))
-    return cols.view(len(inputs), d, n_tok, d)  # (n_in, d_in, tok, d_out)
+    return cols.view(len(inputs), d, n_tok, d)  # [input, d_in, tok, d_out]
 
 
 def diagonal_blocks(f: Callable, x: torch.Tensor, chunk_size: int | None) -> torch.Tensor:
@@ -235,8 +236,8 @@ def diagonal_blocks(f: Callable, x: torch.Tensor, chunk_size: int | None) -> tor
     _, pullback = vjp(f, x)
     eye = torch.eye(d, dtype=x.dtype, device=x.device)
     basis = eye[:, None, :].expand(d, n_tok, d)  # e_k at every position at once
-    (rows,) = vmap(pullback, chunk_size=chunk_size)(basis)  # (d_out, tok, d_in)
-    return rows.transpose(0, 1)  # (tok, d_out, d_in)
+    (rows,) = vmap(pullback, chunk_size=chunk_size)(basis)  # [d_out, tok, d_in]
+    return rows.transpose(0, 1)  # [tok, d_out, d_in]
 
 
 def progress_bar(items: list[int], desc: str, enabled: bool):

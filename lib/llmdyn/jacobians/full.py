@@ -1,4 +1,4 @@
-"""Exact block Jacobians J^l_{t1 t2} = ∂ f^l(X)_{t2} / ∂ x_{t1}, by the cheapest exact route."""
+"""Exact block Jacobians J^l_{t1 t2} = ∂ f^l(X)_{t2} / ∂ x_{t1}: the entry point picks the route."""
 
 from __future__ import annotations
 
@@ -9,18 +9,8 @@ import torch
 
 from llmdyn import LlmdynError
 from llmdyn.core import checks
-from llmdyn.jacobians.attention import own_position_attention
-from llmdyn.jacobians.blocks import (
-    Pairs,
-    block_function,
-    block_residual,
-    capture_block_calls,
-    diagonal_blocks,
-    progress_bar,
-    resolve_layers,
-    resolve_pairs,
-    stack_jacobians,
-)
+from llmdyn.jacobians.blocks import Pairs, capture_block_calls, resolve_layers, resolve_pairs
+from llmdyn.jacobians.full_prompt import full_prompt_jacobians
 from llmdyn.jacobians.last_token import last_token_jacobians
 from llmdyn.models.loading import LoadedModel
 from llmdyn.trace import LastPoint, check_last_point, encode
@@ -36,7 +26,7 @@ def _last_token_route(model: LoadedModel, prompt: str, blocks: list[int],
     try:
         return last_token_jacobians(model, prompt, blocks, chunk_size=chunk_size,
                                     progress=progress, last_point=last_point,
-                                    cut_long_prompts=cut_long_prompts)  # (layer, d, d)
+                                    cut_long_prompts=cut_long_prompts)  # [layer, d_model, d_model]
     except LlmdynError as err:
         if "could not record" not in str(err):
             raise
@@ -61,15 +51,14 @@ def block_jacobians(model: LoadedModel, prompt: str, layers: Sequence[int] | Non
         prompt: tokenised exactly as ``model.tokenizer(prompt, return_tensors="pt")``.
         layers: 0-based blocks (block b maps X^b to X^{b+1}; the paper's l is b+1);
             None for all. Negative indices count from the end.
-        pairs: ``"diagonal"`` (every (t, t)), ``"last"`` (the last token's (n, n)) or a list of
-            (t1, t2); negative token indices count from the end.
+        pairs: ``"diagonal"`` (every t with itself), ``"last"`` (the last token n with itself)
+            or a list of (t1, t2); negative token indices count from the end.
         method: ``"exact"`` differentiates each requested output position of the full block
             (d products per output token); ``"own_position"`` gets every diagonal J_tt from d
             products by letting attention see the other positions as constants; ``"auto"`` uses
             the latter when all pairs are diagonal and several are requested, and for the last
-            token alone (``"last"`` or ``[(n, n)]``) re-runs each block on that token against
-            the prompt's frozen key/value prefix (:mod:`llmdyn.jacobians.last_token`: one token's
-            cost instead of the prompt's).
+            token alone (``"last"``, or its pair alone) re-runs each block on that token against
+            the prompt's frozen key/value prefix (:mod:`.last_token`: one token's cost).
         chunk_size: how many reverse products run at once (bounds memory).
         progress: show a progress bar over blocks (when there are four or more).
         last_point: ``"final_norm"`` (the papers') or ``"block_output"`` (the last block
@@ -95,39 +84,12 @@ def block_jacobians(model: LoadedModel, prompt: str, layers: Sequence[int] | Non
         jac = _last_token_route(model, prompt, blocks, chunk_size, progress, last_point,
                                 cut_long_prompts)
         if jac is not None:
-            return jac[:, None]  # (layer, 1, d_model, d_model)
-    jac = _full_prompt_route(model, ids, blocks, token_pairs, method, chunk_size, progress,
-                             last_point)
+            return jac[:, None]  # [layer, 1, d_model, d_model]
+    jac = full_prompt_jacobians(model, capture_block_calls(model, ids), blocks, token_pairs,
+                                method, chunk_size=chunk_size, progress=progress,
+                                last_point=last_point)
     if checks.nonfinite_rows(jac).any():
         raise LlmdynError(f"non-finite values in the Jacobians of {model.name} for prompt "
                           f"{prompt[:40]!r}; the forward pass overflowed (try float64 or "
                           "a shorter prompt)")
     return jac
-
-
-def _full_prompt_route(model: LoadedModel, ids: torch.Tensor, blocks: list[int],
-                       token_pairs: list[tuple[int, int]], method: str, chunk_size: int | None,
-                       progress: bool, last_point: LastPoint) -> torch.Tensor:
-    """The Jacobians from the whole prompt, ``[layer, pair, d_model, d_model]``.
-
-    ``"auto"`` becomes ``"own_position"`` when all pairs are diagonal and several are asked
-    for, else ``"exact"``.
-    """
-    diagonal = all(t1 == t2 for t1, t2 in token_pairs)
-    if method == "auto":
-        method = "own_position" if diagonal and len(token_pairs) > 1 else "exact"
-    calls = capture_block_calls(model, ids)
-    if method == "own_position" and not diagonal:
-        raise LlmdynError("method='own_position' gives diagonal pairs (t, t) only; "
-                          "use method='exact' for t1 != t2")
-    if method == "exact":
-        functions = [block_function(model, b, last_point) for b in range(model.n_layers)]
-        return stack_jacobians(functions, calls, blocks, token_pairs, chunk_size=chunk_size,
-                               progress=progress, desc=f"Jacobians {model.name}")
-    out = []
-    for b in progress_bar(blocks, desc=f"Jacobians {model.name}", enabled=progress):
-        f = block_residual(model, b, calls[b], last_point)
-        with own_position_attention(model):
-            diag = diagonal_blocks(f, calls[b].hidden.detach(), chunk_size)  # (tok, d, d)
-        out.append(torch.stack([diag[t1] for t1, _ in token_pairs]))
-    return torch.stack(out).detach()  # (layer, pair, d_model, d_model)

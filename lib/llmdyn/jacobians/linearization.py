@@ -37,9 +37,9 @@ def propagate(jacobians, x0) -> np.ndarray:
                           f"with the same d_model, got {J.shape} and {x.shape}")
     out = [x]
     for Jl in J:
-        x = x + x @ Jl.T  # (..., d_model): (I + J) x for row vectors
+        x = x + x @ Jl.T  # [..., d_model]: (I + J) x for row vectors
         out.append(x)
-    return np.stack(out, axis=-2)  # (..., layer+1, d_model)
+    return np.stack(out, axis=-2)  # [..., layer+1, d_model]
 
 
 def cosine(a, b) -> np.ndarray:
@@ -71,7 +71,7 @@ def relative_noise(x0: torch.Tensor, level: float, n_draws: int, generator: torc
     if tokens not in ("all", "last"):
         raise LlmdynError(f"tokens must be 'all' or 'last', got {tokens!r}")
     g = torch.randn((n_draws, *x0.shape), generator=generator, dtype=torch.float64)
-    g = g / g.norm(dim=-1, keepdim=True)  # (draw, tok, d_model) unit directions
+    g = g / g.norm(dim=-1, keepdim=True)  # [draw, tok, d_model] unit directions
     noise = level * x0.norm(dim=-1, keepdim=True).double() * g
     if tokens == "last":
         noise[:, :-1] = 0
@@ -103,7 +103,7 @@ def perturbed_last_states(model: LoadedModel, input_ids: torch.Tensor,
     states: list[torch.Tensor] = []
 
     def add_noise(_module, args, kwargs):
-        hidden = args[0]  # (draw, tok, d_model)
+        hidden = args[0]  # [draw, tok, d_model]
         x0.append(hidden[0].detach().clone())
         if noise is not None:
             hidden = hidden + noise.to(hidden.device, hidden.dtype)
@@ -112,7 +112,7 @@ def perturbed_last_states(model: LoadedModel, input_ids: torch.Tensor,
 
     def keep(_module, _args, output):
         out = output[0] if isinstance(output, tuple) else output
-        states.append(out[:, -1].detach())  # (draw, d_model)
+        states.append(out[:, -1].detach())  # [draw, d_model]
 
     blocks = model.blocks
     handles = [blocks[0].register_forward_pre_hook(add_noise, with_kwargs=True)]
@@ -123,11 +123,11 @@ def perturbed_last_states(model: LoadedModel, input_ids: torch.Tensor,
     finally:
         for handle in handles:
             handle.remove()
-    out = torch.stack(states, dim=1)  # (draw, layer+1, d)
+    out = torch.stack(states, dim=1)  # [draw, layer+1, d_model]
     if check_last_point(last_point) == "final_norm":
         out = with_final_norm(model, out.transpose(0, 1)).transpose(0, 1)
     # on the host, where the check's float64 numpy arithmetic runs (a no-op on the CPU)
-    return x0[0].cpu(), out.cpu()  # (tok, d), (draw, layer+1, d)
+    return x0[0].cpu(), out.cpu()  # [tok, d_model], [draw, layer+1, d_model]
 
 
 @dataclass(frozen=True)
@@ -239,14 +239,15 @@ def linearization_check(
     ids = encode(model, prompt, cut_long_prompts=cut_long_prompts)
     check_last_point(last_point)
     J = _clean_jacobians(model, prompt, jacobians, last_point,
-                         cut_long_prompts)  # (layer, d, d), float64
-    x0, clean = perturbed_last_states(model, ids, last_point=last_point)  # (tok, d), (1, L+1, d)
-    clean = clean[0].double().numpy()  # (layer+1, d)
+                         cut_long_prompts)  # [layer, d_model, d_model], float64
+    x0, clean = perturbed_last_states(  # [tok, d_model], [1, layer+1, d_model]
+        model, ids, last_point=last_point)
+    clean = clean[0].double().numpy()  # [layer+1, d_model]
     cos_clean = cosine(propagate(J, x0[-1]), clean)
     generator = torch.Generator().manual_seed(seed)
     cos_state, cos_step, cos_delta = [], [], []
     for level in levels:
-        noise = relative_noise(x0, level, n_draws, generator, tokens)  # (draw, tok, d)
+        noise = relative_noise(x0, level, n_draws, generator, tokens)  # [draw, tok, d_model]
         state, step = _perturbed_cosines(model, ids, J, x0, noise, last_point)
         cos_state.append(state)
         cos_step.append(step)
@@ -296,10 +297,10 @@ def linearization_checks(
               "tokens": tokens, "dtype": "float32", "protocol": 2}
     run = dict(levels=levels, n_draws=n_draws, seed=seed, tokens=tokens,
                cut_long_prompts=cut_long_prompts)
-    jacobians: dict[str, torch.Tensor] = {}  # prompt -> its J^l, kept only for the variant
+    jacobians: dict[str, torch.Tensor] = {}  # each prompt's J^l [layer, d_model, d_model]
 
     def papers(prompt: str) -> dict[str, np.ndarray]:
-        J = last_token_jacobians(model, prompt, cut_long_prompts=cut_long_prompts)  # (l, d, d)
+        J = last_token_jacobians(model, prompt, cut_long_prompts=cut_long_prompts)
         jacobians[prompt] = J  # the final norm in the last; the variant reuses the others
         return linearization_check(model, prompt, jacobians=J, **run).as_arrays()
 
@@ -320,11 +321,11 @@ def linearization_checks(
 
 def _block_output_jacobians(model: LoadedModel, prompt: str, papers: torch.Tensor | None,
                             cut_long_prompts: bool) -> torch.Tensor:
-    """J^l under ``last_point="block_output"``: the papers' ``[layer, d, d]`` but the last block."""
+    """J^l ``[layer, d_model, d_model]`` for ``last_point="block_output"``: the last differs."""
     J = last_token_jacobians(model, prompt, cut_long_prompts=cut_long_prompts) if papers is None \
         else papers
     last = last_token_jacobians(model, prompt, [model.n_layers - 1], last_point="block_output",
-                                cut_long_prompts=cut_long_prompts)  # (1, d, d)
+                                cut_long_prompts=cut_long_prompts)  # [1, d_model, d_model]
     return torch.cat([J[:-1], last])  # blocks before the last are the same either way
 
 
@@ -356,11 +357,11 @@ def _perturbed_cosines(model: LoadedModel, ids: torch.Tensor, J: np.ndarray, x0:
     ``noise`` is ``[draw, tok, d_model]``, added to the input embeddings ``x0``.
     """
     _, true = perturbed_last_states(model, ids, noise, last_point=last_point)
-    start = x0[-1].double().numpy() + noise[:, -1].double().numpy()  # (draw, d)
-    true = true.double().numpy()  # (draw, layer+1, d)
+    start = x0[-1].double().numpy() + noise[:, -1].double().numpy()  # [draw, d_model]
+    true = true.double().numpy()  # [draw, layer+1, d_model]
     one_step = true[:, :-1] + np.einsum("lij,blj->bli", J, true[:, :-1])
     step = np.concatenate([np.ones((len(noise), 1)), cosine(one_step, true[:, 1:])],
-                          axis=1)  # (draw, layer+1): (I + J^l) x̃^{l-1} vs x̃^l
+                          axis=1)  # [draw, layer+1]: (I + J^l) x̃^{l-1} vs x̃^l
     return cosine(propagate(J, start), true), step
 
 
@@ -371,5 +372,5 @@ def _first_order_cosines(model: LoadedModel, ids: torch.Tensor, J: np.ndarray,
     last = noise.clone()
     last[:, :-1] = 0  # the first-order check perturbs the last token only
     _, moved = perturbed_last_states(model, ids, last, last_point=last_point)
-    delta = propagate(J, last[:, -1].double().numpy())  # (draw, layer+1, d)
+    delta = propagate(J, last[:, -1].double().numpy())  # [draw, layer+1, d_model]
     return cosine(delta, moved.double().numpy() - clean)

@@ -8,6 +8,8 @@ product of the d cotangents with W.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -39,11 +41,36 @@ class MlpOutput:
 
         ``z``: the norm's input ``[prompt, d_model]`` (unused without a norm).
         """
-        w = self.projection.weight.detach()  # (d_model, d_mlp)
+        w = self.projection.weight.detach()  # [d_model, d_mlp]
         if self.norm is None:
             return w[:, None, :].expand(w.shape[0], prompts, w.shape[1])
         return rms_norm_rows(self.norm, z, w)
 
+
+    @contextmanager
+    def detached(self, seen: dict[str, torch.Tensor]) -> Iterator[None]:
+        """Within the block call, no gradient reaches the residual sum through W.
+
+        The output of W, or of the norm after it, is detached in the forward pass; W's input
+        goes to ``seen["a"]`` and the norm's input, for its Jacobian, to ``seen["z"]``.
+        """
+
+        def at_projection(_module, inputs, output):
+            seen["a"] = inputs[0]
+            return output.detach() if self.norm is None else None
+
+        def at_norm(_module, inputs, output):
+            seen["z"] = inputs[0].detach()
+            return output.detach()
+
+        handles = [self.projection.register_forward_hook(at_projection)]
+        if self.norm is not None:
+            handles.append(self.norm.register_forward_hook(at_norm))
+        try:
+            yield
+        finally:
+            for handle in handles:
+                handle.remove()
 
 def mlp_output(model: LoadedModel, b: int,
                last_point: LastPoint = "final_norm") -> MlpOutput | None:
@@ -90,8 +117,8 @@ def rms_norm_rows(norm: torch.nn.Module, z: torch.Tensor, w: torch.Tensor) -> to
     """
     dtype = torch.promote_types(z.dtype, torch.float32)
     z, wide = z.to(dtype), w.to(dtype)
-    gain = 1.0 + norm.weight.to(dtype)  # (d_model,)
-    s = torch.rsqrt(z.pow(2).mean(-1, keepdim=True) + norm.eps)  # (prompt, 1)
-    diagonal = (gain * s).T[:, :, None] * wide[:, None, :]  # (d_model, prompt, d_mlp)
+    gain = 1.0 + norm.weight.to(dtype)  # [d_model]
+    s = torch.rsqrt(z.pow(2).mean(-1, keepdim=True) + norm.eps)  # [prompt, 1]
+    diagonal = (gain * s).T[:, :, None] * wide[:, None, :]  # [d_model, prompt, d_mlp]
     rank_one = (gain * z * s.pow(3) / z.shape[-1]).T[:, :, None] * (z @ wide)[None]
     return (diagonal - rank_one).to(w.dtype)

@@ -45,7 +45,7 @@ class TruncatedSVD:
 
 @contextmanager
 def _one_thread():
-    """Small batched LAPACK calls gain nothing from threads and, on busy cores, lose ~20x."""
+    """One thread for the small batched LAPACK calls (book/performance.md says why)."""
     saved = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -125,21 +125,21 @@ def _products(f: Callable, x: torch.Tensor, tokens: Tokens,
     pullback: list[Callable] = []  # one linearisation, made on first use and then reused
 
     def embed(vecs: torch.Tensor) -> torch.Tensor:
-        full = x.new_zeros(vecs.shape[-1], n_tok, d)  # (n, tok, d_model)
-        full[:, pos] = vecs.to(x.dtype).permute(2, 0, 1)  # (n, tok_sel, d_model)
+        full = x.new_zeros(vecs.shape[-1], n_tok, d)  # [n, tok, d_model]
+        full[:, pos] = vecs.to(x.dtype).permute(2, 0, 1)  # [n, tok_sel, d_model]
         return full
 
     def jmul(vecs: torch.Tensor) -> torch.Tensor:
         with record_function("llmdyn.jacobians.truncated.jvp"):
             out = vmap(lambda v: jvp(f, (x,), (v,))[1], chunk_size=chunk_size)(embed(vecs))
-        return out[:, pos].permute(1, 2, 0).to(vecs.dtype)  # (n, tok, d) -> (tok_sel, d, n)
+        return out[:, pos].permute(1, 2, 0).to(vecs.dtype)  # [tok_sel, d_model, n]
 
     def jtmul(vecs: torch.Tensor) -> torch.Tensor:
         with record_function("llmdyn.jacobians.truncated.vjp"):
             if not pullback:
                 pullback.append(vjp(f, x)[1])
-            (out,) = vmap(pullback[0], chunk_size=chunk_size)(embed(vecs))  # (n, tok, d)
-        return out[:, pos].permute(1, 2, 0).to(vecs.dtype)  # (tok_sel, d_model, n)
+            (out,) = vmap(pullback[0], chunk_size=chunk_size)(embed(vecs))  # [n, tok, d_model]
+        return out[:, pos].permute(1, 2, 0).to(vecs.dtype)  # [tok_sel, d_model, n]
 
     return jmul, jtmul
 
@@ -292,12 +292,12 @@ def truncated_coupling_matrices(
                           f"{svd.S.shape[-1]}; expected layers {tuple(blocks)}, the last token "
                           f"({ids.shape[1] - 1},) and k >= {k}")
     U, V = svd.U[:, 0, :, :k], svd.V[:, 0, :, :k]  # [layer, d_model, k] each
-    stacked = V.permute(1, 0, 2).reshape(1, model.d_model, -1)  # (1, d_model, layer*k)
+    stacked = V.permute(1, 0, 2).reshape(1, model.d_model, -1)  # [1, d_model, layer*k]
     calls = capture_block_calls(model, ids)
     rows = []
     for b in blocks:
         jmul, _ = _products(block_residual(model, b, calls[b]), calls[b].hidden.detach(),
                             "last", chunk_size)
-        JV = jmul(stacked)[0].reshape(model.d_model, len(blocks), k)  # (d_model, layer_j, k)
-        rows.append(torch.einsum("jda,djb->jab", U, JV))  # (layer_j, k, k)
+        JV = jmul(stacked)[0].reshape(model.d_model, len(blocks), k)  # [d_model, layer, k]
+        rows.append(torch.einsum("jda,djb->jab", U, JV))  # [layer, k, k]
     return torch.stack(rows)  # [layer, layer, k, k]

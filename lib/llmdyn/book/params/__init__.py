@@ -7,7 +7,7 @@ field declares (:mod:`llmdyn.core.declared`), and a name the chapter does not ta
 the resolution for a model (``for_model``, a new frozen instance), ``chapters`` and ``trained``
 one class per chapter (each parameter declared there, once: default, doc, bounds), ``cell``
 writes a chapter's parameters cell from its class, ``relative`` the defaults relative to the
-model (blocks, window) and ``resolution`` reads the models' configs and resolves once.
+model (the blocks, the window) and ``resolution`` reads the models' configs and resolves once.
 
 May import: ``models`` (loading in ``resolution`` only; ``base`` reads the packaged
 models' names), ``data``, ``phases.split``, ``coupling.default_k`` (k's rule) and ``core``.

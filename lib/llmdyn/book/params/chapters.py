@@ -52,8 +52,7 @@ class DepthCouplingParams(CompareParams):
         None, check=some_blocks, doc="0-based blocks in the grid (None: 8-15, paper layers 9-16, "
                                      "or the same fractions of a shallower model)")
     n_prompts: int = param(
-        20, at_least=1, doc="prompts after the example in the heatmaps and claims (~5 s each per "
-                            "model)")
+        20, at_least=1, doc="prompts after the example in the heatmaps and claims")
     squad_articles: list[str] | None = param(
         None, doc="SQuAD articles of the questions (None: as chapter 04's default)")
     max_prompt_chars: int | None = param(
@@ -96,8 +95,7 @@ class JacobianAlignmentParams(QuestionParams):
         None, check=some_blocks, doc="0-based blocks of the |A| grids (None: 8-15, paper layers "
                                      "9-16, or the same fractions of a shallower model)")
     n_prompts: int = param(
-        20, at_least=1, doc="SQuAD questions in the r(A) heatmaps and claims (paper: 100); ~5 s "
-                            "each")
+        20, at_least=1, doc="SQuAD questions in the r(A) heatmaps and claims (paper: 100)")
     n_compare_prompts: int = param(
         16, at_least=1, doc="of those, for each compare model (its claims' n; as chapter 05)")
     n_lens_prompts: int = param(
@@ -106,7 +104,7 @@ class JacobianAlignmentParams(QuestionParams):
         [0, 1, 2], check=distinct_seeds(empty_ok=False),
         doc="untrained twins' seeds: the first on every question, the others on n_seed_prompts")
     n_seed_prompts: int = param(
-        2, at_least=1, doc="questions (spread over each model's) the extra twins see; ~7 s each")
+        2, at_least=1, doc="questions (spread over each model's) the extra twins see")
 
     paper_blocks: ClassVar[dict[str, list[int]]] = {"grid_layers": list(range(8, 16))}
 
@@ -197,8 +195,7 @@ class GeometryAlongDepthParams(CompareParams):
         None, check=two_texts, doc="None: SQuAD questions with context in paper B's format; or a "
                                    "list of texts")
     n_prompts: int = param(
-        20, at_least=2, doc="question prompts (paper: 100; about 3-8 s each per model on 2 CPU "
-                            "cores)")
+        20, at_least=2, doc="question prompts (paper: 100)")
     squad_articles: list[str] | None = param(
         None, doc="SQuAD v1.1 article titles (None: the largest packaged articles)")
     window: int = param(
