@@ -14,10 +14,6 @@ import pytest
 from llmdyn.core.paths import REPO
 
 LIB = REPO / "lib" / "llmdyn"
-# Modules whose docstrings are still to be converted (issue 47, item 6), by package-relative
-# path or folder prefix. Remove an entry once its module passes.
-NOT_YET = ("sweep/job.py", "cli.py", "cli/", "training/suite_cli.py", "vision/grids.py",
-           "runner/workflow_cli.py", "runner/lab.py")
 
 # Axis names (the shape vocabulary), single letters and n_/d_/k_ sizes; a shape holds one of
 # the core names, so a pair such as (x, y), (lo, hi) or (i, j) is not taken for a shape.
@@ -79,8 +75,6 @@ def test_shapes_are_written_in_square_brackets():
     found = []
     for path in sorted(LIB.rglob("*.py")):
         name = path.relative_to(LIB).as_posix()
-        if name.startswith(NOT_YET):
-            continue
         for line, text in docstrings_and_comments(path.read_text()):
             for match in PAREN_SHAPE.finditer(text):
                 # line: where the docstring or comment starts

@@ -78,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     loop) prints one line saying what to change and returns 1; other exceptions are bugs and
     keep their traceback. stdout and stderr write any character under any locale.
     """
-    safe_streams()  # a print after a finished result must never fail the job (issue 31, 2)
+    safe_streams()  # a print after a finished result must never fail the job
     argv = sys.argv[1:] if argv is None else list(argv)
     command = next((a for a in argv if not a.startswith("-")), None)
     args = build_parser(command).parse_args(argv)

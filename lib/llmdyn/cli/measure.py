@@ -42,6 +42,6 @@ def run(args: argparse.Namespace) -> int:
           f"{agg['diagonal_share']:.4f} over {len(result['prompts'])} prompts -> {args.out}",
           flush=True)
     # Last, after every print: nothing that fails after it can make the workflow delete a
-    # finished result (issue 31, item 2).
+    # finished result.
     job.write_result(result, args.out)
     return 0

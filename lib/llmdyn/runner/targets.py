@@ -20,7 +20,7 @@ _RULE = re.compile(r"^rule (\w+):", re.MULTILINE)
 _OUTPUT = re.compile(r'^\s*output:\s*(RESULTS \+ )?"([^"]+)"', re.MULTILINE)
 # What a wildcard of a target may hold: a name (a chapter, a run, a grid, a data set, a model's
 # safe name), as the Snakefile's wildcard_constraints demand. Nothing a shell reads as syntax
-# ($(...), `...`, ;, quotes, spaces, newlines) can pass (issue 45, item 1).
+# ($(...), `...`, ;, quotes, spaces, newlines) can pass.
 _WILDCARD = "[A-Za-z0-9][A-Za-z0-9._-]*"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._/-]")
 

@@ -172,7 +172,7 @@ def measure_coupling(model: str, params: MeasureParams = MeasureParams(), *,
         chosen = [c for c, p in zip(couplings, prompts, strict=True) if p.task == task]
         s = summarize_depth(chosen)
         per_task[task] = {"miscoupling": s.miscoupling, "diagonal_share": s.diagonal_share}
-    mean_map = np.mean([c.miscoupling for c in couplings], 0)  # (layer, layer)
+    mean_map = np.mean([c.miscoupling for c in couplings], 0)  # [layer, layer]
     return {
         "format": FORMAT,
         "measurement": "depth_coupling_leaderboard",
