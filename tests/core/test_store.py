@@ -258,7 +258,7 @@ def test_result_of_other_library_code_is_not_read_back(store, monkeypatch):
     from llmdyn.core import store as store_module
 
     store.cached("jac", PARAMS, "p0", Counter())
-    monkeypatch.setattr(store_module, "_CODE_HASH", "a-changed-metric")
+    monkeypatch.setattr(store_module, "code_hash", lambda module=None: "a-changed-metric")
     count = Counter()
     store.cached("jac", PARAMS, "p0", count)
     assert len(count.calls) == 1
@@ -266,43 +266,67 @@ def test_result_of_other_library_code_is_not_read_back(store, monkeypatch):
     assert meta["code"] == "a-changed-metric"
 
 
-def test_code_hash_covers_computing_source_but_not_presentation(tmp_path):
-    import shutil
-
-    from llmdyn.core import store as store_module
-    from llmdyn.core.store import code_hash, source_hash
-
-    package = Path(store_module.__file__).resolve().parents[1]
-    assert len(code_hash()) == 12 and code_hash() == source_hash(package)
-    copy = tmp_path / "llmdyn"
-    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    before = source_hash(copy)
-    for kept in ("plots/depth.py", "book/params/base.py", "claims/render.py",
-                 "coupling/__init__.py", "training/loop.py"):
-        (copy / kept).write_text((copy / kept).read_text() + "\n# presentation edit\n")
-    assert source_hash(copy) == before  # presentation edits keep the cache
-    # The marker is the rule: taken off a module, that module's edits recompute again.
-    loop = copy / "training" / "loop.py"
-    loop.write_text(loop.read_text().replace(store_module.OUTSIDE_CODE_HASH, "# was marked"))
-    assert source_hash(copy) != before
-    for computing in ("coupling/matrix.py", "coupling/depth.py", "jacobians/blocks.py", "trace.py"):
-        edited = copy / computing
-        original = edited.read_text()
-        edited.write_text(original + "\n# computing edit\n")
-        assert source_hash(copy) != before, computing  # a metric edit recomputes
-        edited.write_text(original)
+def _computed_in(module: str):
+    """A compute function that the store takes for one defined in library module ``module``."""
+    def compute(item: str = "x") -> dict[str, np.ndarray]:
+        compute.calls += 1
+        return {"value": np.full(3, float(len(item)))}
+    compute.__module__, compute.calls = module, 0
+    return compute
 
 
-def test_the_modules_outside_the_code_hash_are_the_marked_ones():
-    from llmdyn.core import store as store_module
+def test_the_code_hash_of_a_result_is_that_of_its_computing_module(store, monkeypatch):
+    from llmdyn.core import result_code
 
-    package = Path(store_module.__file__).resolve().parents[1]
-    marked = sorted(p.relative_to(package).as_posix() for p in package.rglob("*.py")
-                    if any(line.startswith(store_module.OUTSIDE_CODE_HASH)
-                           for line in p.read_text().splitlines()))
-    assert "training/loop.py" in marked and "core/store.py" not in marked
-    for relative in ("coupling/matrix.py", "jacobians/last_token.py", "trace.py"):
-        assert relative not in marked  # computing modules are never marked
+    compute = _computed_in("llmdyn.coupling.depth")
+    store.map("depth_coupling", PARAMS, ["a", "bb"], compute, progress=False)
+    meta = json.loads(store.path("depth_coupling", PARAMS, "a").with_suffix(".json").read_text())
+    assert meta["computed_by"] == "llmdyn.coupling.depth"
+    assert meta["code"] == result_code.code_hash("llmdyn.coupling.depth") != result_code.code_hash()
+    # an edit outside the module's closure (here: any other module's hash moves) keeps it ...
+    monkeypatch.setitem(result_code._HASHES, "llmdyn.plots.depth", "plot-edited")
+    monkeypatch.setitem(result_code._HASHES, None, "library-edited")
+    store.map("depth_coupling", PARAMS, ["a", "bb"], compute, progress=False)
+    assert compute.calls == 2 and store.missing("depth_coupling", PARAMS, ["a", "bb"]) == []
+    # ... one inside recomputes every item
+    monkeypatch.setitem(result_code._HASHES, "llmdyn.coupling.depth", "metric-edited")
+    assert store.missing("depth_coupling", PARAMS, ["a", "bb"]) == ["a", "bb"]
+    store.map("depth_coupling", PARAMS, ["a", "bb"], compute, progress=False)
+    assert compute.calls == 4
+
+
+def test_a_result_computed_outside_the_library_depends_on_all_of_it(store, monkeypatch):
+    from llmdyn.core import result_code
+
+    store.cached("jac", PARAMS, "p0", Counter())  # a test's compute: not a library module
+    meta = json.loads(store.path("jac", PARAMS, "p0").with_suffix(".json").read_text())
+    assert meta["computed_by"] is None and meta["code"] == result_code.code_hash()
+    monkeypatch.setitem(result_code._HASHES, None, "library-edited")
+    assert store.missing("jac", PARAMS, ["p0"]) == ["p0"]
+
+
+def test_a_sidecar_of_before_the_computing_module_was_recorded_still_reads(store):
+    # Format 2 sidecars written before `computed_by` existed hold the hash of the whole
+    # library as it was then (less the presentation folders): today that hash differs, so
+    # they are computed again; one whose hash matches is read back, never refused for the
+    # missing key.
+    store.save("jac", PARAMS, "p0", {"value": np.zeros(3)})
+    sidecar = store.path("jac", PARAMS, "p0").with_suffix(".json")
+    meta = json.loads(sidecar.read_text())
+    del meta["computed_by"]
+    sidecar.write_text(json.dumps(meta))
+    assert store.load("jac", PARAMS, "p0") is not None
+    sidecar.write_text(json.dumps({**meta, "code": "8fe1fb06d9ff"}))
+    assert store.load("jac", PARAMS, "p0") is None
+
+
+def test_a_sidecar_naming_no_library_module_is_recomputed(store):
+    store.save("jac", PARAMS, "p0", {"value": np.zeros(3)})
+    sidecar = store.path("jac", PARAMS, "p0").with_suffix(".json")
+    meta = json.loads(sidecar.read_text())
+    for named in ("llmdyn.gone", "llmdyn/../../etc", "os.path", 3):
+        sidecar.write_text(json.dumps({**meta, "computed_by": named}))
+        assert store.load("jac", PARAMS, "p0") is None, named
 
 
 def test_stale_temp_files_of_a_killed_writer_are_swept_on_open(store, tmp_path):

@@ -34,8 +34,6 @@ Example:
     'holds'
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import math

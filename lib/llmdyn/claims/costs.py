@@ -14,8 +14,6 @@ equals the claim's observed n. A table measured on a GPU (``data/prompt_cost_cud
 gives that device's time the same way; without one, no GPU time is printed.
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import json

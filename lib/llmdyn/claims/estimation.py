@@ -7,8 +7,6 @@ interval where one is calibrated, else BCa where it covers, else none (with the 
 recomputed on other units (the planner of `llmdyn.claims.planning` draws them).
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import math

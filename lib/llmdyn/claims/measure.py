@@ -22,8 +22,6 @@ Every estimate names its **sampling unit** (``sampling_unit="prompt"``, ``"model
 plain or keyed by unit id. An estimate with no declared unit is shown, never graded (`Claim`).
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import math

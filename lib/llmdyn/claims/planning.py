@@ -17,8 +17,6 @@ models and ViTs that chapters 08-10 train; rows whose units cannot grow offline 
 (`FIXED`).
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 from dataclasses import replace

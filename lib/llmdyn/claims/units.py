@@ -12,8 +12,6 @@ matched by id, not by position, and a unit missing from one side is an error rat
 silent shift of every later pair.
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence

@@ -7,8 +7,8 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["arrays", "atomic", "checks", "failures", "masked", "paths", "store", "streams",
-                "tables"],
+    submodules=["arrays", "atomic", "checks", "closure", "failures", "masked", "paths",
+                "result_code", "store", "streams", "tables"],
     submod_attrs={
         "arrays": ["ArrayLike", "check_values", "checked_tensor", "checked_array", "off_diagonal"],
         "checks": ["prompt_texts", "is_int", "layer_indices", "k_value", "top_k_value", "choice",

@@ -6,8 +6,6 @@ the write and, where a command checks its output first (:func:`check_new_file`),
 work.
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import os

@@ -1,7 +1,5 @@
 """What the operating system refused (full disk, read-only store, symlink loop) as one sentence."""
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import errno

@@ -1,7 +1,5 @@
 """Which live processes hold a lock file, read from Linux's /proc, and each named in words."""
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import os

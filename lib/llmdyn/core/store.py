@@ -30,10 +30,11 @@ from llmdyn.core.atomic import (  # re-exported: callers import them from here
 )
 from llmdyn.core.failures import os_error_message
 from llmdyn.core.paths import results_root
+from llmdyn.core.result_code import code_hash, computing_module, source_hash
 
 __all__ = ["ResultStore", "apply_umask", "apply_umask_tree", "atomic_write", "canonical_params",
-           "code_hash", "content_hash", "params_hash", "safe_name", "temp_prefix", "umask",
-           "writer_alive", "writer_state"]
+           "code_hash", "content_hash", "params_hash", "safe_name", "source_hash", "temp_prefix",
+           "umask", "writer_alive", "writer_state"]
 
 Arrays = dict[str, np.ndarray]
 _MEASUREMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -43,53 +44,6 @@ _FORMAT = 2  # bump when the on-disk layout or sidecar schema changes
 # hours, not minutes, so that clock skew between that machine and the disk cannot make a live
 # writer's file look dead. A writer on this machine is judged by its pid alone.
 _STALE_TMP_S = 6 * 3600
-# Source that never changes a stored array is left out of the code hash, so that editing it
-# keeps the cache: the book's and the figures' folders, package __init__ files (docstrings and
-# lazy tables only), and any module that says so itself with a line starting with
-# OUTSIDE_CODE_HASH (presentation, verdicts and their statistics, and training runs, whose
-# outputs live in checkpoint directories with digests of their own).
-_PRESENTATION_DIRS = ("book/", "plots/", "runner/")
-OUTSIDE_CODE_HASH = "# llmdyn: outside the code hash"
-_CODE_HASH: str | None = None
-
-
-def code_hash() -> str:
-    """First 12 hex digits of sha256 over the library's computing source files.
-
-    Stored in every sidecar and compared on load, so a result computed by other code (a
-    changed metric, a fixed bug) is recomputed, never read back. Presentation source is left
-    out (see :func:`outside_code_hash`).
-    """
-    global _CODE_HASH
-    if _CODE_HASH is None:
-        _CODE_HASH = source_hash(Path(__file__).resolve().parents[1])  # lib/llmdyn
-    return _CODE_HASH
-
-
-def source_hash(package: Path) -> str:
-    """The code hash of the ``llmdyn`` source tree at ``package`` (a copy works too)."""
-    digest = hashlib.sha256()
-    for path in sorted(package.rglob("*.py")):
-        relative, source = path.relative_to(package).as_posix(), path.read_bytes()
-        if "__pycache__" in path.parts or outside_code_hash(relative, source):
-            continue
-        digest.update(relative.encode() + b"\0")
-        digest.update(source + b"\0")
-    return digest.hexdigest()[:12]
-
-
-def outside_code_hash(relative: str, source: bytes) -> bool:
-    """Whether the module at ``relative`` (inside the package) is left out of the code hash.
-
-    The book's and the figures' folders and ``__init__`` files are, and any module with a line
-    that starts with :data:`OUTSIDE_CODE_HASH`.
-    """
-    if relative.startswith(_PRESENTATION_DIRS) or relative.rsplit("/", 1)[-1] == "__init__.py":
-        return True
-    marker = OUTSIDE_CODE_HASH.encode()
-    return any(line.startswith(marker) for line in source.splitlines())
-
-
 def content_hash(arrays: Mapping[str, np.ndarray]) -> str:
     """Sha256 over the names, dtypes, shapes and bytes of `arrays` (sorted by name)."""
     digest = hashlib.sha256()
@@ -172,7 +126,16 @@ class ResultStore:
 
     Each ``.npz`` has a ``.json`` sidecar (written after it, so a sidecar implies a complete
     ``.npz``) holding measurement, params, item, model provenance, array dtypes/shapes, package
-    versions and the UTC creation time. A changed parameter gives a new hash directory.
+    versions, the UTC creation time, the computing module and its code hash. A changed
+    parameter gives a new hash directory.
+
+    The code hash covers exactly the library source the result depends on: the import closure
+    of the module that defines the computation (``compute``'s ``__module__``; see
+    :mod:`llmdyn.core.result_code`). A result is read back only while that hash is unchanged,
+    so editing a module the computation imports (directly, inside a function or through a lazy
+    table) computes it again, and editing any other (a plot, a claim, the book) keeps it. A
+    computation defined outside the library (a notebook cell, a test) depends on all of it.
+    The sidecar names the computing module, so ``load`` and ``missing`` need not be told it.
 
     Args:
         model_id: Model identifier, e.g. ``"google/gemma-3-270m"``; made filesystem-safe.
@@ -232,7 +195,8 @@ class ResultStore:
 
         None when absent, partial or corrupt (any error reading it), when its arrays no longer
         match the content hash in the sidecar (a rewritten ``.npz``), or when it was computed
-        for other parameters, another model identity or by other library code.
+        for other parameters, another model identity or by other library code: the code hash
+        of the module its sidecar names as computing it differs today.
         """
         npz = self.path(measurement, params, item)
         params = canonical_params(params)  # bad params raise; only reading is guarded below
@@ -241,7 +205,7 @@ class ResultStore:
             if (meta.get("format") != _FORMAT or meta.get("item") != item
                     or meta.get("params") != params
                     or _what(meta.get("model")) != _what(self.provenance)
-                    or meta.get("code") != code_hash()):
+                    or meta.get("code") != code_hash(meta.get("computed_by"))):
                 return None
             with np.load(npz, allow_pickle=False) as f:
                 arrays = {k: f[k] for k in f.files}
@@ -252,8 +216,12 @@ class ResultStore:
         return arrays
 
     def save(self, measurement: str, params: Mapping[str, Any], item: str,
-             arrays: Mapping[str, Any]) -> Arrays:
-        """Check `arrays` (finite, numeric) and write them atomically; return them as numpy."""
+             arrays: Mapping[str, Any], computed_by: str | None = None) -> Arrays:
+        """Check `arrays` (finite, numeric) and write them atomically; return them as numpy.
+
+        ``computed_by`` is the library module that computed them (None: code outside the
+        library); the sidecar records it and its code hash.
+        """
         if not isinstance(arrays, Mapping) or not all(isinstance(k, str) and k for k in arrays):
             raise LlmdynError(f"compute must return a dict of non-empty str -> array, got "
                               f"{type(arrays).__name__} for item {item!r}")
@@ -272,7 +240,8 @@ class ResultStore:
             "arrays": {k: {"dtype": str(a.dtype), "shape": list(a.shape)}
                        for k, a in checked.items()},
             "content_sha256": content_hash(checked),
-            "code": code_hash(),
+            "computed_by": computed_by,
+            "code": code_hash(computed_by),
             "versions": self.versions,
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
@@ -293,7 +262,8 @@ class ResultStore:
                compute: Callable[[], Mapping[str, Any]]) -> Arrays:
         """Stored arrays for `item` if present, else ``compute()``, checked, saved and returned."""
         found = self.load(measurement, params, item)
-        return found if found is not None else self.save(measurement, params, item, compute())
+        return (found if found is not None else
+                self.save(measurement, params, item, compute(), computing_module(compute)))
 
     def missing(self, measurement: str, params: Mapping[str, Any],
                 items: Sequence[str]) -> list[str]:
@@ -319,7 +289,8 @@ class ResultStore:
                   disable=not progress) as bar:
             for i, it in enumerate(items):
                 if found[i] is None:
-                    found[i] = self.save(measurement, params, it, compute_item(it))
+                    found[i] = self.save(measurement, params, it, compute_item(it),
+                                         computing_module(compute_item))
                     bar.update(1)
         return found  # type: ignore[return-value]
 

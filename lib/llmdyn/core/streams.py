@@ -1,7 +1,5 @@
 """Output streams that never fail on a character: a result is never lost to a print."""
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import io

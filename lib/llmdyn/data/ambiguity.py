@@ -13,8 +13,6 @@ in what can be known, not in the token the lens reads.
   that answer (no numbers, which have two spellings, and no answer that starts with "the").
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; prompts key the cache)
-
 from __future__ import annotations
 
 from llmdyn.data.named import Prompt

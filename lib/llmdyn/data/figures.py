@@ -24,8 +24,6 @@ and set the paper figures it covers (A 6, A 10, A 11) to ``regenerated`` or ``st
 ``paper_figures.csv``. ``tests/book/test_figures.py`` checks that the tables agree.
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import csv

@@ -1,7 +1,5 @@
 """SQuAD questions alone, each ending in its own last word: prompts for a first-layer reading."""
 
-# llmdyn: outside the code hash (no stored array depends on this module; prompts key the cache)
-
 from __future__ import annotations
 
 import random

@@ -15,8 +15,6 @@ A claim about a single run has n = 1 run: its number is shown, with no verdict, 
 over the runs is its own row.
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import numpy as np

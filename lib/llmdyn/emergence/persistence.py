@@ -17,8 +17,6 @@ The passages inside one run are not independent evidence about training (they sh
 weights), so no interval is taken over them: a run's slope is one number.
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import math

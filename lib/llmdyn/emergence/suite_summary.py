@@ -3,8 +3,6 @@
 The claims over runs are in `llmdyn.emergence.over_runs`.
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import json

@@ -7,8 +7,6 @@ no coupling), and our own suite's checkpoints, where coupling and held-out loss 
 measured here.
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import csv

@@ -7,8 +7,6 @@ something. This module places them between two count models fitted on the same t
 whose models clearly beat the bigram reference would cost.
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import math

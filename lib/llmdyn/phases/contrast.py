@@ -1,7 +1,5 @@
 """Paper B's Thought/Fixation contrast: split per-layer measurements at a boundary (Table 1)."""
 
-# llmdyn: outside the code hash (no stored array depends on this module: it builds claims)
-
 from __future__ import annotations
 
 from typing import Literal, NamedTuple

@@ -10,8 +10,6 @@ a `llmdyn.phases.PhaseSplit` or the first Fixation layer ``b`` (Thought ``1 … 
 ignored.
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import numpy as np

@@ -8,8 +8,6 @@ notebook, which the HTML job's figure step rewrites), and the book refuses a not
 cells no longer match.
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import hashlib

@@ -12,8 +12,6 @@ Which method judges which statistic at which n (BCa, a t interval, an exact inte
 is not decided here: `llmdyn.stats.coverage` reads it from the coverage table.
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import warnings

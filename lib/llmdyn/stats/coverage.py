@@ -41,8 +41,6 @@ for fractions. The kinds over runs and pairs are skewed too:
   difference is −2.
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import csv

@@ -37,8 +37,6 @@ batch shape. The quantiles come from ``scipy.stats``; each method is the textboo
 ``bonferroni_level`` gives the level of each of k intervals that hold together at ``level``.
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import numpy as np

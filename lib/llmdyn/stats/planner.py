@@ -20,8 +20,6 @@ plannable" with fewer than `MIN_UNITS` units, whose spread is unknown. The plan 
 it assumes the observed units are representative of the units that would be added.
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence

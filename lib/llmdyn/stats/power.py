@@ -13,8 +13,6 @@ The second half simulates the power of the rule that actually judges a claim (a 
 interval against a threshold): `rule_power` counts the grades it gives on data with a known effect.
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import math

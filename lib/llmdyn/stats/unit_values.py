@@ -18,8 +18,6 @@ unit (no sub-items, e.g. a prompt whose tokens were all filtered out), an expect
 missing, a non-finite value or an unknown summary.
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping, Sequence

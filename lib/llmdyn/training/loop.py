@@ -16,8 +16,6 @@ Layout of a run directory::
     <run>/run.json             written last: the run is complete
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import json

@@ -8,8 +8,6 @@ Layout::
         optimizer.safetensors  AdamW and RNG state (kept in the newest checkpoint only)
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import contextlib

@@ -1,7 +1,5 @@
 """The optimizer schedule of a training run and the steps it saves (Pythia's checkpoint grid)."""
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import math

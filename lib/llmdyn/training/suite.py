@@ -9,7 +9,6 @@ optimiser recipe (`llmdyn.training.loop`). Every checkpoint is a directory that
 ``AutoModelForCausalLM.from_pretrained`` and ``llmdyn.models.load_model`` both load.
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
 from __future__ import annotations
 
 import os

@@ -1,7 +1,5 @@
 """A bounded expodistance: how far a token's norm growth is from exponential, stable near α = 0."""
 
-# llmdyn: outside the code hash (no stored array depends on this module: it reads cached α)
-
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -1,7 +1,5 @@
 """Prompts as independent units for a reading of layer 0, which sees the last token alone."""
 
-# llmdyn: outside the code hash (no stored array depends on this module: it only chooses prompts)
-
 from __future__ import annotations
 
 from collections.abc import Sequence

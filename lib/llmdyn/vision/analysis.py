@@ -20,8 +20,6 @@ within-cell bootstrap is about √2 too narrow, while the t interval uses the se
 residual variance with its n − p degrees of freedom.
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 from dataclasses import dataclass, replace

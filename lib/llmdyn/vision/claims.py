@@ -8,8 +8,6 @@ decays (one intercept per weight decay), and at each weight decay (Fig 10's "at 
 decay"; Fig 6b's is the row at the fixed weight decay).
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 from dataclasses import replace
