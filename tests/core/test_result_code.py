@@ -109,3 +109,10 @@ def test_the_library_index_files_route_the_closure_but_are_not_hashed():
     closure = module_closure(LIB, "llmdyn.coupling.depth")
     assert LIB / "coupling" / "__init__.py" in closure  # read for its lazy table
     assert LIB / "coupling" / "__init__.py" not in hashed_files(LIB, "llmdyn.coupling.depth")
+
+
+def test_no_module_carries_the_retired_outside_the_code_hash_marker():
+    # the closure decides what a result's hash covers; a leftover marker would mislead a reader
+    lib = Path(__file__).resolve().parents[2] / "lib" / "llmdyn"
+    marked = [p.name for p in lib.rglob("*.py") if "llmdyn: outside the code hash" in p.read_text()]
+    assert not marked, marked

@@ -20,8 +20,6 @@ wrong book), and a staged book for another model pastes from its own executed ch
 can never show another model's numbers.
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import ast

@@ -11,8 +11,6 @@ May import: everything; nothing imports it (``llmdyn.__main__`` and the console 
 ``main``).
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import argparse

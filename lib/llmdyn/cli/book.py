@@ -1,7 +1,5 @@
 """``llmdyn models``, ``chapters`` and ``book``: what the book runs on, and building it."""
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import argparse

@@ -5,8 +5,6 @@ repository or ``llmdyn workflow --directory``). A refusal, or the OS's (a full d
 line in the job's log, ``llmdyn job: error: …``.
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import argparse

@@ -1,7 +1,5 @@
 """``llmdyn lab``: the chapters in JupyterLab with the llmdyn kernel (`llmdyn.runner.lab`)."""
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import argparse

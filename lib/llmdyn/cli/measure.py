@@ -1,7 +1,5 @@
 """``llmdyn measure coupling``: one model's mean depth coupling into one result file."""
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import argparse

@@ -8,8 +8,6 @@ help; the dataclass itself refuses a smaller value, with its own message). A fie
 documented. Fields with ``init=False`` are not options.
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import argparse

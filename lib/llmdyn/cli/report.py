@@ -1,7 +1,5 @@
 """A refusal as one line, ``llmdyn <command>: error: <message>``, and the exit status it gives."""
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import sys

@@ -1,6 +1,5 @@
 """``llmdyn train``, ``fetch-corpus`` and ``train-vit``: train a suite of LMs or a grid of ViTs."""
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
 from __future__ import annotations
 
 import argparse

@@ -1,7 +1,5 @@
 """``llmdyn workflow``: the book as a Snakemake run, locally or on a cluster profile."""
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import argparse

@@ -9,7 +9,6 @@ and the summary grid, which carry classes, row attributes and cells of markup) g
 :func:`html_table`. No other module writes a ``| a | b |`` line or a ``<tr>``;
 ``tests/core/test_tables.py`` checks that.
 """
-# llmdyn: outside the code hash (text only; no stored array depends on it)
 
 from __future__ import annotations
 

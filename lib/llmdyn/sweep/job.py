@@ -7,8 +7,6 @@ aggregates and their provenance (model identity, parameters, package versions). 
 the workflow distributes over a cluster; :mod:`llmdyn.sweep.join` reads many such files back.
 """
 
-# llmdyn: outside the code hash (no stored array depends on this module; see core/store.py)
-
 from __future__ import annotations
 
 import json
