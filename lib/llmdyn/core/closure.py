@@ -65,7 +65,7 @@ def _parsed(path: Path, version: tuple[int, int, int]) -> ast.Module | None:
     # One parse per file version: the closures of eleven chapters share most files, and the
     # workflow asks again in every scheduling round
     del version  # part of the cache key only
-    return _parse(path.read_text())
+    return _parse(path.read_text(encoding="utf-8"))  # source is UTF-8 whatever the locale
 
 
 def lazy_exports(init: Path) -> dict[str, str]:

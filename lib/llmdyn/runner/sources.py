@@ -17,7 +17,7 @@ __all__ = ["imported_files", "lazy_exports", "library_closure", "module_file", "
 @functools.lru_cache(maxsize=4096)
 def _text(path: Path, version: tuple[int, int, int]) -> str:
     del version  # part of the cache key only
-    return path.read_text()
+    return path.read_text(encoding="utf-8")
 
 
 def named_data(files: list[Path], data: Path) -> list[Path]:
