@@ -11,6 +11,7 @@ exits 0, so the target is safe everywhere.
     python tools/gpu_check.py --suite tiny --out gpu_check
     python tools/gpu_check.py --compare-models      # chapter 05 without its compare models
     python tools/gpu_check.py --smoke               # and every chapter on tiny models
+    python tools/gpu_check.py --smoke --jobs 4      # ... four chapters at a time
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import platform
 import sys
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import torch
@@ -109,23 +111,26 @@ def chapter_parameters(chapter: str, out: Path, suite: str,
     return {**params, "device": "cuda"}
 
 
-def chapter_rows(out: Path, runs: list[tuple[str, dict]]) -> list[dict]:
-    """Each (chapter, parameters) run with papermill; seconds and whether it finished."""
+def chapter_row(out: Path, chapter: str, params: dict) -> dict:
+    """One chapter run with papermill: seconds and whether it finished."""
     from llmdyn.runner.build import run_chapter
 
-    rows = []
-    for chapter, params in runs:
-        print(f"gpu-check: {chapter} {json.dumps(params)}", flush=True)
-        start = time.perf_counter()
-        try:
-            run_chapter(chapter, out / "executed", params)
-            rows.append({"chapter": chapter, "params": params, "ok": True,
-                         "seconds": time.perf_counter() - start})
-        except Exception as err:
-            rows.append({"chapter": chapter, "params": params, "ok": False,
-                         "seconds": time.perf_counter() - start,
-                         "error": "".join(traceback.format_exception_only(err))[-1500:]})
-    return rows
+    print(f"gpu-check: {chapter} {json.dumps(params)}", flush=True)
+    start = time.perf_counter()
+    try:
+        run_chapter(chapter, out / "executed", params)
+        return {"chapter": chapter, "params": params, "ok": True,
+                "seconds": time.perf_counter() - start}
+    except Exception as err:
+        return {"chapter": chapter, "params": params, "ok": False,
+                "seconds": time.perf_counter() - start,
+                "error": "".join(traceback.format_exception_only(err))[-1500:]}
+
+
+def chapter_rows(out: Path, runs: list[tuple[str, dict]], jobs: int = 1) -> list[dict]:
+    """Each (chapter, parameters) run, ``jobs`` at a time (each in its own kernel), in order."""
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(lambda run: chapter_row(out, *run), runs))
 
 
 def planned_runs(args: argparse.Namespace) -> list[tuple[str, dict]]:
@@ -193,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare-models", nargs="*", default=None,
                         help="chapter 05's compare_models (default: the chapter's own; give "
                              "none to run without them, e.g. where Gemma 3 is not installed)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="chapters run at once, each in its own kernel (default: 1; the "
+                             "seconds of chapters run together include their contention)")
     parser.add_argument("--smoke", action="store_true",
                         help="also every chapter at the smoke book's parameters (tiny models)")
     args = parser.parse_args(argv)
@@ -210,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
               "bf16_supported": torch.cuda.is_bf16_supported()}
     report["jacobians"] = [] if args.skip_jacobians else [
         row for name in args.models for row in jacobian_rows(name)]
-    report["chapters"] = chapter_rows(args.out, planned_runs(args))
+    report["chapters"] = chapter_rows(args.out, planned_runs(args), args.jobs)
     (args.out / "report.json").write_text(json.dumps(report, indent=1))
     (args.out / "report.md").write_text(render(report))
     print(render(report))

@@ -75,3 +75,29 @@ def test_smoke_plans_every_chapter_at_the_smoke_book_parameters_on_cuda(tmp_path
     assert list(smoke) == sorted(p.stem for p in (TOOL.parents[1] / "tests/smoke").glob("*.yaml"))
     assert len(smoke) == 11 and all(p["device"] == "cuda" for p in smoke.values())
     assert smoke["10_vit"]["grid"] == "tiny" and smoke["01_trajectories"]["model"] == "tiny-gemma3"
+
+
+def test_chapters_run_jobs_at_a_time_and_report_in_the_order_asked(tmp_path, monkeypatch):
+    import threading
+
+    import llmdyn.runner.build as build
+
+    running, most = [], []
+    lock = threading.Lock()
+
+    def fake_run(chapter, out_dir, params):
+        with lock:
+            running.append(chapter)
+            most.append(len(running))
+        threading.Event().wait(0.05)
+        with lock:
+            running.remove(chapter)
+        if chapter == "bad":
+            raise RuntimeError("no")
+
+    monkeypatch.setattr(build, "run_chapter", fake_run)
+    runs = [("a", {}), ("bad", {}), ("c", {}), ("d", {})]
+    rows = gpu_check.chapter_rows(tmp_path, runs, jobs=2)
+    assert [r["chapter"] for r in rows] == ["a", "bad", "c", "d"]
+    assert [r["ok"] for r in rows] == [True, False, True, True]
+    assert "RuntimeError: no" in rows[1]["error"] and max(most) == 2
