@@ -101,4 +101,5 @@ def test_the_scorecard_record_of_a_planned_prompt_claim_carries_its_cost(tmp_pat
     (published,) = read_chapter(path)
     # 234 + 3 * (40 - 20) = 294 s = 4.9 min
     assert published.records[0].to_decide == (
-        "n = 40 prompts; cost: the chapter at n_prompts = 40 ≈ 4.9 min of CPU on this machine (t)")
+        "n = 40 prompts; cost: the chapter at n_prompts = 40 ≈ 4.9 min of CPU on this machine; "
+        f"on a GPU: not measured ({costs.NO_GPU}) (t)")

@@ -31,6 +31,7 @@ GPU_TABLE = "prompt_cost_cuda.json"
 BY_PREFIX = {("04_jacobian_alignment", "table1_"): "n_lens_prompts"}
 PRIMARY = {"07_regularity": "n_per_task"}  # a chapter whose primary prompts are set otherwise
 PER_TASK = "n_per_task"  # the n of a per-task parameter is its value times the tasks
+NO_GPU = "`bench/prompt_cost.py --device cuda` on a GPU machine writes its table"
 #: a parameter whose prompts are taken from another's: raising it raises that one too
 TAKEN_FROM = {"n_compare_prompts": "n_prompts", "n_seed_prompts": "n_prompts"}
 
@@ -166,4 +167,6 @@ def cost_text(chapter: str, claim_id: str, model: str, n_now: int | None,
     on_gpu = chapter_seconds(gpu, chapter, planned, params) if gpu is not None else None
     if on_gpu is not None:
         text += f", ≈ {_minutes(on_gpu)} on an {gpu.device} (estimate)"
+    else:  # a GPU number needs a GPU table; none is made up from the CPU's
+        text += f"; on a GPU: not measured ({NO_GPU})"
     return f"{text} ({cpu.source})"
