@@ -36,6 +36,27 @@ block_pairs = rule(lambda pairs: all(len(p) == 2 and p[0] != p[1] for p in pairs
 some_tasks = rule(bool, f"a non-empty list from {ALL_TASKS}")
 
 
+RELATIVE_K = "None: relative_k, 30 where d_model ≥ 240, else d_model // 8"
+PAPER_GRID = "None: 8-15, paper layers 9-16, or the same fractions of a shallower model"
+
+
+def k_param(what: str) -> Any:
+    """A chapter's k: top singular vectors, None resolved relative to the model's width."""
+    return param(None, at_least=K_MIN, doc=f"{what} ({RELATIVE_K})")
+
+
+def grid_param(what: str) -> Any:
+    """A chapter's grid of blocks, None resolved to paper A's blocks or their depth fractions."""
+    return param(None, check=some_blocks, doc=f"{what} ({PAPER_GRID})")
+
+
+def twins_param(unit: str = "prompt") -> Any:
+    """Untrained twins' seeds: the first twin sees every ``unit``, the others n_seed_prompts."""
+    return param([0, 1, 2], check=distinct_seeds(empty_ok=False),
+                 doc=f"untrained twins' seeds: the first on every {unit}, the others on "
+                     "n_seed_prompts")
+
+
 @dataclass(frozen=True)
 class DepthCouplingParams(CompareParams):
     """Chapter 05: coupling across depth (paper A §3.1, §5.1, Fig 3)."""
@@ -45,12 +66,8 @@ class DepthCouplingParams(CompareParams):
                                                              "figures (the example; Figs 3, 20)")
     prompts: list[str] | None = param(
         None, doc="None: SQuAD questions, the same draw as chapter 04 (cached once); or texts")
-    k: int | None = param(
-        None, at_least=K_MIN, doc="top singular vectors kept in each coupling matrix (None: "
-                                  "relative_k, 30 where d_model ≥ 240, else d_model // 8)")
-    grid_layers: list[int] | None = param(
-        None, check=some_blocks, doc="0-based blocks in the grid (None: 8-15, paper layers 9-16, "
-                                     "or the same fractions of a shallower model)")
+    k: int | None = k_param("top singular vectors kept in each coupling matrix")
+    grid_layers: list[int] | None = grid_param("0-based blocks in the grid")
     n_prompts: int = param(
         20, at_least=1, doc="prompts after the example in the heatmaps and claims")
     squad_articles: list[str] | None = param(
@@ -61,9 +78,7 @@ class DepthCouplingParams(CompareParams):
     n_compare_prompts: int = param(
         16, at_least=1, doc="prompts for each compare model: the France prompt (Figs 3, 20), then "
                             "chapter 04's questions")
-    twin_seeds: list[int] = param(
-        [0, 1, 2], check=distinct_seeds(empty_ok=False),
-        doc="untrained twins' seeds: the first on every prompt, the others on n_seed_prompts")
+    twin_seeds: list[int] = twins_param()
     n_seed_prompts: int = param(
         3, at_least=1, doc="prompts for the twins of the other seeds (the spread over seeds)")
 
@@ -88,21 +103,15 @@ class JacobianAlignmentParams(QuestionParams):
 
     example_prompt: str = param(
         "What is the capital of France? The capital is", doc="prompt of the |A| grids (Fig 7)")
-    k: int | None = param(
-        None, at_least=K_MIN, doc="paper B's K in A_{i,j,K} (None: relative_k, 30 where d_model ≥ "
-                                  "240, else d_model // 8)")
-    grid_layers: list[int] | None = param(
-        None, check=some_blocks, doc="0-based blocks of the |A| grids (None: 8-15, paper layers "
-                                     "9-16, or the same fractions of a shallower model)")
+    k: int | None = k_param("paper B's K in A_{i,j,K}")
+    grid_layers: list[int] | None = grid_param("0-based blocks of the |A| grids")
     n_prompts: int = param(
         20, at_least=1, doc="SQuAD questions in the r(A) heatmaps and claims (paper: 100)")
     n_compare_prompts: int = param(
         16, at_least=1, doc="of those, for each compare model (its claims' n; as chapter 05)")
     n_lens_prompts: int = param(
         20, at_least=2, doc="SQuAD questions for the boundary and the cheap Table 1 quantities")
-    twin_seeds: list[int] = param(
-        [0, 1, 2], check=distinct_seeds(empty_ok=False),
-        doc="untrained twins' seeds: the first on every question, the others on n_seed_prompts")
+    twin_seeds: list[int] = twins_param("question")
     n_seed_prompts: int = param(
         2, at_least=1, doc="questions (spread over each model's) the extra twins see")
 
@@ -124,10 +133,7 @@ class SpectraPromptsParams(CompareParams):
     n_compare_prompts: int = param(
         16, at_least=1, doc="of those, for each compare model (its claims' n; as chapters 04 and "
                             "05, whose Jacobians of the same prompts it reuses)")
-    k: int | None = param(
-        None, at_least=K_MIN, doc="top singular vectors in A; also the singular values kept per "
-                                  "layer (None: relative_k, 30 where d_model ≥ 240, else d_model "
-                                  "// 8)")
+    k: int | None = k_param("top singular vectors in A; also the singular values kept per layer")
     n_top: int = param(5, at_least=1, doc="singular values drawn per layer")
     noise_levels: list[float] = param(
         [0.01, 0.03, 0.1, 0.3, 1.0], check=positive_levels, doc="relative noise ||delta_t|| / "
@@ -152,9 +158,7 @@ class SpectraPromptsParams(CompareParams):
                            "(paper: 200)")
     max_prompt_chars: int | None = param(
         None, at_least=10, doc="None: full prompts; else keep each prompt's last characters")
-    twin_seeds: list[int] = param(
-        [0, 1, 2], check=distinct_seeds(empty_ok=False),
-        doc="untrained twins' seeds: the first on every prompt, the others on n_seed_prompts")
+    twin_seeds: list[int] = twins_param()
     n_seed_prompts: int = param(
         2, at_least=1, doc="questions, spread evenly as in chapter 04, that the extra twins see")
 
@@ -247,9 +251,7 @@ class TokenCouplingParams(ChapterParams):
                                      "model)")
     n_pair_prompts: int = param(
         1, at_least=1, doc="prompts (the example first) for the extra pairs (a Jacobian pass each)")
-    twin_seeds: list[int] = param(
-        [0, 1, 2], check=distinct_seeds(empty_ok=False),
-        doc="untrained twins' seeds: the first on every prompt, the others on n_seed_prompts")
+    twin_seeds: list[int] = twins_param()
     n_seed_prompts: int = param(
         1, at_least=1, doc="prompts (the example first) the extra twins run on")
     cut_long_prompts: bool = param(
@@ -314,8 +316,6 @@ class RegularityParams(CompareParams):
         20, at_least=1, doc="prompts drawn per task (paper: 200 per task, 1,200 in all)")
     max_prompt_chars: int | None = param(
         None, at_least=10, doc="None: full prompts; else keep each prompt's last characters")
-    twin_seeds: list[int] = param(
-        [0, 1, 2], check=distinct_seeds(empty_ok=False),
-        doc="untrained twins' seeds: the first on every prompt, the others on n_seed_prompts")
+    twin_seeds: list[int] = twins_param()
     n_seed_prompts: int = param(
         20, at_least=1, doc="prompts, evenly spread over the sample, that the extra twins run on")
