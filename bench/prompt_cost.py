@@ -27,7 +27,8 @@ own CPU is recorded beside it (``runner_cpu_s``), outside the fit.
 An existing ``--out`` keeps its chapters that this run does not measure (a run split in parts).
 Chapter 08 needs its trained suite: ``--suite-root`` (default ``results/suite``, where ``make
 book`` trains it); the runs only read it. ``--table`` prints the JSON as the performance page's
-Markdown table. The default size of every chapter takes about an hour of CPU on 2 cores.
+Markdown table (``--table BEFORE AFTER``: the two side by side). Every chapter at its default
+size takes hours of CPU on 2 cores: each default-size run is one of several.
 """
 
 from __future__ import annotations
@@ -258,6 +259,23 @@ def markdown(report: dict) -> str:
     return "\n".join(rows)
 
 
+def compare_markdown(before: dict, after: dict) -> str:
+    """Before against after, for the chapters both measured: fixed and per-unit CPU-s."""
+    rows = ["| chapter | parameter | fixed CPU-s before → after | CPU-s per unit before → after | "
+            "default run CPU-s before → after |", "| --- | --- | ---: | ---: | ---: |"]
+    for chapter, new in after["chapters"].items():
+        old = before["chapters"].get(chapter)
+        if old is None:
+            continue
+        for i, (name, p) in enumerate(new["parameters"].items()):
+            q = old["parameters"][name]
+            fixed = f"{old['fixed_cpu_s']:,.0f} → {new['fixed_cpu_s']:,.0f}" if i == 0 else ""
+            runs = f"{old['default_cpu_s']:,.0f} → {new['default_cpu_s']:,.0f}" if i == 0 else ""
+            rows.append(f"| {chapter[:2] if i == 0 else ''} | `{name}` | {fixed} | "
+                        f"{q['cpu_s_per_unit']:.2f} → {p['cpu_s_per_unit']:.2f} | {runs} |")
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Measure the chapters asked for (or, with ``--one``, run one chapter in this process)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -270,7 +288,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--keep", type=Path, help="keep each run's executed notebook here")
     parser.add_argument("--load-note", default="", help="what else ran on the machine")
     parser.add_argument("--commit", help="the code measured (default: this checkout's HEAD)")
-    parser.add_argument("--table", type=Path, help="print this JSON as Markdown and stop")
+    parser.add_argument("--table", type=Path, nargs="+", metavar="JSON",
+                        help="print this JSON as Markdown (two: before against after) and stop")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--params", help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
@@ -278,7 +297,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.one:
         return run_one(args.one, json.loads(args.params), args.work)
     if args.table:
-        return print(markdown(json.loads(args.table.read_text())))
+        tables = [json.loads(path.read_text()) for path in args.table]
+        return print(markdown(tables[0]) if len(tables) == 1 else compare_markdown(*tables[:2]))
     if "08_training" in args.chapters and not (args.suite_root / "_data").is_dir():
         parser.error(f"chapter 08 needs its trained suite; {args.suite_root} has none: give "
                      "--suite-root (where `make book` trained it), or leave 08 out")

@@ -90,3 +90,16 @@ def test_markdown_has_one_row_per_parameter_and_the_check_on_the_first():
 def test_every_chapter_names_parameters_its_class_has():
     for chapter in bench.CHAPTERS:
         assert set(bench.defaults(chapter)) == {k.name for k in bench.CHAPTERS[chapter][1]}
+
+
+def test_compare_markdown_puts_before_and_after_side_by_side():
+    knobs = KNOBS[:1]
+    default = {"n_prompts": 20}
+
+    def report(per_prompt):
+        measured = [(label, v, {"cpu_s": 30 + per_prompt * v["n_prompts"]})
+                    for label, v in bench.plan(knobs, default)]
+        return {"chapters": {"05_depth_coupling": bench.chapter_table(knobs, default, measured)}}
+
+    lines = bench.compare_markdown(report(5.0), report(2.0)).splitlines()
+    assert lines[2] == "| 05 | `n_prompts` | 30 → 30 | 5.00 → 2.00 | 130 → 70 |"
