@@ -24,7 +24,9 @@ own CPU is recorded beside it (``runner_cpu_s``), outside the fit.
         --device cuda --out prompt_cost_gpu.json          # on a GPU
     PYTHONPATH=lib .venv/bin/python bench/prompt_cost.py --table bench/prompt_cost.json
 
-An existing ``--out`` keeps its chapters that this run does not measure (a run split in parts).
+An existing ``--out`` keeps its chapters that this run does not measure (a run split in parts),
+and every run is appended to ``<out>.runs.jsonl``, which a rerun of the same commit reuses.
+``--only-params``, ``--cap`` and ``--no-check`` make a cheaper partial table on a busy machine.
 Chapter 08 needs its trained suite: ``--suite-root`` (default ``results/suite``, where ``make
 book`` trains it); the runs only read it. ``--table`` prints the JSON as the performance page's
 Markdown table (``--table BEFORE AFTER``: the two side by side). Every chapter at its default
@@ -108,22 +110,28 @@ def defaults(chapter: str) -> dict[str, int]:
     return {k.name: fields[k.name] for k in CHAPTERS[chapter][1]}
 
 
-def plan(knobs: tuple[Knob, ...], default: dict[str, int]) -> list[tuple[str, dict[str, int]]]:
+def plan(knobs: tuple[Knob, ...], default: dict[str, int], *, only: list[str] | None = None,
+         cap: int | None = None, check: bool = True) -> list[tuple[str, dict[str, int]]]:
     """The runs of one chapter: (label, n-parameters), base first and the default run last.
 
     Every run but the one labelled "default" enters the fit; there is none where a fitted run
     has every default already (a chapter with one parameter), which then checks nothing. A
     bounded parameter's run raises its bounding parameter to the least value that holds it.
+    ``only``: the parameters that get a run (None: all; the others stay small); ``cap``: the
+    second n of each is at most this; ``check``: add the default run.
     """
     base = {k.name: k.small for k in knobs}
     runs = [("base", base)]
     for k in knobs:
-        values = {**base, k.name: k.large or default[k.name]}
+        if only is not None and k.name not in only:
+            continue
+        large = k.large or default[k.name]
+        values = {**base, k.name: min(large, max(cap, k.small + 1)) if cap else large}
         if k.bound_by:
             need = math.ceil(values[k.name] / k.per_bound)
             values[k.bound_by] = max(values[k.bound_by], need)
         runs.append((k.name, values))
-    if all(values != default for _, values in runs):  # else that run is the default run too
+    if check and all(values != default for _, values in runs):  # else that run is the default
         runs.append(("default", dict(default)))
     return runs
 
@@ -152,9 +160,13 @@ def chapter_table(knobs: tuple[Knob, ...], default: dict[str, int],
     """One chapter's entry of the JSON from its measured runs (as :func:`plan` ordered them).
 
     ``measured`` holds (label, n-parameters, record) with the record's ``cpu_s``; the run
-    labelled "default" is the check, every other one enters the fit.
+    labelled "default" is the check, every other one enters the fit. A parameter without a run
+    of its own (``plan``'s ``only``) is listed under "not_measured" at its small n, which
+    ``fixed_cpu_s`` then includes; the prediction of the default run needs every parameter.
     """
-    names = [k.name for k in knobs]
+    labels = {label for label, _, _ in measured}
+    names = [k.name for k in knobs if k.name in labels]
+    knobs = tuple(k for k in knobs if k.name in labels)
     fitted = [(v, r["cpu_s"]) for label, v, r in measured if label != "default"]
     fixed, slopes = fit(names, fitted)
     by_label = {label: (v, r) for label, v, r in measured}
@@ -168,12 +180,16 @@ def chapter_table(knobs: tuple[Knob, ...], default: dict[str, int],
                               "cpu_s_per_unit": round(slopes[k.name], 2), "unit": k.unit}
         if k.bound_by and values[k.bound_by] != base_values[k.bound_by]:
             parameters[k.name]["with"] = {k.bound_by: values[k.bound_by]}
+    missing = {n: v for n, v in base_values.items() if n not in names}
     entry = {"fixed_cpu_s": round(fixed, 1),
-             "predicted_default_cpu_s": round(predict(fixed, slopes, default), 1),
+             "predicted_default_cpu_s": None if missing else
+             round(predict(fixed, slopes, default), 1),
              "parameters": parameters,
              "runs": [{"label": label, "n": v, **r} for label, v, r in measured]}
+    if missing:
+        entry["not_measured"] = missing
     at_default = [r for label, v, r in measured if v == default]
-    entry["default_cpu_s"] = round(at_default[-1]["cpu_s"], 1)
+    entry["default_cpu_s"] = round(at_default[-1]["cpu_s"], 1) if at_default else None
     entry["default_run_fitted"] = "default" not in by_label  # then the check is no check
     return entry
 
@@ -204,7 +220,7 @@ def measure(chapter: str, values: dict[str, int], *, device: str, suite_root: Pa
                "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "lib"),
                                                            os.environ.get("PYTHONPATH")]))}
         load = os.getloadavg()
-        done = subprocess.run([sys.executable, __file__, "--one", chapter, "--params",
+        done = subprocess.run([sys.executable, __file__, "--one", chapter, "--one-params",
                                json.dumps(params), "--work", str(work)], env=env,
                               capture_output=True, text=True)
         if done.returncode:
@@ -251,8 +267,9 @@ def markdown(report: dict) -> str:
             check = ""
             if i == 0:
                 head = [chapter[:2], f"{entry['fixed_cpu_s']:,.0f}"]
-                check = (f"{entry['default_cpu_s']:,.0f} "
-                         f"({entry['predicted_default_cpu_s']:,.0f})")
+                check = " ".join(f"{v:,.0f}" if v is not None else "–" for v in (
+                    entry["default_cpu_s"], entry["predicted_default_cpu_s"]))
+                check = check.replace(" ", " (", 1) + ")"
             rows.append(f"| {head[0]} | {head[1]} | `{name}` ({p['default']}) | "
                         f"{p['cpu_s_per_unit']:.2f} | {p['unit']} | "
                         f"{p['cpu_s_per_unit'] * p['default']:,.0f} | {check} |")
@@ -268,9 +285,12 @@ def compare_markdown(before: dict, after: dict) -> str:
         if old is None:
             continue
         for i, (name, p) in enumerate(new["parameters"].items()):
-            q = old["parameters"][name]
+            q = old["parameters"].get(name)
+            if q is None:
+                continue
             fixed = f"{old['fixed_cpu_s']:,.0f} → {new['fixed_cpu_s']:,.0f}" if i == 0 else ""
-            runs = f"{old['default_cpu_s']:,.0f} → {new['default_cpu_s']:,.0f}" if i == 0 else ""
+            runs = " → ".join(f"{e['default_cpu_s']:,.0f}" if e["default_cpu_s"] is not None
+                              else "–" for e in (old, new)) if i == 0 else ""
             rows.append(f"| {chapter[:2] if i == 0 else ''} | `{name}` | {fixed} | "
                         f"{q['cpu_s_per_unit']:.2f} → {p['cpu_s_per_unit']:.2f} | {runs} |")
     return "\n".join(rows)
@@ -288,14 +308,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--keep", type=Path, help="keep each run's executed notebook here")
     parser.add_argument("--load-note", default="", help="what else ran on the machine")
     parser.add_argument("--commit", help="the code measured (default: this checkout's HEAD)")
+    parser.add_argument("--only-params", nargs="+", metavar="NAME",
+                        help="only these n-parameters get a run of their own (others stay small)")
+    parser.add_argument("--cap", type=int, help="the second n of each parameter is at most this")
+    parser.add_argument("--no-check", action="store_true", help="no run at every default")
     parser.add_argument("--table", type=Path, nargs="+", metavar="JSON",
                         help="print this JSON as Markdown (two: before against after) and stop")
     parser.add_argument("--one", help=argparse.SUPPRESS)
-    parser.add_argument("--params", help=argparse.SUPPRESS)
+    parser.add_argument("--one-params", help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
-        return run_one(args.one, json.loads(args.params), args.work)
+        return run_one(args.one, json.loads(args.one_params), args.work)
     if args.table:
         tables = [json.loads(path.read_text()) for path in args.table]
         return print(markdown(tables[0]) if len(tables) == 1 else compare_markdown(*tables[:2]))
@@ -304,7 +328,8 @@ def main(argv: list[str] | None = None) -> None:
                      "--suite-root (where `make book` trained it), or leave 08 out")
     started = {"uptime_start": os.getloadavg(), "start": datetime.datetime.now().isoformat()}
     work = [(c, label, values) for c in args.chapters
-            for label, values in plan(CHAPTERS[c][1], defaults(c))]
+            for label, values in plan(CHAPTERS[c][1], defaults(c), only=args.only_params,
+                                      cap=args.cap, check=not args.no_check)]
     report = {"commit": args.commit or commit(), "machine": machine(args.load_note),
               "device": args.device, **started, "chapters": {}}
     if args.out.exists():  # a resumed or partial measurement: keep the chapters not redone
@@ -313,10 +338,21 @@ def main(argv: list[str] | None = None) -> None:
     measured: dict[str, list] = {c: [] for c in args.chapters}
     runs = {c: sum(1 for w in work if w[0] == c) for c in args.chapters}
 
+    # every run measured, one JSON line each: a rerun of the same code reuses them (resume)
+    done_runs = args.out.with_suffix(".runs.jsonl")
+    known = [json.loads(line) for line in done_runs.read_text().splitlines()] \
+        if done_runs.exists() else []
+
     def go(item):
         chapter, label, values = item
-        record = measure(chapter, values, device=args.device, suite_root=args.suite_root,
-                         keep=args.keep)
+        key = {"chapter": chapter, "n": values, "device": args.device, "commit": report["commit"]}
+        record = next((r["record"] for r in known if all(r[k] == v for k, v in key.items())),
+                      None)
+        if record is None:
+            record = measure(chapter, values, device=args.device, suite_root=args.suite_root,
+                             keep=args.keep)
+            with done_runs.open("a") as f:
+                f.write(json.dumps({**key, "record": record}) + "\n")
         print(f"{chapter} {label} {values}: {record}", flush=True)
         return chapter, label, values, record
 
