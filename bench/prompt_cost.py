@@ -333,8 +333,9 @@ def main(argv: list[str] | None = None) -> None:
     report = {"commit": args.commit or commit(), "machine": machine(args.load_note),
               "device": args.device, **started, "chapters": {}}
     if args.out.exists():  # a resumed or partial measurement: keep the chapters not redone
-        kept = json.loads(args.out.read_text())["chapters"]
-        report["chapters"] = {c: e for c, e in kept.items() if c not in args.chapters}
+        old = json.loads(args.out.read_text())
+        report["chapters"] = {c: {"commit": old["commit"], **e}
+                              for c, e in old["chapters"].items() if c not in args.chapters}
     measured: dict[str, list] = {c: [] for c in args.chapters}
     runs = {c: sum(1 for w in work if w[0] == c) for c in args.chapters}
 
@@ -360,8 +361,8 @@ def main(argv: list[str] | None = None) -> None:
         for chapter, label, values, record in pool.map(go, work):
             measured[chapter].append((label, values, record))
             if len(measured[chapter]) == runs[chapter]:
-                report["chapters"][chapter] = chapter_table(CHAPTERS[chapter][1],
-                                                            defaults(chapter), measured[chapter])
+                report["chapters"][chapter] = {"commit": report["commit"], **chapter_table(
+                    CHAPTERS[chapter][1], defaults(chapter), measured[chapter])}
                 report["uptime_end"] = os.getloadavg()
                 args.out.write_text(json.dumps(report, indent=1) + "\n")
     print(markdown(report))
