@@ -296,8 +296,7 @@ def compare_markdown(before: dict, after: dict) -> str:
     return "\n".join(rows)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Measure the chapters asked for (or, with ``--one``, run one chapter in this process)."""
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chapters", nargs="+", default=list(CHAPTERS), choices=list(CHAPTERS))
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
@@ -317,15 +316,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--one-params", help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.one:
-        return run_one(args.one, json.loads(args.one_params), args.work)
-    if args.table:
-        tables = [json.loads(path.read_text()) for path in args.table]
-        return print(markdown(tables[0]) if len(tables) == 1 else compare_markdown(*tables[:2]))
-    if "08_training" in args.chapters and not (args.suite_root / "_data").is_dir():
-        parser.error(f"chapter 08 needs its trained suite; {args.suite_root} has none: give "
-                     "--suite-root (where `make book` trained it), or leave 08 out")
+    return parser
+
+
+def measure_all(args: argparse.Namespace) -> dict:
+    """Every planned run of the chapters asked for; the report, written after each chapter."""
     started = {"uptime_start": os.getloadavg(), "start": datetime.datetime.now().isoformat()}
     work = [(c, label, values) for c in args.chapters
             for label, values in plan(CHAPTERS[c][1], defaults(c), only=args.only_params,
@@ -338,7 +333,6 @@ def main(argv: list[str] | None = None) -> None:
                               for c, e in old["chapters"].items() if c not in args.chapters}
     measured: dict[str, list] = {c: [] for c in args.chapters}
     runs = {c: sum(1 for w in work if w[0] == c) for c in args.chapters}
-
     # every run measured, one JSON line each: a rerun of the same code reuses them (resume)
     done_runs = args.out.with_suffix(".runs.jsonl")
     known = [json.loads(line) for line in done_runs.read_text().splitlines()] \
@@ -365,7 +359,22 @@ def main(argv: list[str] | None = None) -> None:
                     CHAPTERS[chapter][1], defaults(chapter), measured[chapter])}
                 report["uptime_end"] = os.getloadavg()
                 args.out.write_text(json.dumps(report, indent=1) + "\n")
-    print(markdown(report))
+    return report
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Measure the chapters asked for (or, with ``--one``, run one chapter in this process)."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.one:
+        return run_one(args.one, json.loads(args.one_params), args.work)
+    if args.table:
+        tables = [json.loads(path.read_text()) for path in args.table]
+        return print(markdown(tables[0]) if len(tables) == 1 else compare_markdown(*tables[:2]))
+    if "08_training" in args.chapters and not (args.suite_root / "_data").is_dir():
+        parser.error(f"chapter 08 needs its trained suite; {args.suite_root} has none: give "
+                     "--suite-root (where `make book` trained it), or leave 08 out")
+    print(markdown(measure_all(args)))
 
 
 if __name__ == "__main__":
