@@ -12,7 +12,7 @@ STAMP   := $(VENV)/.installed
 # start. Measured on 2 cores: collecting the tests, 17.8 CPU-s without it and 11.3 with it.
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: book test test-models test-book-models test-fast bench build-times gpu-check lint strip clean setup lab git-filter
+.PHONY: book test test-models test-book-models test-fast bench prompt-cost build-times gpu-check lint strip clean setup lab git-filter
 
 setup: $(STAMP)
 
@@ -85,6 +85,11 @@ bench: $(STAMP)
 	$(BIN)/python bench/jacobians.py --models smollm2-135m gemma3-270m --out bench/results.json
 	$(BIN)/python bench/training.py --suite default --out bench/training.json
 	OMP_NUM_THREADS=1 $(BIN)/python bench/twins.py --out bench/twins.json
+
+# Each chapter's fixed CPU and CPU per unit of each n-parameter, default models, a fresh process
+# and empty results store per run (hours on 2 cores, so not part of `make bench`; resumable).
+prompt-cost: $(STAMP)
+	$(BIN)/python bench/prompt_cost.py --out bench/prompt_cost.json
 
 # CPU seconds per job kind and each chapter's hot cells, from the last build's own records
 # (Snakemake's benchmark files, papermill's cell durations, the runs' run.json).

@@ -62,3 +62,27 @@ def test_top_singular_returns_in_the_dtype_and_on_the_device_of_its_input():
     top = top_singular(J, 3)
     for part in (top.U, top.S, top.Vh):
         assert part.dtype == torch.float32 and part.device == J.device
+
+
+def test_the_gram_eigensolver_runs_on_one_blas_thread(monkeypatch):
+    # OpenBLAS's second thread spins in syevr at these sizes (bench/prompt_cost.py): the solve
+    # is limited to one thread, and the limit is lifted afterwards.
+    import scipy.linalg
+    from threadpoolctl import threadpool_info
+
+    from llmdyn.coupling import topk
+
+    def blas_threads():
+        return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+    seen, eigh = [], scipy.linalg.eigh
+
+    def spy(*args, **kwargs):
+        seen.append(blas_threads())
+        return eigh(*args, **kwargs)
+
+    monkeypatch.setattr(topk.scipy.linalg, "eigh", spy)
+    before = blas_threads()
+    top_singular(_stack(2), 3)
+    assert seen == [{1}] * 4  # one solve per layer, each on one thread
+    assert blas_threads() == before

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 import torch
+from threadpoolctl import threadpool_limits
 
 from llmdyn.core import checks
 from llmdyn.jacobians.svd import Svd, square_jacobians, svd_sorted
@@ -39,12 +40,16 @@ def top_singular_checked(J: torch.Tensor, k: int) -> Svd:
     d = J.shape[-1]
     Jd = J.detach().cpu().double().numpy()  # [layer, d_model, d_model]
     Us, Ss = [], []
-    for j in Jd:
-        gram = scipy.linalg.blas.dsyrk(1.0, j)  # upper triangle of J J^T, [d_model, d_model]
-        w, u = scipy.linalg.eigh(gram, lower=False, subset_by_index=[d - k, d - 1],
-                                 driver="evr", check_finite=False, overwrite_a=True)
-        Us.append(u[:, ::-1])  # [d_model, k], descending
-        Ss.append(np.sqrt(np.clip(w[::-1], 0.0, None)))  # [k]
+    # One BLAS thread: syevr's reduction is memory-bound at d_model ≈ 600, and OpenBLAS's
+    # second thread spins more than it helps (the performance page has the measurement). The
+    # eigenpairs move by ~1e-15 (a different reduction order), below every printed digit.
+    with threadpool_limits(1, user_api="blas"):
+        for j in Jd:
+            gram = scipy.linalg.blas.dsyrk(1.0, j)  # upper triangle of J J^T, [d_model, d_model]
+            w, u = scipy.linalg.eigh(gram, lower=False, subset_by_index=[d - k, d - 1],
+                                     driver="evr", check_finite=False, overwrite_a=True)
+            Us.append(u[:, ::-1])  # [d_model, k], descending
+            Ss.append(np.sqrt(np.clip(w[::-1], 0.0, None)))  # [k]
     U = torch.from_numpy(np.stack(Us))  # [layer, d_model, k]
     S = torch.from_numpy(np.stack(Ss))  # [layer, k]
     if bool((S[:, -1] <= _MIN_RATIO * S[:, 0]).any()):

@@ -1,0 +1,381 @@
+r"""Each chapter's fixed CPU cost and its CPU cost per unit of each n-parameter (issue 44, item 3).
+
+For every model-taking chapter (01–07, 11, and 08, whose unit is a held-out passage measured at
+every checkpoint of its suite) on the default models (smollm2-135m, compare model gemma3-270m),
+the chapter runs several times, each in a fresh process with its own empty results store, so
+nothing is read from the cache except the converted models (~/.cache/llmdyn, a fixed cost):
+
+- a **base** run with every n-parameter of the chapter at a small value;
+- one run per n-parameter with that one at its default (or, where the default is the smallest
+  value, at a larger one), the others small. A parameter bounded by another (``n_compare_prompts``
+  and ``n_seed_prompts`` take their prompts from ``n_prompts``' sample; chapter 07's from its
+  ``n_per_task`` × 6 tasks) has its bounding parameter raised just enough to hold it;
+- a **default** run with every parameter at its default, left out of the fit.
+
+The runs are fitted by least squares to ``cpu = fixed + Σ_p slope_p · n_p`` (exactly
+determined: one run per unknown); the default run checks that the additive model predicts it.
+CPU is user + sys of the chapter's kernel and its children (``RUSAGE_CHILDREN`` of the process
+that runs papermill, read after the kernel is reaped; kernels are launched plainly, as the
+workflow's chapter jobs launch them, not forked from a preloaded server). The papermill process's
+own CPU is recorded beside it (``runner_cpu_s``), outside the fit.
+
+    PYTHONPATH=lib .venv/bin/python bench/prompt_cost.py --out bench/prompt_cost.json
+    PYTHONPATH=lib .venv/bin/python bench/prompt_cost.py --chapters 04_jacobian_alignment \
+        --device cuda --out prompt_cost_gpu.json          # on a GPU
+    PYTHONPATH=lib .venv/bin/python bench/prompt_cost.py --table bench/prompt_cost.json
+
+An existing ``--out`` keeps its chapters that this run does not measure (a run split in parts),
+and every run is appended to ``<out>.runs.jsonl``, which a rerun of the same commit reuses.
+``--only-params``, ``--cap`` and ``--no-check`` make a cheaper partial table on a busy machine.
+Chapter 08 needs its trained suite: ``--suite-root`` (default ``results/suite``, where ``make
+book`` trains it); the runs only read it. ``--table`` prints the JSON as the performance page's
+Markdown table (``--table BEFORE AFTER``: the two side by side). Every chapter at its default
+size takes hours of CPU on 2 cores: each default-size run is one of several.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import math
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One n-parameter of a chapter: its small value, the unit it counts, what bounds it.
+
+    ``large`` is the second value measured (None: the parameter's default). ``bound_by``
+    names the parameter whose sample this one draws from, ``per_bound`` how many units each
+    unit of that one supplies (chapter 07: 6 prompts per ``n_per_task``).
+    """
+
+    name: str
+    small: int
+    unit: str = "prompt"
+    large: int | None = None
+    bound_by: str | None = None
+    per_bound: int = 1
+
+
+# chapter -> (its parameter class in llmdyn.book.params, its n-parameters)
+CHAPTERS: dict[str, tuple[str, tuple[Knob, ...]]] = {
+    "01_trajectories": ("TrajectoriesParams", (Knob("n_prompts", 2),)),
+    "02_geometry_along_depth": ("GeometryAlongDepthParams", (Knob("n_prompts", 2),)),
+    "03_uncertainty": ("UncertaintyParams", (Knob("n_prompts", 2),)),
+    "04_jacobian_alignment": ("JacobianAlignmentParams", (
+        Knob("n_prompts", 2), Knob("n_compare_prompts", 1, bound_by="n_prompts"),
+        Knob("n_lens_prompts", 2), Knob("n_seed_prompts", 1, large=4, bound_by="n_prompts"))),
+    "05_depth_coupling": ("DepthCouplingParams", (
+        Knob("n_prompts", 2), Knob("n_compare_prompts", 1, bound_by="n_prompts"),
+        Knob("n_seed_prompts", 1, bound_by="n_prompts"))),
+    "06_token_coupling": ("TokenCouplingParams", (
+        Knob("n_prompts", 2), Knob("n_pair_prompts", 1, large=3),
+        Knob("n_seed_prompts", 1, large=3))),
+    "07_regularity": ("RegularityParams", (
+        Knob("n_per_task", 1, unit="prompt per task (6 tasks)"),
+        Knob("n_seed_prompts", 1, bound_by="n_per_task", per_bound=6))),
+    "08_training": ("TrainingParams", (
+        Knob("n_prompts", 2, unit="passage (at every checkpoint of the suite)"),)),
+    "11_spectra_and_prompts": ("SpectraPromptsParams", (
+        Knob("n_prompts", 2), Knob("n_compare_prompts", 1, bound_by="n_prompts"),
+        Knob("n_draws", 1, unit="noise draw per level and prompt"),
+        Knob("n_lin_prompts", 1), Knob("n_gsm8k", 3, unit="GSM8K prompt (and its CoT twin)"),
+        Knob("n_per_task", 1, large=3, unit="prompt per other leaderboard task (5 tasks)"),
+        Knob("n_seed_prompts", 1, large=4, bound_by="n_prompts"))),
+}
+
+
+def defaults(chapter: str) -> dict[str, int]:
+    """The chapter's n-parameters at their defaults, read from its parameter class."""
+    from llmdyn.book import params
+
+    cls = getattr(params, CHAPTERS[chapter][0])
+    fields = {f.name: f.default for f in dataclasses.fields(cls)}
+    return {k.name: fields[k.name] for k in CHAPTERS[chapter][1]}
+
+
+def plan(knobs: tuple[Knob, ...], default: dict[str, int], *, only: list[str] | None = None,
+         cap: int | None = None, check: bool = True) -> list[tuple[str, dict[str, int]]]:
+    """The runs of one chapter: (label, n-parameters), base first and the default run last.
+
+    Every run but the one labelled "default" enters the fit; there is none where a fitted run
+    has every default already (a chapter with one parameter), which then checks nothing. A
+    bounded parameter's run raises its bounding parameter to the least value that holds it.
+    ``only``: the parameters that get a run (None: all; the others stay small); ``cap``: the
+    second n of each is at most this; ``check``: add the default run.
+    """
+    base = {k.name: k.small for k in knobs}
+    runs = [("base", base)]
+    for k in knobs:
+        if only is not None and k.name not in only:
+            continue
+        large = k.large or default[k.name]
+        values = {**base, k.name: min(large, max(cap, k.small + 1)) if cap else large}
+        if k.bound_by:
+            need = math.ceil(values[k.name] / k.per_bound)
+            values[k.bound_by] = max(values[k.bound_by], need)
+        runs.append((k.name, values))
+    if check and all(values != default for _, values in runs):  # else that run is the default
+        runs.append(("default", dict(default)))
+    return runs
+
+
+def fit(names: list[str], runs: list[tuple[dict[str, int], float]]) -> tuple[float, dict]:
+    """Least squares of ``cpu = fixed + Σ slope_p · n_p`` over the runs: (fixed, {p: slope}).
+
+    ``runs`` holds (n-parameters, CPU-s) pairs. Needs at least ``len(names) + 1`` runs whose
+    n-vectors span the model; raises ValueError otherwise.
+    """
+    design = np.array([[1.0, *(float(v[n]) for n in names)] for v, _ in runs])
+    cpu = np.array([c for _, c in runs])
+    if np.linalg.matrix_rank(design) < len(names) + 1:
+        raise ValueError(f"runs {[v for v, _ in runs]} do not separate {names} from the fixed cost")
+    coef, *_ = np.linalg.lstsq(design, cpu, rcond=None)
+    return float(coef[0]), {n: float(s) for n, s in zip(names, coef[1:], strict=True)}
+
+
+def predict(fixed: float, slopes: dict[str, float], values: dict[str, int]) -> float:
+    """The additive model's CPU-s at ``values``."""
+    return fixed + sum(s * values[n] for n, s in slopes.items())
+
+
+def chapter_table(knobs: tuple[Knob, ...], default: dict[str, int],
+                  measured: list[tuple[str, dict[str, int], dict]]) -> dict:
+    """One chapter's entry of the JSON from its measured runs (as :func:`plan` ordered them).
+
+    ``measured`` holds (label, n-parameters, record) with the record's ``cpu_s``; the run
+    labelled "default" is the check, every other one enters the fit. A parameter without a run
+    of its own (``plan``'s ``only``) is listed under "not_measured" at its small n, which
+    ``fixed_cpu_s`` then includes; the prediction of the default run needs every parameter.
+    """
+    labels = {label for label, _, _ in measured}
+    names = [k.name for k in knobs if k.name in labels]
+    knobs = tuple(k for k in knobs if k.name in labels)
+    fitted = [(v, r["cpu_s"]) for label, v, r in measured if label != "default"]
+    fixed, slopes = fit(names, fitted)
+    by_label = {label: (v, r) for label, v, r in measured}
+    base_values, base = by_label["base"]
+    parameters = {}
+    for k in knobs:
+        values, run = by_label[k.name]
+        parameters[k.name] = {"default": default[k.name],
+                              "n": [base_values[k.name], values[k.name]],
+                              "cpu_s": [round(base["cpu_s"], 1), round(run["cpu_s"], 1)],
+                              "cpu_s_per_unit": round(slopes[k.name], 2), "unit": k.unit}
+        if k.bound_by and values[k.bound_by] != base_values[k.bound_by]:
+            parameters[k.name]["with"] = {k.bound_by: values[k.bound_by]}
+    missing = {n: v for n, v in base_values.items() if n not in names}
+    entry = {"fixed_cpu_s": round(fixed, 1),
+             "predicted_default_cpu_s": None if missing else
+             round(predict(fixed, slopes, default), 1),
+             "parameters": parameters,
+             "runs": [{"label": label, "n": v, **r} for label, v, r in measured]}
+    if missing:
+        entry["not_measured"] = missing
+    at_default = [r for label, v, r in measured if v == default]
+    entry["default_cpu_s"] = round(at_default[-1]["cpu_s"], 1) if at_default else None
+    entry["default_run_fitted"] = "default" not in by_label  # then the check is no check
+    return entry
+
+
+def run_one(chapter: str, parameters: dict, work: Path) -> None:
+    """In this process: execute the chapter, then print its kernel's CPU as one JSON line."""
+    from llmdyn.runner.build import run_chapter
+
+    start = time.perf_counter()
+    run_chapter(chapter, work / "executed", parameters, cwd=work, fork=False)
+    kids, me = resource.getrusage(resource.RUSAGE_CHILDREN), \
+        resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps({"cpu_s": kids.ru_utime + kids.ru_stime,
+                      "runner_cpu_s": me.ru_utime + me.ru_stime,
+                      "wall_s": time.perf_counter() - start,
+                      "peak_rss_gib": kids.ru_maxrss / 2**20}))
+
+
+def measure(chapter: str, values: dict[str, int], *, device: str, suite_root: Path | None,
+            keep: Path | None) -> dict:
+    """One run in a fresh process with an empty results store; its record (CPU-s, load)."""
+    params = {**values, "device": device}
+    if chapter == "08_training":
+        params["suite_root"] = str(suite_root)
+    with tempfile.TemporaryDirectory(prefix=f"prompt_cost_{chapter[:2]}_") as tmp:
+        work = Path(tmp)
+        env = {**os.environ, "LLMDYN_RESULTS": str(work / "results"),
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "lib"),
+                                                           os.environ.get("PYTHONPATH")]))}
+        load = os.getloadavg()
+        done = subprocess.run([sys.executable, __file__, "--one", chapter, "--one-params",
+                               json.dumps(params), "--work", str(work)], env=env,
+                              capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"{chapter} {values} failed:\n{done.stderr[-3000:]}")
+        if keep:
+            keep.mkdir(parents=True, exist_ok=True)
+            label = "_".join(f"{k}{v}" for k, v in values.items())
+            (work / "executed" / f"{chapter}.ipynb").replace(keep / f"{chapter}_{label}.ipynb")
+        record = json.loads(done.stdout.strip().splitlines()[-1])
+    return {**{k: round(v, 2) for k, v in record.items()},
+            "load_before": [round(x, 2) for x in load],
+            "load_after": [round(x, 2) for x in os.getloadavg()]}
+
+
+def machine(note: str) -> dict:
+    """Cores, CPU model, the load note."""
+    cpu = platform.processor()
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in
+                   Path("/proc/cpuinfo").read_text().splitlines()
+                   if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {"cores": os.cpu_count(), "cpu": cpu, "load_note": note}
+
+
+def commit() -> str:
+    """The repository's HEAD (with "+dirty" when tracked files changed)."""
+    def git(*args):
+        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True,
+                              text=True).stdout.strip()
+    return git("rev-parse", "--short", "HEAD") + ("+dirty" if git("status", "--porcelain",
+                                                                    "-uno") else "")
+
+
+def markdown(report: dict) -> str:
+    """The performance page's table: one row per chapter and n-parameter."""
+    rows = ["| chapter | fixed CPU-s | parameter (default) | CPU-s per unit | unit | "
+            "per-unit × default | default run CPU-s (predicted) |",
+            "| --- | ---: | --- | ---: | --- | ---: | ---: |"]
+    for chapter, entry in report["chapters"].items():
+        for i, (name, p) in enumerate(entry["parameters"].items()):
+            head = ["", ""]
+            check = ""
+            if i == 0:
+                head = [chapter[:2], f"{entry['fixed_cpu_s']:,.0f}"]
+                check = " ".join(f"{v:,.0f}" if v is not None else "–" for v in (
+                    entry["default_cpu_s"], entry["predicted_default_cpu_s"]))
+                check = check.replace(" ", " (", 1) + ")"
+            rows.append(f"| {head[0]} | {head[1]} | `{name}` ({p['default']}) | "
+                        f"{p['cpu_s_per_unit']:.2f} | {p['unit']} | "
+                        f"{p['cpu_s_per_unit'] * p['default']:,.0f} | {check} |")
+    return "\n".join(rows)
+
+
+def compare_markdown(before: dict, after: dict) -> str:
+    """Before against after, for the chapters both measured: fixed and per-unit CPU-s."""
+    rows = ["| chapter | parameter | fixed CPU-s before → after | CPU-s per unit before → after | "
+            "default run CPU-s before → after |", "| --- | --- | ---: | ---: | ---: |"]
+    for chapter, new in after["chapters"].items():
+        old = before["chapters"].get(chapter)
+        if old is None:
+            continue
+        for i, (name, p) in enumerate(new["parameters"].items()):
+            q = old["parameters"].get(name)
+            if q is None:
+                continue
+            fixed = f"{old['fixed_cpu_s']:,.0f} → {new['fixed_cpu_s']:,.0f}" if i == 0 else ""
+            runs = " → ".join(f"{e['default_cpu_s']:,.0f}" if e["default_cpu_s"] is not None
+                              else "–" for e in (old, new)) if i == 0 else ""
+            rows.append(f"| {chapter[:2] if i == 0 else ''} | `{name}` | {fixed} | "
+                        f"{q['cpu_s_per_unit']:.2f} → {p['cpu_s_per_unit']:.2f} | {runs} |")
+    return "\n".join(rows)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--chapters", nargs="+", default=list(CHAPTERS), choices=list(CHAPTERS))
+    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "prompt_cost.json")
+    parser.add_argument("--jobs", type=int, default=1, help="runs at once (default 1)")
+    parser.add_argument("--suite-root", type=Path, default=REPO / "results" / "suite",
+                        help="chapter 08's trained suite (read only)")
+    parser.add_argument("--keep", type=Path, help="keep each run's executed notebook here")
+    parser.add_argument("--load-note", default="", help="what else ran on the machine")
+    parser.add_argument("--commit", help="the code measured (default: this checkout's HEAD)")
+    parser.add_argument("--only-params", nargs="+", metavar="NAME",
+                        help="only these n-parameters get a run of their own (others stay small)")
+    parser.add_argument("--cap", type=int, help="the second n of each parameter is at most this")
+    parser.add_argument("--no-check", action="store_true", help="no run at every default")
+    parser.add_argument("--table", type=Path, nargs="+", metavar="JSON",
+                        help="print this JSON as Markdown (two: before against after) and stop")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    parser.add_argument("--one-params", help=argparse.SUPPRESS)
+    parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
+    return parser
+
+
+def measure_all(args: argparse.Namespace) -> dict:
+    """Every planned run of the chapters asked for; the report, written after each chapter."""
+    started = {"uptime_start": os.getloadavg(), "start": datetime.datetime.now().isoformat()}
+    work = [(c, label, values) for c in args.chapters
+            for label, values in plan(CHAPTERS[c][1], defaults(c), only=args.only_params,
+                                      cap=args.cap, check=not args.no_check)]
+    report = {"commit": args.commit or commit(), "machine": machine(args.load_note),
+              "device": args.device, **started, "chapters": {}}
+    if args.out.exists():  # a resumed or partial measurement: keep the chapters not redone
+        old = json.loads(args.out.read_text())
+        report["chapters"] = {c: {"commit": old["commit"], **e}
+                              for c, e in old["chapters"].items() if c not in args.chapters}
+    measured: dict[str, list] = {c: [] for c in args.chapters}
+    runs = {c: sum(1 for w in work if w[0] == c) for c in args.chapters}
+    # every run measured, one JSON line each: a rerun of the same code reuses them (resume)
+    done_runs = args.out.with_suffix(".runs.jsonl")
+    known = [json.loads(line) for line in done_runs.read_text().splitlines()] \
+        if done_runs.exists() else []
+
+    def go(item):
+        chapter, label, values = item
+        key = {"chapter": chapter, "n": values, "device": args.device, "commit": report["commit"]}
+        record = next((r["record"] for r in known if all(r[k] == v for k, v in key.items())),
+                      None)
+        if record is None:
+            record = measure(chapter, values, device=args.device, suite_root=args.suite_root,
+                             keep=args.keep)
+            with done_runs.open("a") as f:
+                f.write(json.dumps({**key, "record": record}) + "\n")
+        print(f"{chapter} {label} {values}: {record}", flush=True)
+        return chapter, label, values, record
+
+    with ThreadPoolExecutor(args.jobs) as pool:
+        for chapter, label, values, record in pool.map(go, work):
+            measured[chapter].append((label, values, record))
+            if len(measured[chapter]) == runs[chapter]:
+                report["chapters"][chapter] = {"commit": report["commit"], **chapter_table(
+                    CHAPTERS[chapter][1], defaults(chapter), measured[chapter])}
+                report["uptime_end"] = os.getloadavg()
+                args.out.write_text(json.dumps(report, indent=1) + "\n")
+    return report
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Measure the chapters asked for (or, with ``--one``, run one chapter in this process)."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.one:
+        return run_one(args.one, json.loads(args.one_params), args.work)
+    if args.table:
+        tables = [json.loads(path.read_text()) for path in args.table]
+        return print(markdown(tables[0]) if len(tables) == 1 else compare_markdown(*tables[:2]))
+    if "08_training" in args.chapters and not (args.suite_root / "_data").is_dir():
+        parser.error(f"chapter 08 needs its trained suite; {args.suite_root} has none: give "
+                     "--suite-root (where `make book` trained it), or leave 08 out")
+    print(markdown(measure_all(args)))
+
+
+if __name__ == "__main__":
+    main()
