@@ -53,6 +53,8 @@ from pathlib import Path
 
 import numpy as np
 
+from llmdyn.core.tables import markdown_table
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -208,8 +210,19 @@ def run_one(chapter: str, parameters: dict, work: Path) -> None:
                       "peak_rss_gib": kids.ru_maxrss / 2**20}))
 
 
+def thread_settings(threads: int) -> dict[str, str]:
+    """The BLAS/OpenMP thread variables of a run: as the workflow's chapter jobs set them.
+
+    A chapter job is one thread (``threads: 1`` in the Snakefile, which exports
+    ``OMP_NUM_THREADS`` and ``MKL_NUM_THREADS``); a run with more threads than the build gives
+    its chapters measures another program (an idle BLAS thread spins). 0: leave them as they are.
+    """
+    return {} if threads == 0 else {"OMP_NUM_THREADS": str(threads),
+                                    "MKL_NUM_THREADS": str(threads)}
+
+
 def measure(chapter: str, values: dict[str, int], *, device: str, suite_root: Path | None,
-            keep: Path | None) -> dict:
+            keep: Path | None, threads: int = 1) -> dict:
     """One run in a fresh process with an empty results store; its record (CPU-s, load)."""
     params = {**values, "device": device}
     if chapter == "08_training":
@@ -218,7 +231,8 @@ def measure(chapter: str, values: dict[str, int], *, device: str, suite_root: Pa
         work = Path(tmp)
         env = {**os.environ, "LLMDYN_RESULTS": str(work / "results"),
                "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "lib"),
-                                                           os.environ.get("PYTHONPATH")]))}
+                                                           os.environ.get("PYTHONPATH")])),
+               **thread_settings(threads)}
         load = os.getloadavg()
         done = subprocess.run([sys.executable, __file__, "--one", chapter, "--one-params",
                                json.dumps(params), "--work", str(work)], env=env,
@@ -258,28 +272,32 @@ def commit() -> str:
 
 def markdown(report: dict) -> str:
     """The performance page's table: one row per chapter and n-parameter."""
-    rows = ["| chapter | fixed CPU-s | parameter (default) | CPU-s per unit | unit | "
-            "per-unit × default | default run CPU-s (predicted) |",
-            "| --- | ---: | --- | ---: | --- | ---: | ---: |"]
+    rows = []
     for chapter, entry in report["chapters"].items():
         for i, (name, p) in enumerate(entry["parameters"].items()):
-            head = ["", ""]
-            check = ""
-            if i == 0:
-                head = [chapter[:2], f"{entry['fixed_cpu_s']:,.0f}"]
-                check = " ".join(f"{v:,.0f}" if v is not None else "–" for v in (
-                    entry["default_cpu_s"], entry["predicted_default_cpu_s"]))
-                check = check.replace(" ", " (", 1) + ")"
-            rows.append(f"| {head[0]} | {head[1]} | `{name}` ({p['default']}) | "
-                        f"{p['cpu_s_per_unit']:.2f} | {p['unit']} | "
-                        f"{p['cpu_s_per_unit'] * p['default']:,.0f} | {check} |")
-    return "\n".join(rows)
+            first = i == 0
+            rows.append({
+                "chapter": chapter[:2] if first else "",
+                "fixed CPU-s": f"{entry['fixed_cpu_s']:,.0f}" if first else "",
+                "parameter (default)": f"`{name}` ({p['default']})",
+                "CPU-s per unit": f"{p['cpu_s_per_unit']:.2f}", "unit": p["unit"],
+                "per-unit × default": f"{p['cpu_s_per_unit'] * p['default']:,.0f}",
+                "default run CPU-s (predicted)": _checked(entry) if first else ""})
+    numbers = ("fixed CPU-s", "CPU-s per unit", "per-unit × default",
+               "default run CPU-s (predicted)")
+    return markdown_table(rows, align=dict.fromkeys(numbers, "right"))
+
+
+def _checked(entry: dict) -> str:
+    """"measured (predicted)" of the default run, "–" where there was none."""
+    shown = [f"{v:,.0f}" if v is not None else "–"
+             for v in (entry["default_cpu_s"], entry["predicted_default_cpu_s"])]
+    return f"{shown[0]} ({shown[1]})"
 
 
 def compare_markdown(before: dict, after: dict) -> str:
     """Before against after, for the chapters both measured: fixed and per-unit CPU-s."""
-    rows = ["| chapter | parameter | fixed CPU-s before → after | CPU-s per unit before → after | "
-            "default run CPU-s before → after |", "| --- | --- | ---: | ---: | ---: |"]
+    rows = []
     for chapter, new in after["chapters"].items():
         old = before["chapters"].get(chapter)
         if old is None:
@@ -288,12 +306,18 @@ def compare_markdown(before: dict, after: dict) -> str:
             q = old["parameters"].get(name)
             if q is None:
                 continue
-            fixed = f"{old['fixed_cpu_s']:,.0f} → {new['fixed_cpu_s']:,.0f}" if i == 0 else ""
             runs = " → ".join(f"{e['default_cpu_s']:,.0f}" if e["default_cpu_s"] is not None
-                              else "–" for e in (old, new)) if i == 0 else ""
-            rows.append(f"| {chapter[:2] if i == 0 else ''} | `{name}` | {fixed} | "
-                        f"{q['cpu_s_per_unit']:.2f} → {p['cpu_s_per_unit']:.2f} | {runs} |")
-    return "\n".join(rows)
+                              else "–" for e in (old, new))
+            rows.append({
+                "chapter": chapter[:2] if i == 0 else "", "parameter": f"`{name}`",
+                "fixed CPU-s before → after":
+                    f"{old['fixed_cpu_s']:,.0f} → {new['fixed_cpu_s']:,.0f}" if i == 0 else "",
+                "CPU-s per unit before → after":
+                    f"{q['cpu_s_per_unit']:.2f} → {p['cpu_s_per_unit']:.2f}",
+                "default run CPU-s before → after": runs if i == 0 else ""})
+    numbers = ("fixed CPU-s before → after", "CPU-s per unit before → after",
+               "default run CPU-s before → after")
+    return markdown_table(rows, align=dict.fromkeys(numbers, "right"))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -302,6 +326,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "prompt_cost.json")
     parser.add_argument("--jobs", type=int, default=1, help="runs at once (default 1)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="OMP/MKL threads of each run (default 1, as the workflow's chapter "
+                             "jobs; 0: the environment's)")
     parser.add_argument("--suite-root", type=Path, default=REPO / "results" / "suite",
                         help="chapter 08's trained suite (read only)")
     parser.add_argument("--keep", type=Path, help="keep each run's executed notebook here")
@@ -326,7 +353,7 @@ def measure_all(args: argparse.Namespace) -> dict:
             for label, values in plan(CHAPTERS[c][1], defaults(c), only=args.only_params,
                                       cap=args.cap, check=not args.no_check)]
     report = {"commit": args.commit or commit(), "machine": machine(args.load_note),
-              "device": args.device, **started, "chapters": {}}
+              "device": args.device, "threads": args.threads, **started, "chapters": {}}
     if args.out.exists():  # a resumed or partial measurement: keep the chapters not redone
         old = json.loads(args.out.read_text())
         report["chapters"] = {c: {"commit": old["commit"], **e}
@@ -340,12 +367,13 @@ def measure_all(args: argparse.Namespace) -> dict:
 
     def go(item):
         chapter, label, values = item
-        key = {"chapter": chapter, "n": values, "device": args.device, "commit": report["commit"]}
+        key = {"chapter": chapter, "n": values, "device": args.device, "commit": report["commit"],
+               "threads": args.threads}
         record = next((r["record"] for r in known if all(r[k] == v for k, v in key.items())),
                       None)
         if record is None:
             record = measure(chapter, values, device=args.device, suite_root=args.suite_root,
-                             keep=args.keep)
+                             keep=args.keep, threads=args.threads)
             with done_runs.open("a") as f:
                 f.write(json.dumps({**key, "record": record}) + "\n")
         print(f"{chapter} {label} {values}: {record}", flush=True)

@@ -103,3 +103,9 @@ def test_compare_markdown_puts_before_and_after_side_by_side():
 
     lines = bench.compare_markdown(report(5.0), report(2.0)).splitlines()
     assert lines[2] == "| 05 | `n_prompts` | 30 → 30 | 5.00 → 2.00 | 130 → 70 |"
+
+
+def test_runs_take_the_workflow_s_one_thread_unless_told_otherwise():
+    assert bench.thread_settings(1) == {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    assert bench.thread_settings(4)["OMP_NUM_THREADS"] == "4"
+    assert bench.thread_settings(0) == {}  # the environment's own

@@ -109,11 +109,7 @@ _RULE_ROW = re.compile(r"\|\s*:?-{3,}|-{3,}:?\s*\|")
 _HTML_TAG = re.compile(r"<(table|tr|th|td)[\s>]", re.IGNORECASE)
 _RENDERER = REPO / "lib" / "llmdyn" / "core" / "tables.py"
 # tables still written by hand, each with why (the search skips these files)
-HAND_BUILT_ALLOWED = {
-    "bench/prompt_cost.py": "the per-prompt cost table, written on a parallel branch (issue 44) "
-                            "while this search was extended to bench/; move it onto "
-                            "markdown_table when the branches meet",
-}
+HAND_BUILT_ALLOWED: dict[str, str] = {}  # path -> why it may build a table by hand
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
