@@ -89,7 +89,7 @@ bench: $(STAMP)
 # Each chapter's fixed CPU and CPU per unit of each n-parameter, default models, a fresh process
 # and empty results store per run (hours on 2 cores, so not part of `make bench`; resumable).
 prompt-cost: $(STAMP)
-	$(BIN)/python bench/prompt_cost.py --out bench/prompt_cost.json
+	$(BIN)/python bench/prompt_cost.py --jobs 2 --out data/prompt_cost.json
 
 # CPU seconds per job kind and each chapter's hot cells, from the last build's own records
 # (Snakemake's benchmark files, papermill's cell durations, the runs' run.json).

@@ -17,12 +17,12 @@ determined: one run per unknown); the default run checks that the additive model
 CPU is user + sys of the chapter's kernel and its children (``RUSAGE_CHILDREN`` of the process
 that runs papermill, read after the kernel is reaped; kernels are launched plainly, as the
 workflow's chapter jobs launch them, not forked from a preloaded server). The papermill process's
-own CPU is recorded beside it (``runner_cpu_s``), outside the fit.
+own CPU is recorded beside it (``runner_cpu_s``), outside the fit. ``--device cuda`` runs the
+chapters on a GPU, but the fit is still of CPU-seconds (each run's wall seconds are kept beside
+them): a GPU table for the planner, ``data/prompt_cost_cuda.json``, needs a fit of wall time.
 
-    PYTHONPATH=lib .venv/bin/python bench/prompt_cost.py --out bench/prompt_cost.json
-    PYTHONPATH=lib .venv/bin/python bench/prompt_cost.py --chapters 04_jacobian_alignment \
-        --device cuda --out prompt_cost_gpu.json          # on a GPU
-    PYTHONPATH=lib .venv/bin/python bench/prompt_cost.py --table bench/prompt_cost.json
+    PYTHONPATH=lib .venv/bin/python bench/prompt_cost.py --jobs 2 --out data/prompt_cost.json
+    PYTHONPATH=lib .venv/bin/python bench/prompt_cost.py --table data/prompt_cost.json
 
 An existing ``--out`` keeps its chapters that this run does not measure (a run split in parts),
 and every run is appended to ``<out>.runs.jsonl``, which a rerun of the same commit reuses.
@@ -324,7 +324,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chapters", nargs="+", default=list(CHAPTERS), choices=list(CHAPTERS))
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "prompt_cost.json")
+    parser.add_argument("--out", type=Path, default=REPO / "data" / "prompt_cost.json",
+                        help="the table (default: data/prompt_cost.json, which the scorecard "
+                             "reads; on a GPU: data/prompt_cost_cuda.json)")
     parser.add_argument("--jobs", type=int, default=1, help="runs at once (default 1)")
     parser.add_argument("--threads", type=int, default=1,
                         help="OMP/MKL threads of each run (default 1, as the workflow's chapter "
