@@ -1,36 +1,24 @@
 r"""Each chapter's fixed CPU cost and its CPU cost per unit of each n-parameter (issue 44, item 3).
 
-For every model-taking chapter (01–07, 11, and 08, whose unit is a held-out passage measured at
-every checkpoint of its suite) on the default models (smollm2-135m, compare model gemma3-270m),
-the chapter runs several times, each in a fresh process with its own empty results store, so
-nothing is read from the cache except the converted models (~/.cache/llmdyn, a fixed cost):
-
-- a **base** run with every n-parameter of the chapter at a small value;
-- one run per n-parameter with that one at its default (or, where the default is the smallest
-  value, at a larger one), the others small. A parameter bounded by another (``n_compare_prompts``
-  and ``n_seed_prompts`` take their prompts from ``n_prompts``' sample; chapter 07's from its
-  ``n_per_task`` × 6 tasks) has its bounding parameter raised just enough to hold it;
-- a **default** run with every parameter at its default, left out of the fit.
-
-The runs are fitted by least squares to ``cpu = fixed + Σ_p slope_p · n_p`` (exactly
-determined: one run per unknown); the default run checks that the additive model predicts it.
-CPU is user + sys of the chapter's kernel and its children (``RUSAGE_CHILDREN`` of the process
-that runs papermill, read after the kernel is reaped; kernels are launched plainly, as the
-workflow's chapter jobs launch them, not forked from a preloaded server). The papermill process's
-own CPU is recorded beside it (``runner_cpu_s``), outside the fit. ``--device cuda`` runs the
-chapters on a GPU, but the fit is still of CPU-seconds (each run's wall seconds are kept beside
-them): a GPU table for the planner, ``data/prompt_cost_cuda.json``, needs a fit of wall time.
+Every model-taking chapter (01–07, 11; 08's unit is a held-out passage at every checkpoint of its
+suite) runs on the default models several times, each in a fresh process with an empty results
+store (only the converted models come from ~/.cache/llmdyn) and a workflow chapter job's threads:
+a **base** run with every n-parameter small; one run per n-parameter at its default (a larger
+value where the default is the smallest), the others small, raising a bounding parameter just
+enough (``n_compare_prompts`` and ``n_seed_prompts`` draw from ``n_prompts``' sample, chapter
+07's from ``n_per_task`` × 6 tasks); and a **default** run, left out of the fit, that checks it.
+The fit is ``cpu = fixed + Σ_p slope_p · n_p`` (one run per unknown). CPU is user + sys of the
+chapter's kernel and its children (``RUSAGE_CHILDREN``, the kernel launched plainly as a chapter
+job launches it); papermill's own is kept beside it (``runner_cpu_s``). ``--device cuda`` still
+fits CPU-seconds (wall seconds are kept): a GPU table for the planner needs a fit of wall time.
 
     PYTHONPATH=lib .venv/bin/python bench/prompt_cost.py --jobs 2 --out data/prompt_cost.json
     PYTHONPATH=lib .venv/bin/python bench/prompt_cost.py --table data/prompt_cost.json
 
-An existing ``--out`` keeps its chapters that this run does not measure (a run split in parts),
-and every run is appended to ``<out>.runs.jsonl``, which a rerun of the same commit reuses.
-``--only-params``, ``--cap`` and ``--no-check`` make a cheaper partial table on a busy machine.
-Chapter 08 needs its trained suite: ``--suite-root`` (default ``results/suite``, where ``make
-book`` trains it); the runs only read it. ``--table`` prints the JSON as the performance page's
-Markdown table (``--table BEFORE AFTER``: the two side by side). Every chapter at its default
-size takes hours of CPU on 2 cores: each default-size run is one of several.
+An existing ``--out`` keeps the chapters this run does not measure; every run is appended to
+``<out>.runs.jsonl``, which a rerun of the same commit reuses. ``--only-params``, ``--cap`` and
+``--no-check`` make a cheaper partial table. Chapter 08 reads its trained suite from
+``--suite-root``. ``--table`` prints the JSON as Markdown (``--table BEFORE AFTER``: side by side).
 """
 
 from __future__ import annotations
