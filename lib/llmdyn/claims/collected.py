@@ -21,7 +21,7 @@ from pathlib import Path
 
 from llmdyn import LlmdynError
 from llmdyn.claims.claim import slug
-from llmdyn.claims.costs import cost_text
+from llmdyn.claims.costs import CostTable, cost_tables, cost_text
 from llmdyn.claims.findings import SCORECARD_KEY, records_key
 from llmdyn.claims.planning import for_chapter
 from llmdyn.claims.render import read_glued
@@ -134,28 +134,35 @@ def read_chapter(path: Path) -> list[Published]:
                    if m)
     own = "suite" in params or "grid" in params
     default = OWN if own else (model or "the chapter's model")
+    tables = cost_tables()
     out = []
     for key in _published_keys(glued):
         rows = [{**r, "to_decide": for_chapter(r.get("to_decide", ""), path.stem)}
                 for r in json.loads(str(glued[records_key(key)]))]
-        records = tuple(priced(Record(**{k: r[k] for k in Record.__dataclass_fields__
-                                         if k != "model" and k in r},  # older chapters lack some
-                                      model=subject(r["id"], models, default)), path.stem, params)
-                        for r in rows)
+        records = tuple(priced(_record(r, subject(r["id"], models, default)), path.stem, params,
+                               tables) for r in rows)
         out.append(Published(path.stem, title(nb), key, section_anchor(nb, key),
                              models, records))
     return out
 
 
-def priced(rec: Record, chapter: str, params: dict[str, object]) -> Record:
+def _record(row: dict, model: str) -> Record:
+    """A glued claim row as a `Record` (older chapters lack some fields: their defaults)."""
+    return Record(**{k: row[k] for k in Record.__dataclass_fields__ if k != "model" and k in row},
+                  model=model)
+
+
+def priced(rec: Record, chapter: str, params: dict[str, object],
+           tables: tuple[CostTable | None, CostTable | None]) -> Record:
     """``rec`` with its plan's cost after its "to decide" text, where the cost table prices it.
 
     Only a plan over prompts is priced (`llmdyn.claims.costs`); runs, models and ViTs need a
-    new suite or grid, which the text already says.
+    new suite or grid, which the text already says. ``tables``: `costs.cost_tables`, read once
+    per chapter rather than once per claim.
     """
     if rec.unit != "prompt" or rec.to_decide_n is None:
         return rec
-    cost = cost_text(chapter, rec.id, rec.model, rec.n, rec.to_decide_n, params)
+    cost = cost_text(chapter, rec.id, rec.model, rec.n, rec.to_decide_n, params, tables=tables)
     return replace(rec, to_decide=f"{rec.to_decide}; {cost}") if cost else rec
 
 

@@ -76,6 +76,11 @@ class CostTable:
                    f"bench/prompt_cost.py at {raw.get('commit', '?')}")
 
 
+def cost_tables() -> tuple[CostTable | None, CostTable | None]:
+    """The CPU and GPU tables: ``data/prompt_cost.json`` and ``data/prompt_cost_cuda.json``."""
+    return CostTable.read(data_file(CPU_TABLE)), CostTable.read(data_file(GPU_TABLE))
+
+
 def n_parameter(chapter: str, claim_id: str, model: str,
                 params: Mapping[str, object]) -> str | None:
     """The chapter parameter that sets a prompt-unit claim's n; None where none is known.
@@ -150,8 +155,7 @@ def cost_text(chapter: str, claim_id: str, model: str, n_now: int | None,
     """
     if not n_now or not n_planned:
         return ""
-    cpu, gpu = tables if tables is not None else (CostTable.read(data_file(CPU_TABLE)),
-                                                  CostTable.read(data_file(GPU_TABLE)))
+    cpu, gpu = tables if tables is not None else cost_tables()
     if cpu is None or chapter not in cpu.chapters:
         return ""
     if params.get("model") != cpu.models[0]:
