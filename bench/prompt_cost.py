@@ -168,8 +168,10 @@ def chapter_table(knobs: tuple[Knob, ...], default: dict[str, int],
                               "n": [base_values[k.name], values[k.name]],
                               "cpu_s": [round(base["cpu_s"], 1), round(run["cpu_s"], 1)],
                               "cpu_s_per_unit": round(slopes[k.name], 2), "unit": k.unit}
-        if k.bound_by and values[k.bound_by] != base_values[k.bound_by]:
-            parameters[k.name]["with"] = {k.bound_by: values[k.bound_by]}
+        if k.bound_by:  # the planner raises the bounding parameter with it (claims.costs)
+            parameters[k.name].update(bound_by=k.bound_by, per_bound=k.per_bound)
+            if values[k.bound_by] != base_values[k.bound_by]:
+                parameters[k.name]["with"] = {k.bound_by: values[k.bound_by]}
     missing = {n: v for n, v in base_values.items() if n not in names}
     entry = {"fixed_cpu_s": round(fixed, 1),
              "predicted_default_cpu_s": None if missing else

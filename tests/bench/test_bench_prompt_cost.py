@@ -74,7 +74,8 @@ def test_chapter_table_reports_slopes_pairs_and_the_additivity_check():
     assert entry["default_run_fitted"] is False
     compare = entry["parameters"]["n_compare_prompts"]
     assert compare == {"default": 16, "n": [1, 16], "cpu_s": [49.0, 149.0],
-                       "cpu_s_per_unit": 2.0, "unit": "prompt", "with": {"n_prompts": 16}}
+                       "cpu_s_per_unit": 2.0, "unit": "prompt", "with": {"n_prompts": 16},
+                       "bound_by": "n_prompts", "per_bound": 1}  # read by claims.costs
     assert entry["parameters"]["n_pair_prompts"]["n"] == [1, 3]
 
 

@@ -16,7 +16,8 @@ PARAMS = {"model": "smollm2-135m", "n_prompts": 20, "n_compare_prompts": 16,
 CHAPTER = ChapterCost(60.0, {"n_prompts": 3.0, "n_compare_prompts": 5.0, "n_lens_prompts": 1.0,
                              "n_seed_prompts": 7.0},
                       {"n_prompts": 20, "n_compare_prompts": 16, "n_lens_prompts": 20,
-                       "n_seed_prompts": 2})
+                       "n_seed_prompts": 2},
+                      {"n_compare_prompts": ("n_prompts", 1), "n_seed_prompts": ("n_prompts", 1)})
 CPU = CostTable("cpu", ("smollm2-135m", "gemma3-270m"), {"04_jacobian_alignment": CHAPTER}, "t")
 
 
@@ -37,15 +38,24 @@ def test_the_parameter_that_sets_a_claim_s_n(chapter, claim_id, model, expected)
 
 
 def test_a_parameter_is_trusted_only_where_its_value_is_the_observed_n():
-    assert planned_values("n_prompts", 20, 160, PARAMS) == {"n_prompts": 160}
-    assert planned_values("n_prompts", 16, 160, PARAMS) is None  # 16 prompts: another list
+    assert planned_values("n_prompts", 20, 160, PARAMS, CHAPTER.bound_by) == {"n_prompts": 160}
+    # 16 prompts: another list
+    assert planned_values("n_prompts", 16, 160, PARAMS, CHAPTER.bound_by) is None
 
 
 def test_per_task_prompts_scale_with_the_tasks_and_compare_prompts_raise_their_source():
     # 120 prompts = 6 tasks x 20; 157 prompts need ceil(157 / 6) = 27 per task
-    assert planned_values("n_per_task", 120, 157, {"n_per_task": 20}) == {"n_per_task": 27}
-    assert planned_values("n_compare_prompts", 16, 190, PARAMS) == {
+    assert planned_values("n_per_task", 120, 157, {"n_per_task": 20}, {}) == {"n_per_task": 27}
+    assert planned_values("n_compare_prompts", 16, 190, PARAMS, CHAPTER.bound_by) == {
         "n_compare_prompts": 190, "n_prompts": 190}
+
+
+def test_a_bound_raises_its_source_by_the_units_each_of_its_units_gives():
+    # chapter 07: the twins' prompts come from n_per_task x 6 tasks; 40 of them need 7 per task
+    bound = {"n_seed_prompts": ("n_per_task", 6)}
+    params = {"n_per_task": 2, "n_seed_prompts": 12}
+    assert planned_values("n_seed_prompts", 12, 40, params, bound) == {
+        "n_seed_prompts": 40, "n_per_task": 7}
 
 
 def test_the_cost_text_gives_the_chapter_at_the_planned_n_on_each_table():
@@ -74,7 +84,9 @@ def test_the_table_reads_back_from_the_bench_json(tmp_path):
     raw = {"commit": "abc", "device": "cpu", "chapters": {"04_jacobian_alignment": {
         "fixed_cpu_s": 60.0, "default_cpu_s": 234.0, "predicted_default_cpu_s": 234.0,
         "parameters": {p: {"default": CHAPTER.defaults[p], "n": [2, CHAPTER.defaults[p]],
-                           "cpu_s": [0, 0], "cpu_s_per_unit": r, "unit": "prompt"}
+                           "cpu_s": [0, 0], "cpu_s_per_unit": r, "unit": "prompt",
+                           **({"bound_by": "n_prompts", "per_bound": 1}
+                              if p in CHAPTER.bound_by else {})}
                        for p, r in CHAPTER.per_unit_s.items()}}}}
     (tmp_path / "t.json").write_text(json.dumps(raw))
     table = CostTable.read(tmp_path / "t.json")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from llmdyn.core.paths import data_file
@@ -32,8 +32,6 @@ BY_PREFIX = {("04_jacobian_alignment", "table1_"): "n_lens_prompts"}
 PRIMARY = {"07_regularity": "n_per_task"}  # a chapter whose primary prompts are set otherwise
 PER_TASK = "n_per_task"  # the n of a per-task parameter is its value times the tasks
 NO_GPU = "`bench/prompt_cost.py --device cuda` on a GPU machine writes its table"
-#: a parameter whose prompts are taken from another's: raising it raises that one too
-TAKEN_FROM = {"n_compare_prompts": "n_prompts", "n_seed_prompts": "n_prompts"}
 
 
 @dataclass(frozen=True)
@@ -43,6 +41,9 @@ class ChapterCost:
     fixed_s: float
     per_unit_s: Mapping[str, float]  # parameter -> seconds per unit
     defaults: Mapping[str, int]  # parameter -> its value in the measured default run
+    #: parameter -> (the parameter whose sample it draws from, units each unit of that one
+    #: gives): raising it raises that one too (the bench's `Knob.bound_by`, in the table)
+    bound_by: Mapping[str, tuple[str, int]] = field(default_factory=dict)
 
     def seconds(self, values: Mapping[str, int]) -> float:
         """The additive model at ``values`` (parameters not given keep their measured default)."""
@@ -69,7 +70,9 @@ class CostTable:
             name: ChapterCost(
                 float(c["fixed_cpu_s"]),
                 {p: float(v["cpu_s_per_unit"]) for p, v in c["parameters"].items()},
-                {p: int(v["default"]) for p, v in c["parameters"].items()})
+                {p: int(v["default"]) for p, v in c["parameters"].items()},
+                {p: (v["bound_by"], int(v.get("per_bound", 1)))
+                 for p, v in c["parameters"].items() if v.get("bound_by")})
             for name, c in raw["chapters"].items()}
         models = tuple(raw.get("models", ("smollm2-135m", "gemma3-270m")))
         return cls(raw.get("gpu") or raw.get("device", "cpu"), models, chapters,
@@ -99,13 +102,14 @@ def n_parameter(chapter: str, claim_id: str, model: str,
     return name if name in params else None
 
 
-def planned_values(name: str, n_now: int, n_planned: int,
-                   params: Mapping[str, object]) -> dict[str, int] | None:
+def planned_values(name: str, n_now: int, n_planned: int, params: Mapping[str, object],
+                   bound_by: Mapping[str, tuple[str, int]]) -> dict[str, int] | None:
     """The n-parameters that give ``n_planned`` units where ``name`` gives ``n_now`` today.
 
     None when ``name``'s value does not account for the observed ``n_now`` (then the claim's
     n is not set by it, and no cost is given). A per-task parameter scales with the tasks; a
-    parameter taken from another (`TAKEN_FROM`) raises that one to at least the same value.
+    parameter drawn from another's sample (``bound_by``, `ChapterCost.bound_by`) raises that one
+    just enough to hold it.
     """
     value = params.get(name)
     if not isinstance(value, int) or value < 1:
@@ -118,9 +122,9 @@ def planned_values(name: str, n_now: int, n_planned: int,
         planned = {name: n_planned}
     else:
         return None
-    source = TAKEN_FROM.get(name)
+    source, per = bound_by.get(name, (None, 1))
     if source is not None and isinstance(params.get(source), int):
-        planned[source] = max(int(params[source]), planned[name])
+        planned[source] = max(int(params[source]), math.ceil(planned[name] / per))
     return planned
 
 
@@ -162,7 +166,8 @@ def cost_text(chapter: str, claim_id: str, model: str, n_now: int | None,
         return (f"cost: not priced (the per-prompt cost table was measured on "
                 f"{' + '.join(cpu.models)}, this build ran {params.get('model')})")
     name = n_parameter(chapter, claim_id, model, params)
-    planned = planned_values(name, n_now, n_planned, params) if name else None
+    bounds = cpu.chapters[chapter].bound_by
+    planned = planned_values(name, n_now, n_planned, params, bounds) if name else None
     seconds = chapter_seconds(cpu, chapter, planned, params) if planned else None
     if seconds is None:
         return "cost: not priced (no chapter parameter accounts for this n)"
