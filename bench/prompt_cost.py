@@ -15,10 +15,9 @@ fits CPU-seconds (wall seconds are kept): a GPU table for the planner needs a fi
     PYTHONPATH=lib .venv/bin/python bench/prompt_cost.py --jobs 2 --out data/prompt_cost.json
     PYTHONPATH=lib .venv/bin/python bench/prompt_cost.py --table data/prompt_cost.json
 
-An existing ``--out`` keeps the chapters this run does not measure; every run is appended to
-``<out>.runs.jsonl``, which a rerun of the same commit reuses. ``--only-params``, ``--cap`` and
-``--no-check`` make a cheaper partial table. Chapter 08 reads its trained suite from
-``--suite-root``. ``--table`` prints the JSON as Markdown (``--table BEFORE AFTER``: side by side).
+An existing ``--out`` keeps the chapters this run does not measure; runs go to ``<out>.runs.jsonl``,
+which a rerun of the same commit reuses. ``--only-params``/``--cap``/``--no-check``: a partial
+table; ``--suite-root``: chapter 08's suite; ``--table A [B]``: the JSON as Markdown.
 """
 
 from __future__ import annotations
