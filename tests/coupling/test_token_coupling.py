@@ -7,7 +7,7 @@ import torch
 from llmdyn import LlmdynError
 from llmdyn.book.params import TokenCouplingParams
 from llmdyn.core.store import ResultStore
-from llmdyn.coupling.matrix import coupling_matrices
+from llmdyn.coupling.matrix import coupling_matrices, cross_matrices_checked
 from llmdyn.coupling.tokens import (
     KINDS,
     CouplingSummary,
@@ -23,6 +23,7 @@ from llmdyn.coupling.tokens import (
     token_coupling_with_control,
 )
 from llmdyn.jacobians.full import block_jacobians
+from llmdyn.jacobians.svd import svd_sorted
 from llmdyn.models.loading import load_model
 
 PROMPT = "The capital is"  # 14 tokens with the tiny byte tokenizer
@@ -71,6 +72,31 @@ def test_kind_pairs_rejects_bad_input(kwargs, match):
 def test_cross_coupling_of_a_stack_with_itself_is_coupling_matrices():
     J = torch.randn(3, 8, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     torch.testing.assert_close(cross_coupling(J, J, 4), coupling_matrices(J, 4))
+
+
+def _definition(J: torch.Tensor, J_ref: torch.Tensor, k: int) -> torch.Tensor:
+    """Paper A eq. 10 read literally: a full SVD of each reference, one tile at a time."""
+    U, _, Vh = svd_sorted(J_ref.double())
+    return torch.stack([torch.stack([U[j, :, :k].T @ J[i].double() @ Vh[j, :k].T
+                                     for j in range(len(J_ref))]) for i in range(len(J))])
+
+
+@pytest.mark.parametrize("dtype, tol", [
+    # float64: the Gram route's error grows like (s_1/s_k)² eps, ~1e-14 for these stacks.
+    (torch.float64, 1e-10),
+    # float32: the products round at ~1e-7 relative; tiles are O(1) to O(10) here.
+    (torch.float32, 2e-4),
+])
+def test_cross_coupling_is_the_full_svd_definition(dtype, tol):
+    """Layer l rows against layer l′ references, different counts: every tile of eq. 10."""
+    gen = torch.Generator().manual_seed(4)
+    J = torch.randn(5, 24, 24, generator=gen, dtype=torch.float64)
+    J_ref = torch.randn(5, 24, 24, generator=gen, dtype=torch.float64)
+    got = cross_coupling(J.to(dtype), J_ref.to(dtype), 6)
+    assert got.shape == (5, 5, 6, 6) and got.dtype == dtype
+    torch.testing.assert_close(got.double(), _definition(J, J_ref, 6), atol=tol, rtol=tol)
+    rows = cross_matrices_checked(J[:3], svd_sorted(J_ref), 6)  # 3 rows, 5 references
+    torch.testing.assert_close(rows, _definition(J[:3], J_ref, 6), atol=1e-10, rtol=1e-10)
 
 
 def test_shared_singular_vectors_give_diagonal_tiles():

@@ -51,13 +51,38 @@ def coupling_matrices(jacobians: ArrayLike, k: int, svd: Svd | None = None) -> t
 
 def coupling_matrices_checked(J: torch.Tensor, k: int, svd: Svd | None = None) -> torch.Tensor:
     """:func:`coupling_matrices` of a stack whose shape and ``k`` the caller has checked."""
-    U, _, Vh = svd if svd is not None else svd_sorted(J)
+    svd = svd if svd is not None else svd_sorted(J)
+    if svd.U.shape[0] != J.shape[0]:
+        raise LlmdynError(f"svd: got U of shape {tuple(svd.U.shape)}; expected "
+                          f"[{J.shape[0]}, {J.shape[-1]}, >= {k}], one SVD per Jacobian")
+    return cross_matrices_checked(J, svd, k)
+
+
+def cross_matrices_checked(J: torch.Tensor, ref: Svd, k: int) -> torch.Tensor:
+    """A[i, j] = U_j,k^T J_i V_j,k for rows ``J`` and the SVDs ``ref`` of another stack.
+
+    The rows and the references may be different stacks (layer l against layer l′ in
+    :func:`llmdyn.coupling.cross_coupling`); with ``ref = svd_sorted(J)`` this is
+    :func:`coupling_matrices`. The caller has checked ``J`` and ``k``.
+
+    Args:
+        J: ``[n, d_model, d_model]`` Jacobians being coupled.
+        ref: SVD of the ``m`` references, ``U [m, d_model, >= k]`` and ``Vh [m, >= k, d_model]``
+            (only the top ``k`` triplets are read).
+        k: number of singular vectors kept.
+
+    Returns:
+        ``[n, m, k, k]`` (axis 0: coupled Jacobian i, axis 1: reference j).
+    """
+    U, _, Vh = ref
     n, d = J.shape[0], J.shape[-1]
-    if U.shape[:2] != J.shape[:2] or U.shape[-1] < k or Vh.shape[-2] < k:
-        raise LlmdynError(f"svd: got U of shape {tuple(U.shape)}; expected [{n}, {d}, >= {k}]")
-    Uk, Vk = U[..., :, :k], Vh[..., :k, :].mT  # [layer, d_model, k] each
-    # Two plain matrix products, not one einsum per reference layer j (the faster route):
-    # every J_i times every layer's V_k at once, then each U_j,k^T on its own columns.
-    JV = (J.reshape(n * d, d) @ Vk.transpose(0, 1).reshape(d, n * k))  # [layer·d_model, layer·k]
-    JV = JV.reshape(n, d, n, k).permute(2, 0, 1, 3)  # [j, i, d_model, k]
-    return (Uk.mT[:, None] @ JV).transpose(0, 1)  # [layer i, layer j, k, k]
+    m = U.shape[0]
+    if U.shape[-2] != d or U.shape[-1] < k or Vh.shape[-2] < k or Vh.shape[0] != m:
+        raise LlmdynError(f"svd: got U of shape {tuple(U.shape)}; expected [m, {d}, >= {k}]")
+    Uk, Vk = U[..., :, :k], Vh[..., :k, :].mT  # [m, d_model, k] each
+    J = J.to(Uk.dtype)
+    # Two plain matrix products, not one einsum per reference j (the faster route): every J_i
+    # times every reference's V_k at once, then each U_j,k^T on its own columns.
+    JV = J.reshape(n * d, d) @ Vk.transpose(0, 1).reshape(d, m * k)  # [n·d_model, m·k]
+    JV = JV.reshape(n, d, m, k).permute(2, 0, 1, 3)  # [j, i, d_model, k]
+    return (Uk.mT[:, None] @ JV).transpose(0, 1)  # [n, m, k, k]

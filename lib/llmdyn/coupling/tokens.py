@@ -14,9 +14,11 @@ from llmdyn.core import checks
 from llmdyn.core.arrays import host_array, off_diagonal
 from llmdyn.core.store import ResultStore
 from llmdyn.coupling import scores
+from llmdyn.coupling.matrix import cross_matrices_checked
+from llmdyn.coupling.topk import top_singular_checked
 from llmdyn.jacobians.cache import cached_per_prompt
 from llmdyn.jacobians.full import block_jacobians
-from llmdyn.jacobians.svd import square_jacobians, svd_sorted
+from llmdyn.jacobians.svd import square_jacobians
 from llmdyn.models.loading import LoadedModel
 from llmdyn.trace import LastPoint, check_last_point, encode
 
@@ -90,11 +92,9 @@ def cross_coupling(J: torch.Tensor, J_ref: torch.Tensor, k: int) -> torch.Tensor
 
 def _cross_coupling(J: torch.Tensor, J_ref: torch.Tensor, k: int) -> torch.Tensor:
     """:func:`cross_coupling` once the caller has checked the stacks and ``k``."""
-    U, _, Vh = svd_sorted(J_ref)  # [tok, d_model, d_model] each
-    Uk, Vk = U[..., :, :k], Vh[..., :k, :].mT  # [tok, d_model, k] each
-    J = J.to(Uk.dtype)
-    cols = [torch.einsum("da,ide,eb->iab", Uk[j], J, Vk[j]) for j in range(len(J_ref))]
-    return torch.stack(cols, dim=1)  # [tok, tok, k, k]
+    # Only the top k triplets of each reference enter A: the Gram route of
+    # :func:`llmdyn.coupling.topk.top_singular`, then two matrix products (as depth coupling).
+    return cross_matrices_checked(J, top_singular_checked(J_ref, k), k)  # [tok, tok, k, k]
 
 
 @dataclass(frozen=True)
