@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -66,6 +67,18 @@ def test_the_cost_text_gives_the_chapter_at_the_planned_n_on_each_table():
     # CPU: 234 + 1 * (190 - 20) = 404 s = 6.7 min; GPU: 30 + 0.5 * 190 = 125 s = 2.1 min
     assert text == ("cost: the chapter at n_lens_prompts = 190 ≈ 6.7 min of CPU on this machine, "
                     "≈ 2.1 min on an NVIDIA H100 (estimate) (t)")
+
+
+def test_a_row_measured_at_its_own_commit_names_that_commit():
+    """A partial rerun keeps the other chapters' rows: each names the commit it was measured at."""
+    rerun = dataclasses.replace(CHAPTER, commit="cc64bbb")
+    table = CostTable("cpu", CPU.models, {"04_jacobian_alignment": CHAPTER,
+                                          "06_token_coupling": rerun}, "bench/prompt_cost.py at x")
+    assert table.chapter_source("06_token_coupling") == "bench/prompt_cost.py at cc64bbb"
+    assert table.chapter_source("04_jacobian_alignment") == "bench/prompt_cost.py at x"
+    text = cost_text("06_token_coupling", "a", "smollm2-135m", 20, 40, PARAMS,
+                     tables=(table, None))
+    assert text.endswith("(bench/prompt_cost.py at cc64bbb)")
 
 
 def test_no_price_for_another_model_an_unknown_n_or_a_chapter_not_measured():

@@ -44,6 +44,9 @@ class ChapterCost:
     #: parameter -> (the parameter whose sample it draws from, units each unit of that one
     #: gives): raising it raises that one too (the bench's `Knob.bound_by`, in the table)
     bound_by: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+    #: the commit this chapter was measured at, where it differs by chapter (the bench keeps
+    #: the chapters a partial rerun does not measure); None: the table's own
+    commit: str | None = None
 
     def seconds(self, values: Mapping[str, int]) -> float:
         """The additive model at ``values`` (parameters not given keep their measured default)."""
@@ -58,7 +61,12 @@ class CostTable:
     device: str  # "cpu", or the GPU's name
     models: tuple[str, ...]  # the models the table was measured on, primary first
     chapters: Mapping[str, ChapterCost]
-    source: str  # what measured it: the command and the commit
+    source: str  # what measured it: the command and the commit of its last run
+
+    def chapter_source(self, chapter: str) -> str:
+        """What measured one chapter's row: the table's command at that row's own commit."""
+        commit = self.chapters[chapter].commit
+        return f"bench/prompt_cost.py at {commit}" if commit else self.source
 
     @classmethod
     def read(cls, path: Path) -> CostTable | None:
@@ -72,7 +80,8 @@ class CostTable:
                 {p: float(v["cpu_s_per_unit"]) for p, v in c["parameters"].items()},
                 {p: int(v["default"]) for p, v in c["parameters"].items()},
                 {p: (v["bound_by"], int(v.get("per_bound", 1)))
-                 for p, v in c["parameters"].items() if v.get("bound_by")})
+                 for p, v in c["parameters"].items() if v.get("bound_by")},
+                c.get("commit"))
             for name, c in raw["chapters"].items()}
         models = tuple(raw.get("models", ("smollm2-135m", "gemma3-270m")))
         return cls(raw.get("gpu") or raw.get("device", "cpu"), models, chapters,
@@ -178,4 +187,4 @@ def cost_text(chapter: str, claim_id: str, model: str, n_now: int | None,
         text += f", ≈ {_minutes(on_gpu)} on an {gpu.device} (estimate)"
     else:  # a GPU number needs a GPU table; none is made up from the CPU's
         text += f"; on a GPU: not measured ({NO_GPU})"
-    return f"{text} ({cpu.source})"
+    return f"{text} ({cpu.chapter_source(chapter)})"
