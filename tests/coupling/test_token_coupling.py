@@ -7,7 +7,7 @@ import torch
 from llmdyn import LlmdynError
 from llmdyn.book.params import TokenCouplingParams
 from llmdyn.core.store import ResultStore
-from llmdyn.coupling.matrix import coupling_matrices, cross_matrices_checked
+from llmdyn.coupling.matrix import coupling_matrices, coupling_matrix, cross_matrices_checked
 from llmdyn.coupling.tokens import (
     KINDS,
     CouplingSummary,
@@ -76,8 +76,7 @@ def test_cross_coupling_of_a_stack_with_itself_is_coupling_matrices():
 
 def _definition(J: torch.Tensor, J_ref: torch.Tensor, k: int) -> torch.Tensor:
     """Paper A eq. 10 read literally: a full SVD of each reference, one tile at a time."""
-    U, _, Vh = svd_sorted(J_ref.double())
-    return torch.stack([torch.stack([U[j, :, :k].T @ J[i].double() @ Vh[j, :k].T
+    return torch.stack([torch.stack([coupling_matrix(J[i].double(), J_ref[j].double(), k)
                                      for j in range(len(J_ref))]) for i in range(len(J))])
 
 
