@@ -3,13 +3,8 @@ import pytest
 import torch
 
 from llmdyn import LlmdynError
-from llmdyn.jacobians.linearization import (
-    cosine,
-    linearization_check,
-    perturbed_last_states,
-    propagate,
-    relative_noise,
-)
+from llmdyn.jacobians.linearization import cosine, linearization_check, propagate
+from llmdyn.jacobians.perturbed import perturbed_last_states, relative_noise
 from llmdyn.trace import encode, trajectory
 from tests.conftest import FRANCE
 

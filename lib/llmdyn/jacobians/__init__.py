@@ -9,7 +9,8 @@ Imports run one way, from the bottom level up (pyproject.toml's ``jacobians`` co
 3. the routes: ``full_prompt``, ``last_token``, ``truncated`` (top-k SVD from products);
 4. the entry points: ``full`` (``block_jacobians`` picks the cheapest exact route), ``cache``
    (results per prompt under keys the library builds);
-5. ``linearization``, the check of the last-token Jacobians against the model.
+5. ``perturbed`` (the model run on noisy input embeddings), and ``linearization``, the check
+   of the last-token Jacobians against the model.
 
 May import: ``trace``, ``models``, ``core``.
 """
@@ -19,7 +20,7 @@ import lazy_loader
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
     submodules=["attention", "blocks", "cache", "full", "full_prompt", "last_token",
-                "linearization", "mlp_start", "step", "svd", "truncated"],
+                "linearization", "mlp_start", "perturbed", "step", "svd", "truncated"],
     submod_attrs={
         "attention": ["OWN_POSITION_ATTENTION", "FROZEN_PREFIX_ATTENTION", "STANDARD_EAGER",
                       "attention_implementation", "own_position_attention",
@@ -31,10 +32,10 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "full": ["block_jacobians"],
         "full_prompt": ["full_prompt_jacobians"],
         "last_token": ["last_token_jacobians_batched", "last_token_jacobians"],
-        "linearization": ["NoiseTokens", "propagate", "cosine", "relative_noise",
-                          "perturbed_last_states", "LinearizationCheck", "linearization_check",
-                          "linearization_checks", "draw_means"],
+        "linearization": ["propagate", "cosine", "LinearizationCheck", "linearization_check",
+                          "checks_of_one_run", "linearization_checks", "draw_means"],
         "mlp_start": ["MlpOutput", "mlp_output", "route_params", "rms_norm_rows"],
+        "perturbed": ["NoiseTokens", "relative_noise", "perturbed_last_states", "at_last_point"],
         "step": ["FrozenPrefix", "capture_last_step", "merge_calls"],
         "svd": ["Svd", "square_jacobians", "svd_sorted"],
         "truncated": ["Tokens", "Products", "TruncatedSVD", "principal_angles",

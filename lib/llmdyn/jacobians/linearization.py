@@ -14,10 +14,14 @@ from llmdyn.core import checks
 from llmdyn.core.store import ResultStore
 from llmdyn.jacobians.cache import cached_per_prompt
 from llmdyn.jacobians.last_token import last_token_jacobians
+from llmdyn.jacobians.perturbed import (
+    NoiseTokens,
+    at_last_point,
+    perturbed_last_states,
+    relative_noise,
+)
 from llmdyn.models.loading import LoadedModel
-from llmdyn.trace import LastPoint, check_last_point, encode, one_logit, with_final_norm
-
-NoiseTokens = Literal["all", "last"]
+from llmdyn.trace import LastPoint, check_last_point, encode
 
 
 def propagate(jacobians, x0) -> np.ndarray:
@@ -50,84 +54,6 @@ def cosine(a, b) -> np.ndarray:
     if (den == 0).any():
         raise LlmdynError("cosine of a zero vector is undefined")
     return (a * b).sum(-1) / den
-
-
-def relative_noise(x0: torch.Tensor, level: float, n_draws: int, generator: torch.Generator,
-                   tokens: NoiseTokens = "all") -> torch.Tensor:
-    """Gaussian directions scaled to ``level`` × each token's embedding norm.
-
-    Args:
-        x0: input embeddings X^0, ``[tok, d_model]``.
-        level: relative size ‖δ_t‖ / ‖x_t^0‖.
-        n_draws: independent draws.
-        generator: torch generator (seeded by the caller).
-        tokens: perturb every token (``"all"``) or only the last one (``"last"``).
-
-    Returns:
-        ``[draw, tok, d_model]``.
-    """
-    if level < 0:
-        raise LlmdynError(f"noise level must be >= 0, got {level}")
-    if tokens not in ("all", "last"):
-        raise LlmdynError(f"tokens must be 'all' or 'last', got {tokens!r}")
-    g = torch.randn((n_draws, *x0.shape), generator=generator, dtype=torch.float64)
-    g = g / g.norm(dim=-1, keepdim=True)  # [draw, tok, d_model] unit directions
-    noise = level * x0.norm(dim=-1, keepdim=True).double() * g
-    if tokens == "last":
-        noise[:, :-1] = 0
-    return noise.to(x0.dtype)
-
-
-def perturbed_last_states(model: LoadedModel, input_ids: torch.Tensor,
-                          noise: torch.Tensor | None = None, *,
-                          last_point: LastPoint = "final_norm"
-                          ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Run the model with X^0 + noise and keep the last token's state at every block boundary.
-
-    The noise is added to the input of the first block (the embeddings as the blocks see them,
-    after any embedding scale or position embedding), through a forward pre-hook.
-
-    Args:
-        model: a loaded model.
-        input_ids: ``[1, tok]``.
-        noise: ``[draw, tok, d_model]`` (None: one clean run).
-        last_point: ``"final_norm"`` (the papers': x^L after the final norm) or
-            ``"block_output"``.
-
-    Returns:
-        The clean X^0 ``[tok, d_model]`` and the last token's states ``[draw, layer+1, d_model]``,
-        on the CPU whatever the model's device (the noise may be on either).
-    """
-    n_draws = 1 if noise is None else noise.shape[0]
-    x0: list[torch.Tensor] = []
-    states: list[torch.Tensor] = []
-
-    def add_noise(_module, args, kwargs):
-        hidden = args[0]  # [draw, tok, d_model]
-        x0.append(hidden[0].detach().clone())
-        if noise is not None:
-            hidden = hidden + noise.to(hidden.device, hidden.dtype)
-        states.append(hidden[:, -1].detach())
-        return (hidden, *args[1:]), kwargs
-
-    def keep(_module, _args, output):
-        out = output[0] if isinstance(output, tuple) else output
-        states.append(out[:, -1].detach())  # [draw, d_model]
-
-    blocks = model.blocks
-    handles = [blocks[0].register_forward_pre_hook(add_noise, with_kwargs=True)]
-    handles += [b.register_forward_hook(keep) for b in blocks]
-    try:
-        with torch.no_grad():
-            model.hf(input_ids.expand(n_draws, -1), use_cache=False, **one_logit(model))
-    finally:
-        for handle in handles:
-            handle.remove()
-    out = torch.stack(states, dim=1)  # [draw, layer+1, d_model]
-    if check_last_point(last_point) == "final_norm":
-        out = with_final_norm(model, out.transpose(0, 1)).transpose(0, 1)
-    # on the host, where the check's float64 numpy arithmetic runs (a no-op on the CPU)
-    return x0[0].cpu(), out.cpu()  # [tok, d_model], [draw, layer+1, d_model]
 
 
 @dataclass(frozen=True)
@@ -231,28 +157,61 @@ def linearization_check(
     Returns:
         The cosine similarities at every depth.
     """
-    levels = [float(v) for v in levels]
-    if not levels or min(levels) <= 0:
-        raise LlmdynError(f"levels must be non-empty and > 0, got {levels}")
-    if not isinstance(n_draws, int) or n_draws < 1:
-        raise LlmdynError(f"n_draws must be a positive int, got {n_draws!r}")
+    levels = _checked_run(levels, n_draws)
     ids = encode(model, prompt, cut_long_prompts=cut_long_prompts)
     check_last_point(last_point)
     J = _clean_jacobians(model, prompt, jacobians, last_point,
                          cut_long_prompts)  # [layer, d_model, d_model], float64
-    x0, clean = perturbed_last_states(  # [tok, d_model], [1, layer+1, d_model]
-        model, ids, last_point=last_point)
-    clean = clean[0].double().numpy()  # [layer+1, d_model]
-    cos_clean = cosine(propagate(J, x0[-1]), clean)
+    return checks_of_one_run(model, ids, levels, {last_point: J}, n_draws=n_draws, seed=seed,
+                             tokens=tokens)[last_point]
+
+
+def checks_of_one_run(model: LoadedModel, ids: torch.Tensor, levels: Sequence[float],
+                      jacobians: dict[LastPoint, np.ndarray], *, n_draws: int, seed: int,
+                      tokens: NoiseTokens) -> dict[LastPoint, LinearizationCheck]:
+    """The check under each end-point convention in ``jacobians``, from one set of model runs.
+
+    The conventions differ only in the last point (the final norm or not), which is applied
+    after the run (:func:`llmdyn.trace.with_final_norm`). So the same noise through the same
+    passes serves both: the same bits as one run per convention, at half the passes for two.
+
+    Args:
+        model: a loaded model.
+        ids: ``[1, tok]`` the prompt's tokens.
+        levels: relative noise sizes, each > 0.
+        jacobians: ``{last_point: [layer, d_model, d_model]}`` float64 J^l_{nn} under each
+            convention wanted.
+        n_draws: perturbations per level.
+        seed: seed of the noise (one generator, drawn level after level).
+        tokens: which input embeddings the paper's check perturbs.
+    """
+    x0, clean = perturbed_last_states(model, ids, last_point="block_output")
     generator = torch.Generator().manual_seed(seed)
-    cos_state, cos_step, cos_delta = [], [], []
+    runs = []  # per level: the noise, its true states, the last-token noise, its states
     for level in levels:
         noise = relative_noise(x0, level, n_draws, generator, tokens)  # [draw, tok, d_model]
-        state, step = _perturbed_cosines(model, ids, J, x0, noise, last_point)
+        _, true = perturbed_last_states(model, ids, noise, last_point="block_output")
+        last = noise.clone()
+        last[:, :-1] = 0  # the first-order check perturbs the last token only
+        _, moved = perturbed_last_states(model, ids, last, last_point="block_output")
+        runs.append((noise, true, last, moved))
+    return {point: _check(model, point, J, levels, x0, clean, runs)
+            for point, J in jacobians.items()}
+
+
+def _check(model: LoadedModel, last_point: LastPoint, J: np.ndarray, levels: Sequence[float],
+           x0: torch.Tensor, clean: torch.Tensor, runs: list) -> LinearizationCheck:
+    """One convention's check from the block-output states of :func:`checks_of_one_run`."""
+    clean = at_last_point(model, clean, last_point)[0].double().numpy()  # [layer+1, d_model]
+    cos_state, cos_step, cos_delta = [], [], []
+    for noise, true, last, moved in runs:
+        state, step = _perturbed_cosines(J, x0, noise, at_last_point(model, true, last_point))
         cos_state.append(state)
         cos_step.append(step)
-        cos_delta.append(_first_order_cosines(model, ids, J, noise, clean, last_point))
-    return LinearizationCheck(levels=np.asarray(levels), cos_clean=cos_clean,
+        moved = at_last_point(model, moved, last_point)
+        cos_delta.append(_first_order_cosines(J, last, moved, clean))
+    return LinearizationCheck(levels=np.asarray([float(v) for v in levels]),
+                              cos_clean=cosine(propagate(J, x0[-1]), clean),
                               cos_state=np.stack(cos_state), cos_step=np.stack(cos_step),
                               cos_delta=np.stack(cos_delta))
 
@@ -273,7 +232,8 @@ def linearization_checks(
 
     The variant ends the last block at its raw output (``last_point="block_output"``). Its
     Jacobians are the papers' ones except the last block's (the final norm only acts there;
-    the same bits, tested), so it costs one more block, not another pass over every block.
+    the same bits, tested), so it costs one more block, not another pass over every block;
+    and it is read from the papers' noisy runs (:func:`checks_of_one_run`), not run again.
     The cache key is built here, once: ``linearization`` with the levels, draws, seed and
     noise tokens, ``last_point`` added for the variant, the route's (:func:`.cache.jacobian_key`).
 
@@ -293,19 +253,31 @@ def linearization_checks(
         unless ``block_output``.
     """
     prompts = checks.prompt_texts(prompts)
-    params = {"levels": [float(v) for v in levels], "n_draws": n_draws, "seed": seed,
+    levels = _checked_run(levels, n_draws)
+    params = {"levels": levels, "n_draws": n_draws, "seed": seed,
               "tokens": tokens, "dtype": "float32", "protocol": 2}
     run = dict(levels=levels, n_draws=n_draws, seed=seed, tokens=tokens,
                cut_long_prompts=cut_long_prompts)
-    jacobians: dict[str, torch.Tensor] = {}  # each prompt's J^l [layer, d_model, d_model]
+    pending: dict[str, dict[str, np.ndarray]] = {}  # the variant, computed beside the papers'
 
     def papers(prompt: str) -> dict[str, np.ndarray]:
         J = last_token_jacobians(model, prompt, cut_long_prompts=cut_long_prompts)
-        jacobians[prompt] = J  # the final norm in the last; the variant reuses the others
-        return linearization_check(model, prompt, jacobians=J, **run).as_arrays()
+        wanted = {"final_norm": _clean_jacobians(model, prompt, J, "final_norm", cut_long_prompts)}
+        if block_output:  # the same runs serve it (checks_of_one_run)
+            wanted["block_output"] = _clean_jacobians(
+                model, prompt, _block_output_jacobians(model, prompt, J, cut_long_prompts),
+                "block_output", cut_long_prompts)
+        ids = encode(model, prompt, cut_long_prompts=cut_long_prompts)
+        got = {point: check.as_arrays() for point, check in checks_of_one_run(
+            model, ids, levels, wanted, n_draws=n_draws, seed=seed, tokens=tokens).items()}
+        if block_output:
+            pending[prompt] = got["block_output"]
+        return got["final_norm"]
 
     def variant(prompt: str) -> dict[str, np.ndarray]:
-        J = _block_output_jacobians(model, prompt, jacobians.pop(prompt, None), cut_long_prompts)
+        if prompt in pending:
+            return pending[prompt]
+        J = _block_output_jacobians(model, prompt, None, cut_long_prompts)
         return linearization_check(model, prompt, jacobians=J, last_point="block_output",
                                    **run).as_arrays()
 
@@ -315,8 +287,18 @@ def linearization_checks(
         if block_output:
             other.append(_cached(store, model, {**params, "last_point": "block_output"}, prompt,
                                  variant, cut_long_prompts))
-        jacobians.clear()
+        pending.clear()
     return main, (other if block_output else None)
+
+
+def _checked_run(levels: Sequence[float], n_draws: int) -> list[float]:
+    """The noise levels as floats, after checking them and the number of draws."""
+    levels = [float(v) for v in levels]
+    if not levels or min(levels) <= 0:
+        raise LlmdynError(f"levels must be non-empty and > 0, got {levels}")
+    if not isinstance(n_draws, int) or n_draws < 1:
+        raise LlmdynError(f"n_draws must be a positive int, got {n_draws!r}")
+    return levels
 
 
 def _block_output_jacobians(model: LoadedModel, prompt: str, papers: torch.Tensor | None,
@@ -349,14 +331,13 @@ def _clean_jacobians(model: LoadedModel, prompt: str, jacobians: torch.Tensor | 
     return np.asarray(J.detach().cpu() if torch.is_tensor(J) else J, dtype=np.float64)
 
 
-def _perturbed_cosines(model: LoadedModel, ids: torch.Tensor, J: np.ndarray, x0: torch.Tensor,
-                       noise: torch.Tensor, last_point: LastPoint
-                       ) -> tuple[np.ndarray, np.ndarray]:
+def _perturbed_cosines(J: np.ndarray, x0: torch.Tensor, noise: torch.Tensor,
+                       true: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """The paper's check and the one-block check on perturbed inputs, ``[draw, layer+1]`` each.
 
-    ``noise`` is ``[draw, tok, d_model]``, added to the input embeddings ``x0``.
+    ``noise`` is ``[draw, tok, d_model]``, added to the input embeddings ``x0``; ``true`` the
+    last token's states of that run, ``[draw, layer+1, d_model]``.
     """
-    _, true = perturbed_last_states(model, ids, noise, last_point=last_point)
     start = x0[-1].double().numpy() + noise[:, -1].double().numpy()  # [draw, d_model]
     true = true.double().numpy()  # [draw, layer+1, d_model]
     one_step = true[:, :-1] + np.einsum("lij,blj->bli", J, true[:, :-1])
@@ -365,12 +346,8 @@ def _perturbed_cosines(model: LoadedModel, ids: torch.Tensor, J: np.ndarray, x0:
     return cosine(propagate(J, start), true), step
 
 
-def _first_order_cosines(model: LoadedModel, ids: torch.Tensor, J: np.ndarray,
-                         noise: torch.Tensor, clean: np.ndarray,
-                         last_point: LastPoint) -> np.ndarray:
+def _first_order_cosines(J: np.ndarray, last: torch.Tensor, moved: torch.Tensor,
+                         clean: np.ndarray) -> np.ndarray:
     """cos(∏(I + J) δ, x̃^l − x^l) with only the last token perturbed, ``[draw, layer+1]``."""
-    last = noise.clone()
-    last[:, :-1] = 0  # the first-order check perturbs the last token only
-    _, moved = perturbed_last_states(model, ids, last, last_point=last_point)
     delta = propagate(J, last[:, -1].double().numpy())  # [draw, layer+1, d_model]
     return cosine(delta, moved.double().numpy() - clean)
