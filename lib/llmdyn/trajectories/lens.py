@@ -31,7 +31,11 @@ def entropy(logits: ArrayLike) -> torch.Tensor:
 
     Computed from log_softmax, so large logits are safe. [..., vocab] -> [...].
     """
-    logp = torch.log_softmax(checked_tensor(logits, "logits", 1, "[..., vocab]"), dim=-1)
+    return _entropy(checked_tensor(logits, "logits", 1, "[..., vocab]"))
+
+
+def _entropy(logits: torch.Tensor) -> torch.Tensor:
+    logp = torch.log_softmax(logits, dim=-1)
     return -(logp.exp() * logp).sum(-1)
 
 
@@ -47,6 +51,10 @@ def total_variation(p: ArrayLike, q: ArrayLike) -> torch.Tensor:
     p, q = _probs(p, "p"), _probs(q, "q")
     if p.shape != q.shape:
         raise LlmdynError(f"q: got shape {tuple(q.shape)}; expected p's {tuple(p.shape)}")
+    return _total_variation(p, q)
+
+
+def _total_variation(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     return 0.5 * (p - q.to(p.dtype)).abs().sum(-1)
 
 
@@ -65,6 +73,10 @@ def tv_to_token(probs: ArrayLike, token: int | ArrayLike) -> torch.Tensor:
     vocab = probs.shape[-1]
     if ((tok < 0) | (tok >= vocab)).any():
         raise LlmdynError(f"token: got ids outside [0, {vocab}); expected 0 <= token < vocab")
+    return _tv_to_token(probs, tok)
+
+
+def _tv_to_token(probs: torch.Tensor, tok: torch.Tensor) -> torch.Tensor:
     return 1 - torch.gather(probs, -1, tok.unsqueeze(-1)).squeeze(-1)
 
 
@@ -134,15 +146,18 @@ def readout_from_logits(logits: torch.Tensor, top_k: int = 5) -> LensReadout:
     if logits.ndim != 2 or logits.shape[0] < 1:
         raise LlmdynError(f"logits must be [layer+1, vocab], got {tuple(logits.shape)}")
     top_k = checks.top_k_value(top_k, logits.shape[1])
-    logits = logits.double()
+    # Checked once here: the probabilities below are a softmax of finite logits, so the public
+    # functions' checks of each (a third of the lens's CPU over Gemma's 262k vocabulary)
+    # would only repeat it. The same operations, so the same bits.
+    logits = checked_tensor(logits, "logits", 2, "[layer+1, vocab]").double()
     probs = torch.softmax(logits, dim=-1)  # [layer+1, vocab]
     top = torch.topk(probs, top_k, dim=-1)  # [layer+1, k] each
-    final = int(probs[-1].argmax())
-    return LensReadout(entropy=entropy(logits).numpy(),
+    final = torch.full(probs.shape[:-1], int(probs[-1].argmax()), dtype=torch.long)
+    return LensReadout(entropy=_entropy(logits).numpy(),
                        top_ids=top.indices.numpy().astype(np.int64),
                        top_probs=top.values.numpy(),
-                       tv_final=tv_to_token(probs, final).numpy(),
-                       tv_dist=total_variation(probs, probs[-1:].expand_as(probs)).numpy(),
+                       tv_final=_tv_to_token(probs, final).numpy(),
+                       tv_dist=_total_variation(probs, probs[-1:].expand_as(probs)).numpy(),
                        log_vocab=float(np.log(logits.shape[1])))
 
 
