@@ -49,6 +49,19 @@ def _build(root: Path) -> Path:
     return root
 
 
+def test_a_grid_job_covers_its_runs(tmp_path):
+    # rule vit_grid trains a grid in one job: its runs are in its benchmark, not in a row of
+    # their own; a run of another grid still is
+    _tsv(tmp_path, "vit_grid", "small.fashion-mnist", (700.0, 650.0))
+    _run(tmp_path, "vit", "small", "fashion-mnist", "sd0-wd0.125", wall=50.0)
+    _run(tmp_path, "vit", "small", "fashion-mnist", "sd0.1-wd0.5", wall=40.0)
+    _run(tmp_path, "vit", "large", "fashion-mnist", "sd0-wd0.125", wall=30.0)
+    by = {t.kind: t for t in buildtimes.kind_totals(buildtimes.read_benchmarks(tmp_path),
+                                                    buildtimes.read_training(tmp_path / "results"))}
+    assert (by["vit_grid"].jobs, by["vit_grid"].cpu_s) == (1, 650.0)
+    assert (by["vit_run (no benchmark)"].jobs, by["vit_run (no benchmark)"].wall_s) == (1, 30.0)
+
+
 def test_totals_by_kind_and_hot_cells(tmp_path):
     root = _build(tmp_path)
     jobs = buildtimes.read_benchmarks(root)

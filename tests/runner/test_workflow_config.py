@@ -209,6 +209,16 @@ def test_a_vit_target_trains_on_the_data_set_it_is_stored_under(tmp_path):
         "'cifar-typo'" in out.stdout + out.stderr
 
 
+def test_a_grid_of_vits_is_one_job(tmp_path):
+    # Issue 44: the grid's runs share one process (rule vit_grid), not one job each.
+    out = _dry_run("results/vit/tiny/digits/grid.json", "--directory", str(tmp_path))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Train every ViT of grid tiny on digits" in out.stdout
+    assert "vit_run" not in out.stdout
+    out = _dry_run("results/vit/no-such-grid/digits/grid.json", "--directory", str(tmp_path))
+    assert out.returncode != 0 and "no-such-grid" in out.stdout + out.stderr
+
+
 def test_a_relative_model_in_a_params_file_is_relative_to_where_the_user_ran(tmp_path,
                                                                              monkeypatch):
     # Issue 45, item 4: `model: m/good` with --directory W loaded W/m/good, not ./m/good.

@@ -97,6 +97,21 @@ def test_tiny_grid_trains_once_and_learns(trained, dataset):
     assert config["dataset"] == "Fashion-MNIST" and config["n_train"] == TINY.n_train
 
 
+def test_the_grid_record_names_every_run_and_trains_nothing_again(trained, dataset):
+    """The workflow's one job per grid (rule vit_grid): a finished grid is only recorded."""
+    import hashlib
+
+    root, results = trained
+    before = {p: p.stat().st_mtime_ns for p in root.rglob("model.safetensors")}
+    summary = vit_grids.train_grid_record("tiny", root, root / "grid.json", dataset=dataset)
+    assert before == {p: p.stat().st_mtime_ns for p in root.rglob("model.safetensors")}
+    assert json.loads((root / "grid.json").read_text()) == summary
+    assert summary["grid"] == "tiny" and list(summary["runs"]) == [r.name for r in TINY.runs]
+    for r in results:
+        want = hashlib.sha256((r.directory / "run.json").read_bytes()).hexdigest()
+        assert summary["runs"][r.directory.name] == want
+
+
 def test_tiny_grid_is_bitwise_deterministic_and_resumes(trained, tmp_path, dataset, monkeypatch):
     root, _ = trained
     run = TINY.runs[-1].name  # SD 0.3: the drop masks come from the restored RNG state

@@ -99,7 +99,10 @@ def read_cells(executed: Path) -> list[Cell]:
 
 
 def read_training(results: Path) -> dict[str, list[tuple[str, float]]]:
-    """``{"train_run" | "vit_run": [(run, wall_s of updates)]}`` from the runs' ``run.json``."""
+    """``{"train_run" | "vit_run": [(run, wall_s of updates)]}`` from the runs' ``run.json``.
+
+    A ViT is named as its benchmark file names it, ``<grid>.<data set>.<run>``.
+    """
     found: dict[str, list[tuple[str, float]]] = {"train_run": [], "vit_run": []}
     for kind, pattern in (("train_run", "suite/*/run.json"), ("vit_run", "vit/*/*/*/run.json")):
         for path in sorted(Path(results).glob(pattern)):
@@ -107,7 +110,8 @@ def read_training(results: Path) -> dict[str, list[tuple[str, float]]]:
                 wall = float(json.loads(path.read_text())["wall_s"])
             except (ValueError, KeyError, TypeError):
                 continue
-            found[kind].append((path.parent.name, wall))
+            name = ".".join(path.parent.parts[-3:]) if kind == "vit_run" else path.parent.name
+            found[kind].append((name, wall))
     return found
 
 
@@ -138,9 +142,12 @@ def kind_totals(jobs: Sequence[Job], training: dict[str, list[tuple[str, float]]
     for kind, runs in training.items():
         # A benchmark file is named after the job's wildcards joined by dots, the run last
         # (``default.fashion-mnist.sd0-wd0.125-seed0``); run names hold dots of their own.
+        # A grid's job (rule vit_grid, ``default.fashion-mnist``) covers each of its runs.
         names = [j.name for j in jobs if j.kind == kind]
+        grids = [f"{j.name}." for j in jobs if j.kind == "vit_grid" and kind == "vit_run"]
         rest = [(run, s) for run, s in runs
-                if not any(n == run or n.endswith(f".{run}") for n in names)]
+                if not any(n == run or n.endswith(f".{run}") for n in names)
+                and not run.startswith(tuple(grids))]
         if rest:
             out.append(KindTotal(f"{kind} (no benchmark)", len(rest), None,
                                  sum(s for _, s in rest), "run.json"))

@@ -1,8 +1,8 @@
-"""The workflow's own jobs: ``python -m llmdyn.cli.job chapter|html|convert …``.
+"""The workflow's own jobs: ``python -m llmdyn.cli.job chapter|html|convert|vit-grid …``.
 
-The Snakefile's chapter, html and convert rules run these in the job's working directory (the
-repository or ``llmdyn workflow --directory``). A refusal, or the OS's (a full disk), is one
-line in the job's log, ``llmdyn job: error: …``.
+The Snakefile's chapter, html, convert and vit_grid rules run these in the job's working
+directory (the repository or ``llmdyn workflow --directory``). A refusal, or the OS's (a full
+disk), is one line in the job's log, ``llmdyn job: error: …``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from llmdyn.runner.workflow import chapter_job, html_job
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The jobs' parser: ``chapter NAME --parameters JSON``, ``html``, ``convert MODEL STAMP``."""
+    """The jobs' parser: ``chapter``, ``html``, ``convert`` and ``vit-grid`` (see ``--help``)."""
     parser = argparse.ArgumentParser(prog="python -m llmdyn.cli.job", description=__doc__)
     sub = parser.add_subparsers(dest="job", required=True)
     chapter = sub.add_parser("chapter", help="execute one chapter and write its record")
@@ -28,6 +28,13 @@ def build_parser() -> argparse.ArgumentParser:
     convert = sub.add_parser("convert", help="convert a packaged model once; write its stamp")
     convert.add_argument("model")
     convert.add_argument("stamp", type=Path)
+    vit = sub.add_parser("vit-grid", help="train every ViT of a grid in one process; write its "
+                                          "record")
+    vit.add_argument("grid")
+    vit.add_argument("dataset")
+    vit.add_argument("root", type=Path)
+    vit.add_argument("record", type=Path)
+    vit.add_argument("--device", default=None)
     return parser
 
 
@@ -36,6 +43,11 @@ def run(args: argparse.Namespace) -> int:
     here = Path.cwd()
     if args.job == "convert":
         convert_packaged(args.model, args.stamp)
+    elif args.job == "vit-grid":
+        from llmdyn.vision.grids import train_grid_record  # imports torch: only this job
+
+        train_grid_record(args.grid, args.root, args.record, dataset=args.dataset,
+                          device=args.device)
     elif args.job == "chapter":
         chapter_job(args.name, json.loads(args.parameters), here)
     else:
