@@ -258,37 +258,42 @@ def linearization_checks(
               "tokens": tokens, "dtype": "float32", "protocol": 2}
     run = dict(levels=levels, n_draws=n_draws, seed=seed, tokens=tokens,
                cut_long_prompts=cut_long_prompts)
-    pending: dict[str, dict[str, np.ndarray]] = {}  # the variant, computed beside the papers'
+    both: dict[str, dict[str, dict[str, np.ndarray]]] = {}  # prompt -> last_point -> arrays
 
-    def papers(prompt: str) -> dict[str, np.ndarray]:
-        J = last_token_jacobians(model, prompt, cut_long_prompts=cut_long_prompts)
-        wanted = {"final_norm": _clean_jacobians(model, prompt, J, "final_norm", cut_long_prompts)}
-        if block_output:  # the same runs serve it (checks_of_one_run)
-            wanted["block_output"] = _clean_jacobians(
-                model, prompt, _block_output_jacobians(model, prompt, J, cut_long_prompts),
-                "block_output", cut_long_prompts)
-        ids = encode(model, prompt, cut_long_prompts=cut_long_prompts)
-        got = {point: check.as_arrays() for point, check in checks_of_one_run(
-            model, ids, levels, wanted, n_draws=n_draws, seed=seed, tokens=tokens).items()}
-        if block_output:
-            pending[prompt] = got["block_output"]
-        return got["final_norm"]
-
-    def variant(prompt: str) -> dict[str, np.ndarray]:
-        if prompt in pending:
-            return pending[prompt]
-        J = _block_output_jacobians(model, prompt, None, cut_long_prompts)
-        return linearization_check(model, prompt, jacobians=J, last_point="block_output",
-                                   **run).as_arrays()
+    def reader(last_point: LastPoint):
+        def compute(prompt: str) -> dict[str, np.ndarray]:
+            if prompt not in both:  # one set of runs for both conventions
+                both[prompt] = _papers_and_variant(model, prompt, block_output, **run)
+            return both[prompt][last_point]
+        return compute
 
     main, other = [], []
     for prompt in prompts:  # prompt by prompt: one prompt's J^l held at a time
-        main.append(_cached(store, model, params, prompt, papers, cut_long_prompts))
+        main.append(_cached(store, model, params, prompt, reader("final_norm"), cut_long_prompts))
         if block_output:
             other.append(_cached(store, model, {**params, "last_point": "block_output"}, prompt,
-                                 variant, cut_long_prompts))
-        pending.clear()
+                                 reader("block_output"), cut_long_prompts))
+        both.clear()
     return main, (other if block_output else None)
+
+
+def _papers_and_variant(model: LoadedModel, prompt: str, block_output: bool, *,
+                        levels: list[float], n_draws: int, seed: int, tokens: NoiseTokens,
+                        cut_long_prompts: bool) -> dict[str, dict[str, np.ndarray]]:
+    """The papers' check of one prompt, and with ``block_output`` its variant from the same runs.
+
+    Returns ``{last_point: arrays}``. The variant's Jacobians are the papers' but the last
+    block's (:func:`_block_output_jacobians`).
+    """
+    J = last_token_jacobians(model, prompt, cut_long_prompts=cut_long_prompts)
+    wanted = {"final_norm": _clean_jacobians(model, prompt, J, "final_norm", cut_long_prompts)}
+    if block_output:
+        wanted["block_output"] = _clean_jacobians(
+            model, prompt, _block_output_jacobians(model, prompt, J, cut_long_prompts),
+            "block_output", cut_long_prompts)
+    ids = encode(model, prompt, cut_long_prompts=cut_long_prompts)
+    return {point: check.as_arrays() for point, check in checks_of_one_run(
+        model, ids, levels, wanted, n_draws=n_draws, seed=seed, tokens=tokens).items()}
 
 
 def _checked_run(levels: Sequence[float], n_draws: int) -> list[float]:
