@@ -46,6 +46,7 @@ def wildcard_outputs() -> list[str]:
         r'^\s*output:\s*(RESULTS \+ )?"([^"]*\{[^"]+)"', SNAKEFILE.read_text(), re.MULTILINE)]
     assert {"book/executed/{chapter}.ipynb", "results/measure/{model}.json",
             "results/suite/{run}/run.json", "results/vit/{grid}/{dataset}/{run}/run.json",
+            "results/vit/{grid}/{dataset}/grid.json",
             "results/models/{packaged}.json"} <= set(found)
     return found
 
@@ -82,7 +83,7 @@ def test_a_target_with_shell_syntax_is_refused_in_one_line_before_snakemake(
     # `llmdyn workflow 'results/vit/$(cd ..;touch PWNED3)/digits/r0/run.json'` created PWNED3.
     monkeypatch.chdir(tmp_path)
     targets = bad_targets(PAYLOADS.values())
-    assert len(targets) == 8 * len(PAYLOADS)  # 8 wildcards over 6 rules
+    assert len(targets) == 10 * len(PAYLOADS)  # 10 wildcards over 7 rules
     for target in targets:
         for args in ([target], ["--rerun", target]):
             assert main(["workflow", "--directory", str(tmp_path), "-n", *args]) == 2, target
@@ -133,7 +134,7 @@ def test_plain_snakemake_refuses_shell_syntax_in_every_wildcard_and_runs_nothing
     # runs go side by side, each stops when the DAG is built.
     every = f"a$(touch {MARKER}1)`touch {MARKER}2`;touch {MARKER}3;'\"b\nc d"
     targets = bad_targets([every])
-    assert len(targets) == 8
+    assert len(targets) == 10
     runs = {}
     for i, target in enumerate(targets):
         (tmp_path / str(i)).mkdir()
