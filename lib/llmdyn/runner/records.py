@@ -17,7 +17,7 @@ from typing import Any
 from llmdyn.core.atomic import atomic_write
 from llmdyn.core.paths import results_root
 
-__all__ = ["record_path", "write_record"]
+__all__ = ["grid_record_current", "record_path", "write_record"]
 
 
 def record_path(chapter: str, root: str | Path | None = None) -> str:
@@ -36,3 +36,23 @@ def write_record(chapter: str, parameters: dict[str, Any], directory: Path) -> P
     text = json.dumps({"chapter": chapter, "parameters": parameters}, indent=1, sort_keys=True)
     atomic_write(path, lambda f: f.write((text + "\n").encode()))
     return path
+
+
+def grid_record_current(path: Path, *, remove: bool = False) -> bool:
+    """Whether a ViT grid's record (rule ``vit_grid``) still describes the runs beside it.
+
+    The record lists each run's ``run.json`` digest. A run deleted or retrained since makes it
+    stale; with ``remove`` a stale record is deleted, so that the workflow plans the grid's job
+    again (which trains only what is missing) and chapter 10 reruns after it. Reads no torch.
+    """
+    import hashlib
+
+    try:
+        runs = json.loads(path.read_text())["runs"]
+        current = all(hashlib.sha256((path.parent / run / "run.json").read_bytes()).hexdigest()
+                      == digest for run, digest in runs.items())
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        current = False
+    if not current and remove:
+        path.unlink(missing_ok=True)
+    return current
