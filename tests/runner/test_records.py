@@ -7,7 +7,7 @@ def test_a_grid_record_is_current_only_while_its_runs_are_unchanged(tmp_path):
     import hashlib
     import json
 
-    from llmdyn.runner.records import grid_record_current
+    from llmdyn.runner.records import grid_record_current, write_grid_record
 
     digests = {}
     for run in ("r0", "r1"):
@@ -15,7 +15,9 @@ def test_a_grid_record_is_current_only_while_its_runs_are_unchanged(tmp_path):
         (tmp_path / run / "run.json").write_text(json.dumps({"wall_s": 1.0, "run": run}))
         digests[run] = hashlib.sha256((tmp_path / run / "run.json").read_bytes()).hexdigest()
     record = tmp_path / "grid.json"
-    record.write_text(json.dumps({"grid": "tiny", "dataset": "digits", "runs": digests}))
+    written = write_grid_record(record, "tiny", "digits", [tmp_path / "r0", tmp_path / "r1"])
+    assert written == json.loads(record.read_text()) == {"grid": "tiny", "dataset": "digits",
+                                                         "runs": digests}
     assert grid_record_current(record, remove=True) and record.exists()
     (tmp_path / "r1" / "run.json").write_text(json.dumps({"wall_s": 2.0}))  # retrained
     assert not grid_record_current(record) and record.exists()  # reported, kept

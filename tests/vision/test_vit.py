@@ -101,11 +101,14 @@ def test_the_grid_record_names_every_run_and_trains_nothing_again(trained, datas
     """The workflow's one job per grid (rule vit_grid): a finished grid is only recorded."""
     import hashlib
 
+    from llmdyn.cli.job import main
+
     root, results = trained
     before = {p: p.stat().st_mtime_ns for p in root.rglob("model.safetensors")}
-    summary = vit_grids.train_grid_record("tiny", root, root / "grid.json", dataset=dataset)
+    assert main(["vit-grid", "tiny", dataset, str(root), str(root / "grid.json")]) == 0
     assert before == {p: p.stat().st_mtime_ns for p in root.rglob("model.safetensors")}
-    assert json.loads((root / "grid.json").read_text()) == summary
+    summary = json.loads((root / "grid.json").read_text())
+    assert summary["dataset"] == dataset
     assert summary["grid"] == "tiny" and list(summary["runs"]) == [r.name for r in TINY.runs]
     for r in results:
         want = hashlib.sha256((r.directory / "run.json").read_bytes()).hexdigest()

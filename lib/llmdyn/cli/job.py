@@ -14,6 +14,7 @@ from pathlib import Path
 
 from llmdyn.cli.report import one_line
 from llmdyn.runner.conversion import convert_packaged
+from llmdyn.runner.records import write_grid_record
 from llmdyn.runner.workflow import chapter_job, html_job
 
 
@@ -43,11 +44,11 @@ def run(args: argparse.Namespace) -> int:
     here = Path.cwd()
     if args.job == "convert":
         convert_packaged(args.model, args.stamp)
-    elif args.job == "vit-grid":
-        from llmdyn.vision.grids import train_grid_record  # imports torch: only this job
+    elif args.job == "vit-grid":  # the grid's runs share this process and its imports
+        from llmdyn.vision.grids import train_grid  # imports torch: only this job
 
-        train_grid_record(args.grid, args.root, args.record, dataset=args.dataset,
-                          device=args.device)
+        results = train_grid(args.grid, args.root, dataset=args.dataset, device=args.device)
+        write_grid_record(args.record, args.grid, args.dataset, [r.directory for r in results])
     elif args.job == "chapter":
         chapter_job(args.name, json.loads(args.parameters), here)
     else:

@@ -306,14 +306,12 @@ def _checked_run(levels: Sequence[float], n_draws: int) -> list[float]:
     return levels
 
 
-def _block_output_jacobians(model: LoadedModel, prompt: str, papers: torch.Tensor | None,
+def _block_output_jacobians(model: LoadedModel, prompt: str, papers: torch.Tensor,
                             cut_long_prompts: bool) -> torch.Tensor:
-    """J^l ``[layer, d_model, d_model]`` for ``last_point="block_output"``: the last differs."""
-    J = last_token_jacobians(model, prompt, cut_long_prompts=cut_long_prompts) if papers is None \
-        else papers
+    """The papers' J^l ``[layer, d_model, d_model]`` with the last block's for ``block_output``."""
     last = last_token_jacobians(model, prompt, [model.n_layers - 1], last_point="block_output",
                                 cut_long_prompts=cut_long_prompts)  # [1, d_model, d_model]
-    return torch.cat([J[:-1], last])  # blocks before the last are the same either way
+    return torch.cat([papers[:-1], last])  # blocks before the last are the same either way
 
 
 def _cached(store: ResultStore | None, model: LoadedModel, params: dict, prompt: str, compute,

@@ -16,8 +16,9 @@ from typing import Any
 
 from llmdyn.core.atomic import atomic_write
 from llmdyn.core.paths import results_root
+from llmdyn.runner.digest import file_digest
 
-__all__ = ["grid_record_current", "record_path", "write_record"]
+__all__ = ["grid_record_current", "record_path", "write_grid_record", "write_record"]
 
 
 def record_path(chapter: str, root: str | Path | None = None) -> str:
@@ -38,19 +39,30 @@ def write_record(chapter: str, parameters: dict[str, Any], directory: Path) -> P
     return path
 
 
-def grid_record_current(path: Path, *, remove: bool = False) -> bool:
-    """Whether a ViT grid's record (rule ``vit_grid``) still describes the runs beside it.
+def write_grid_record(path: Path, grid: str, dataset: str | None,
+                      run_dirs: list[Path]) -> dict[str, Any]:
+    """Write a ViT grid's record (rule ``vit_grid``'s output, atomically) and return it.
 
-    The record lists each run's ``run.json`` digest. A run deleted or retrained since makes it
-    stale; with ``remove`` a stale record is deleted, so that the workflow plans the grid's job
-    again (which trains only what is missing) and chapter 10 reruns after it. Reads no torch.
+    ``{"grid", "dataset", "runs": {run: digest of its run.json}}``: the job's only output, so a
+    failed job deletes no finished run (the training loop skips those when it runs again).
     """
-    import hashlib
+    runs = {d.name: file_digest(d / "run.json") for d in run_dirs}
+    summary = {"grid": grid, "dataset": dataset, "runs": runs}
+    atomic_write(Path(path), lambda f: f.write(json.dumps(summary, indent=1).encode()))
+    return summary
 
+
+def grid_record_current(path: Path, *, remove: bool = False) -> bool:
+    """Whether a ViT grid's record (:func:`write_grid_record`) still describes its runs.
+
+    A run deleted or retrained since makes it stale; with ``remove`` a stale record is deleted,
+    so that the workflow plans the grid's job again (which trains only what is missing) and
+    chapter 10 reruns after it. Reads no torch.
+    """
     try:
         runs = json.loads(path.read_text())["runs"]
-        current = all(hashlib.sha256((path.parent / run / "run.json").read_bytes()).hexdigest()
-                      == digest for run, digest in runs.items())
+        current = all(file_digest(path.parent / run / "run.json") == digest
+                      for run, digest in runs.items())  # a missing run: MISSING ≠ digest
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         current = False
     if not current and remove:

@@ -332,27 +332,6 @@ def train_grid(grid: VitGrid | str, root: str | Path | None = None, *,
             if runs is None or r.name in runs]
 
 
-def train_grid_record(grid: str, root: str | Path, record: str | Path, *,
-                      dataset: str | None = None, device: str | None = None) -> dict[str, Any]:
-    """Train every ViT of a grid in this one process, then write ``record``: what was built.
-
-    The workflow's one job per grid (rule ``vit_grid``): its runs share one interpreter and
-    its imports instead of paying a process each (the performance page). The record,
-    ``{"grid", "dataset", "runs": {run: sha256 of its run.json}}``, is the job's only output,
-    so a failed job loses no finished run: the loop skips those when the job runs again.
-    """
-    import hashlib
-
-    from llmdyn.core.atomic import atomic_write
-
-    results = train_grid(grid, root, dataset=dataset, device=device)
-    summary = {"grid": grid, "dataset": dataset, "runs": {
-        r.directory.name: hashlib.sha256((r.directory / "run.json").read_bytes()).hexdigest()
-        for r in results}}
-    atomic_write(Path(record), lambda f: f.write(json.dumps(summary, indent=1).encode()))
-    return summary
-
-
 def default_root(grid: VitGrid, dataset: str | None = None) -> Path:
     """``<results root>/vit/<grid>/<data set>``: runs on different data never share a directory.
 
