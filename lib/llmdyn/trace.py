@@ -21,6 +21,7 @@ from typing import Literal
 import torch
 
 from llmdyn import LlmdynError
+from llmdyn.core.checks import all_finite
 from llmdyn.models.loading import LoadedModel
 
 LastPoint = Literal["final_norm", "block_output"]
@@ -302,7 +303,7 @@ def logit_lens(model: LoadedModel, states: torch.Tensor, *, lens: Lens = "paper"
 
 def _check_finite(x: torch.Tensor, what: str) -> None:
     """Raise LlmdynError if `x` holds NaN or inf (an overflowing or corrupt model)."""
-    if not torch.isfinite(x).all():
+    if not all_finite(x):
         bad = int(x.numel() - torch.isfinite(x).sum())
         raise LlmdynError(f"non-finite values in the {what} ({bad} of {x.numel()} entries are "
                           "NaN or inf): a weight is non-finite or the forward pass overflowed; "

@@ -165,3 +165,39 @@ def test_nonfinite_rows_is_isfinite_per_row_even_where_the_sum_overflows():
     assert nonfinite_rows(x).tolist() == [False, True, True, False, True]
     assert nonfinite_rows(x).tolist() == (~torch.isfinite(x.flatten(1)).all(1)).tolist()
     assert not nonfinite_rows(torch.zeros(2, 2, dtype=torch.float64)).any()
+
+
+@pytest.mark.parametrize("module", ["torch", "numpy"])
+def test_all_finite_is_isfinite_all_even_where_the_sum_overflows(module):
+    from llmdyn.core.checks import all_finite
+
+    cases = {
+        "ones": torch.ones(3, 4),
+        "nan": torch.tensor([1.0, float("nan")]),
+        "inf": torch.tensor([1.0, float("inf")]),
+        "-inf": torch.tensor([-float("inf"), 2.0]),
+        "inf and -inf (their sum is NaN)": torch.tensor([float("inf"), -float("inf")]),
+        "finite, the float32 sum overflows": torch.full((4,), 3e38),
+        "float16, the sum overflows": torch.full((3,), 6e4, dtype=torch.float16),
+        "empty": torch.zeros(0, 5),
+        "integers": torch.arange(6).reshape(2, 3),
+        "complex with an inf part": torch.tensor([1 + 1j, complex(1, float("inf"))]),
+    }
+    for name, x in cases.items():
+        expected = bool(torch.isfinite(x).all())
+        value = x if module == "torch" else x.numpy()
+        assert all_finite(value) is expected, name
+    with_grad = torch.tensor([1.0, float("nan")], requires_grad=True)
+    assert all_finite(with_grad) is False
+    assert all_finite(torch.full((4,), 3e38)) and all_finite(np.full(4, 1e308))
+
+
+def test_the_checks_built_on_all_finite_still_count_the_bad_entries():
+    from llmdyn.core.arrays import checked_array, checked_tensor
+
+    x = torch.full((2, 3), 3e38)  # finite: the fast sum overflows and the entry check clears it
+    assert checked_tensor(x, "x", 2, "[a, b]") is x
+    x[0, 1], x[1, 2] = float("nan"), -float("inf")
+    for check in (checked_tensor, checked_array):
+        with pytest.raises(LlmdynError, match="has 2 NaN/inf value"):
+            check(x, "x", 2, "[a, b]")

@@ -6,6 +6,7 @@ import numpy as np
 import torch
 
 from llmdyn import LlmdynError
+from llmdyn.core.checks import all_finite
 
 ArrayLike = np.ndarray | torch.Tensor
 
@@ -16,8 +17,8 @@ def check_values(x: ArrayLike, name: str, min_ndim: int, expected: str,
     shape = tuple(x.shape)
     if (x.ndim != min_ndim) if exact else (x.ndim < min_ndim):
         raise LlmdynError(f"{name}: got shape {shape} (ndim {x.ndim}); expected {expected}")
-    finite = torch.isfinite(x) if isinstance(x, torch.Tensor) else np.isfinite(x)
-    if not bool(finite.all()):
+    if not all_finite(x):
+        finite = torch.isfinite(x) if isinstance(x, torch.Tensor) else np.isfinite(x)
         bad, total = int((~finite).sum()), int(np.prod(x.shape))
         raise LlmdynError(
             f"{name}: has {bad} NaN/inf value(s) among {total} entries of shape {shape};"

@@ -28,6 +28,7 @@ from llmdyn.core.atomic import (  # re-exported: callers import them from here
     writer_alive,
     writer_state,
 )
+from llmdyn.core.checks import all_finite
 from llmdyn.core.failures import os_error_message
 from llmdyn.core.paths import results_root
 from llmdyn.core.result_code import code_hash, computing_module, source_hash
@@ -114,7 +115,7 @@ def _to_numpy(key: str, value: Any) -> np.ndarray:
     if arr.dtype.hasobject:
         raise LlmdynError(f"result {key!r} has dtype {arr.dtype}, which would need pickle; "
                           "return a numeric array, not cached")
-    if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
+    if not all_finite(arr):
         bad = int(arr.size - np.isfinite(arr).sum())
         raise LlmdynError(f"non-finite values in {key!r} ({bad} of {arr.size} entries are NaN or "
                           "inf), not cached; fix the computation or mask those entries")
