@@ -3,6 +3,7 @@
 from types import SimpleNamespace
 
 import pytest
+import torch
 
 from llmdyn import LlmdynError
 from llmdyn.emergence import profiles
@@ -40,7 +41,7 @@ def test_last_point_and_k_reach_the_coupling_and_window_the_trajectories(monkeyp
 def test_every_checkpoint_is_measured_with_the_same_settings(monkeypatch):
     calls = []
     monkeypatch.setattr(profiles, "load_model", lambda spec, device: SimpleNamespace(
-        model_id=spec, identity={"name": spec}, device=device))
+        model_id=spec, identity={"name": spec}, device=device, hf=torch.nn.Linear(1, 1)))
     monkeypatch.setattr(profiles, "ResultStore", lambda model_id, provenance: ("store", model_id))
     monkeypatch.setattr(profiles, "measure_checkpoint", lambda model, prompts, **kw: calls.append(
         (model.model_id, model.device, prompts, kw)))

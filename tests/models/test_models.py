@@ -272,6 +272,25 @@ def test_each_model_frees_a_model_before_the_next_loads():
     gc.collect()
 
 
+def test_each_model_collects_a_model_that_a_reference_cycle_holds():
+    import gc
+    import weakref
+
+    from llmdyn.models.loading import each_model
+
+    alive = []
+    gc.disable()  # only each_model's own collection may free it
+    try:
+        for _, _, _, m in each_model(["tiny-llama"], seeds=[1, 2]):
+            alive = [r for r in alive if r() is not None]
+            assert not alive, "a model held by a cycle was still alive when the next loaded"
+            alive.append(weakref.ref(m.hf))
+            m.extra["itself"] = m  # a cycle: del m alone does not free it
+            del m
+    finally:
+        gc.enable()
+
+
 def test_a_checkpoints_tokenizer_is_read_once_until_its_files_change(tmp_path):
     m = load_model("tiny-llama")
     m.hf.save_pretrained(tmp_path)

@@ -10,7 +10,7 @@ large part of the trajectory.
 
 from __future__ import annotations
 
-import gc
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +23,7 @@ from llmdyn.core.store import ResultStore
 from llmdyn.coupling.default_k import PAPER_K
 from llmdyn.coupling.depth import depth_coupling
 from llmdyn.coupling.scores import diagonal_share, mean_diagonal_share, offdiagonal_mean
-from llmdyn.models.loading import LoadedModel, load_model
+from llmdyn.models.loading import LoadedModel, collect_if_alive, load_model
 from llmdyn.models.quiet import quiet_transformers
 from llmdyn.phases.split import window_that_fits
 from llmdyn.trace import (
@@ -171,8 +171,9 @@ def measure_checkpoints(checkpoints: Sequence[Checkpoint], prompts: Sequence[str
         store = ResultStore(model.model_id, provenance=model.identity)
         out[c.spec] = measure_checkpoint(model, prompts, k=k, window=window,
                                          last_point=last_point, store=store)
+        weights = weakref.ref(model.hf)
         del model, store
-        gc.collect()
+        collect_if_alive(weights)
     return out
 
 
