@@ -246,3 +246,31 @@ def test_conversion_prints_nothing_and_keeps_its_log(fake_packaged, monkeypatch,
     load_model("fake")  # converted already: nothing printed, nothing rewritten
     assert capfd.readouterr() == ("", "") and calls() == 1
     assert logging.getLogger("transformers").handlers == handlers  # its own handler is back
+
+
+def test_one_gguf_reader_serves_every_open_of_a_file_and_is_undone(tmp_path):
+    import gguf
+    import numpy as np
+
+    from llmdyn.models.convert import one_gguf_reader
+
+    path = tmp_path / "tiny.gguf"
+    writer = gguf.GGUFWriter(str(path), arch="llama")
+    writer.add_uint32("llama.block_count", 2)
+    writer.add_token_list(["<s>", "a", "b"])
+    writer.add_tensor("token_embd.weight", np.arange(6, dtype=np.float32).reshape(3, 2))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    original = gguf.GGUFReader
+    with one_gguf_reader():
+        first = gguf.GGUFReader(path)
+        assert gguf.GGUFReader(str(path)) is first  # the config's, weights' and tokenizer's
+        assert type(first) is original
+    assert gguf.GGUFReader is original
+    alone = original(path)
+    assert list(first.fields) == list(alone.fields)
+    names = [t.name for t in first.tensors]
+    assert names == [t.name for t in alone.tensors] == ["token_embd.weight"]
+    assert np.array_equal(first.tensors[0].data, alone.tensors[0].data)

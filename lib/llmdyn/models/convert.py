@@ -175,14 +175,42 @@ def _save_converted(gguf: Path, tmp: Path) -> None:
 
     # transformers dequantises GGUF to float32 exactly; drop the quantizer so that
     # save_pretrained writes plain float32 safetensors.
-    hf = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name,
-                                              dtype=torch.float32)
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    with one_gguf_reader():
+        hf = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name,
+                                                  dtype=torch.float32)
+        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     hf.hf_quantizer = None
     if hasattr(hf.config, "quantization_config"):
         del hf.config.quantization_config
     hf.save_pretrained(tmp, safe_serialization=True)
     tokenizer.save_pretrained(tmp)
+
+
+@contextmanager
+def one_gguf_reader() -> Iterator[None]:
+    """Within the block, every ``gguf.GGUFReader(path)`` of one path is the same reader.
+
+    transformers opens a GGUF three times for one model: for its config, its weights and its
+    tokenizer. Each ``GGUFReader`` parses every metadata field entry by entry, and Gemma-3's
+    262k-entry vocabulary makes that about 13 CPU-s a time, most of a conversion. The reader
+    only reads the file (a read-only memory map), so one reader can serve the three; the
+    converted files are the same bytes.
+    """
+    import gguf
+
+    original, readers = gguf.GGUFReader, {}
+
+    def shared(path: os.PathLike | str, mode: str = "r") -> Any:
+        key = (os.fspath(path), mode)
+        if key not in readers:
+            readers[key] = original(path, mode)
+        return readers[key]
+
+    gguf.GGUFReader = shared  # transformers imports it from gguf inside each call
+    try:
+        yield
+    finally:
+        gguf.GGUFReader = original
 
 
 def _write_manifest(tmp: Path, gguf_sha256: str) -> dict[str, str]:
