@@ -248,11 +248,11 @@ def test_conversion_prints_nothing_and_keeps_its_log(fake_packaged, monkeypatch,
     assert logging.getLogger("transformers").handlers == handlers  # its own handler is back
 
 
-def test_one_gguf_reader_serves_every_open_of_a_file_and_is_undone(tmp_path):
+def test_one_gguf_parse_serves_every_open_of_a_file_and_is_undone(tmp_path):
     import gguf
     import numpy as np
 
-    from llmdyn.models.convert import one_gguf_reader
+    from llmdyn.models.convert import one_gguf_parse
 
     path = tmp_path / "tiny.gguf"
     writer = gguf.GGUFWriter(str(path), arch="llama")
@@ -263,12 +263,18 @@ def test_one_gguf_reader_serves_every_open_of_a_file_and_is_undone(tmp_path):
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    original = gguf.GGUFReader
-    with one_gguf_reader():
+    original, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    arch = gguf.MODEL_ARCH.LLAMA
+    with one_gguf_parse():
         first = gguf.GGUFReader(path)
         assert gguf.GGUFReader(str(path)) is first  # the config's, weights' and tokenizer's
         assert type(first) is original
-    assert gguf.GGUFReader is original
+        names = gguf.get_tensor_name_map(arch, 2)
+        assert gguf.get_tensor_name_map(arch, 2) is names  # one per submodule before
+        assert gguf.get_tensor_name_map(arch, 3) is not names
+    assert gguf.GGUFReader is original and gguf.get_tensor_name_map is name_map
+    assert names.get_name("model.layers.1.self_attn.q_proj") == "blk.1.attn_q"
+    assert names.mapping == name_map(arch, 2).mapping
     alone = original(path)
     assert list(first.fields) == list(alone.fields)
     names = [t.name for t in first.tensors]

@@ -175,7 +175,7 @@ def _save_converted(gguf: Path, tmp: Path) -> None:
 
     # transformers dequantises GGUF to float32 exactly; drop the quantizer so that
     # save_pretrained writes plain float32 safetensors.
-    with one_gguf_reader():
+    with one_gguf_parse():
         hf = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name,
                                                   dtype=torch.float32)
         tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
@@ -187,30 +187,36 @@ def _save_converted(gguf: Path, tmp: Path) -> None:
 
 
 @contextmanager
-def one_gguf_reader() -> Iterator[None]:
-    """Within the block, every ``gguf.GGUFReader(path)`` of one path is the same reader.
+def one_gguf_parse() -> Iterator[None]:
+    """Within the block, a GGUF is parsed once and its tensor-name map built once.
 
-    transformers opens a GGUF three times for one model: for its config, its weights and its
-    tokenizer. Each ``GGUFReader`` parses every metadata field entry by entry, and Gemma-3's
-    262k-entry vocabulary makes that about 13 CPU-s a time, most of a conversion. The reader
-    only reads the file (a read-only memory map), so one reader can serve the three; the
-    converted files are the same bytes.
+    transformers opens a GGUF three times for one model (its config, weights and tokenizer),
+    and each ``gguf.GGUFReader`` parses every metadata field entry by entry: about 13 CPU-s a
+    time for Gemma-3's 262k-entry vocabulary. It then builds the same
+    ``gguf.get_tensor_name_map(arch, n_blocks)`` once per submodule of the model, several
+    hundred times (~5 CPU-s). Both are read-only once made (the reader maps the file read-only),
+    so one of each serves every call; the converted files are the same bytes.
     """
     import gguf
 
-    original, readers = gguf.GGUFReader, {}
+    saved = {"GGUFReader": gguf.GGUFReader, "get_tensor_name_map": gguf.get_tensor_name_map}
+    made: dict[tuple, Any] = {}
 
-    def shared(path: os.PathLike | str, mode: str = "r") -> Any:
-        key = (os.fspath(path), mode)
-        if key not in readers:
-            readers[key] = original(path, mode)
-        return readers[key]
+    def once(name: str) -> Callable[..., Any]:
+        def shared(*args: Any) -> Any:
+            key = (name, *(os.fspath(a) if isinstance(a, os.PathLike) else a for a in args))
+            if key not in made:
+                made[key] = saved[name](*args)
+            return made[key]
+        return shared
 
-    gguf.GGUFReader = shared  # transformers imports it from gguf inside each call
+    for name in saved:  # transformers imports both from gguf inside each call
+        setattr(gguf, name, once(name))
     try:
         yield
     finally:
-        gguf.GGUFReader = original
+        for name, original in saved.items():
+            setattr(gguf, name, original)
 
 
 def _write_manifest(tmp: Path, gguf_sha256: str) -> dict[str, str]:
