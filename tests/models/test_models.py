@@ -142,6 +142,26 @@ def test_file_hash_is_remembered_until_the_file_changes(checkpoint, monkeypatch)
     assert sorted(p.name for p in calls) == ["config.json", "model.safetensors"]  # rewritten
 
 
+def test_a_checkpoints_files_are_hashed_and_remembered_in_one_write(checkpoint, monkeypatch):
+    import json
+
+    from llmdyn.models import files as modelfiles
+
+    writes = []
+    real = modelfiles._write_json
+    monkeypatch.setattr(modelfiles, "_write_json", lambda path, data: writes.append(data) or real(
+        path, data))
+    digest = modelfiles.dir_digest(checkpoint)
+    assert len(writes) == 1  # was one rewrite of the whole index per file
+    index = json.loads((modelfiles.cache_dir() / modelfiles._INDEX).read_text())
+    names = sorted(p.name for p in checkpoint.iterdir() if str(p.resolve()) in index)
+    assert "config.json" in names and "model.safetensors" in names
+    for name in names:  # each remembered hash is the file's own
+        path = (checkpoint / name).resolve()
+        assert index[str(path)]["sha256"] == modelfiles.sha256_of(path)
+    assert modelfiles.dir_digest(checkpoint) == digest and len(writes) == 1  # all remembered
+
+
 def test_hub_model_is_keyed_by_resolved_commit(monkeypatch):
     from llmdyn.models import loading as models
 

@@ -16,7 +16,7 @@ from llmdyn.core.atomic import check_regular_file
 from llmdyn.core.paths import env_dir
 from llmdyn.core.store import apply_umask, safe_name
 
-__all__ = ["cache_dir", "check_model_dir", "dir_digest", "file_sha256", "local_key",
+__all__ = ["cache_dir", "check_model_dir", "dir_digest", "file_sha256", "files_sha256", "local_key",
            "looks_like_path", "remember", "sha256_of"]
 
 _INDEX = "file-hashes.json"  # {resolved path: {size, mtime_ns, ctime_ns, ino, sha256}}
@@ -65,33 +65,45 @@ def file_sha256(path: str | os.PathLike) -> str:
     The memo is a small JSON index under :func:`cache_dir`; a file whose stat stamp changed
     (rewritten, replaced, touched) is hashed again.
     """
-    path = Path(path).resolve()
-    stamp = _stamp(path)
-    entry = _read_index(cache_dir() / _INDEX).get(str(path))
-    if isinstance(entry, dict) and {k: entry.get(k) for k in stamp} == stamp:
-        return entry["sha256"]
-    digest = sha256_of(path)
-    if _stamp(path) != stamp:  # changed while we read it: do not remember a torn hash
-        return digest
-    _remember(path, stamp, digest)
-    return digest
+    return files_sha256([path])[0]
+
+
+def files_sha256(paths: list[str | os.PathLike]) -> list[str]:
+    """:func:`file_sha256` of several files, with one read and at most one write of the memo.
+
+    A checkpoint directory's files are hashed together (:func:`dir_digest`); remembering them
+    one by one rewrote the whole index once per file.
+    """
+    index = _read_index(cache_dir() / _INDEX)
+    digests, fresh = [], {}
+    for path in (Path(p).resolve() for p in paths):
+        stamp = _stamp(path)
+        entry = index.get(str(path))
+        if isinstance(entry, dict) and {k: entry.get(k) for k in stamp} == stamp:
+            digests.append(entry["sha256"])
+            continue
+        digests.append(sha256_of(path))
+        if _stamp(path) == stamp:  # changed while we read it: do not remember a torn hash
+            fresh[str(path)] = {**stamp, "sha256": digests[-1]}
+    if fresh:
+        _remember(fresh)
+    return digests
 
 
 def remember(path: str | os.PathLike, digest: str) -> None:
     """Record `digest` as the sha256 of `path` as it is now (the caller just hashed it)."""
     path = Path(path).resolve()
-    _remember(path, _stamp(path), digest)
+    _remember({str(path): {**_stamp(path), "sha256": digest}})
 
 
-def _remember(path: Path, stamp: dict[str, int], digest: str) -> None:
+def _remember(entries: dict[str, dict[str, Any]]) -> None:
     index = cache_dir() / _INDEX
     try:
         index.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(str(index) + ".lock"):
             data = _read_index(index)
             data = {k: v for k, v in data.items() if Path(k).exists()}  # forget deleted files
-            data[str(path)] = {**stamp, "sha256": digest}
-            _write_json(index, data)
+            _write_json(index, {**data, **entries})
     except OSError:  # a read-only cache: the hash is still right, only not remembered
         pass
 
@@ -163,7 +175,8 @@ def dir_digest(directory: Path, *, weights: bool = True) -> str:
     if weights:
         names += [p.name for p in directory.glob("*.safetensors")]
         names += [p.name for p in directory.glob("*.safetensors.index.json")]
-    files = {name: file_sha256(directory / name) for name in sorted(set(names))}
+    names = sorted(set(names))
+    files = dict(zip(names, files_sha256([directory / name for name in names]), strict=True))
     text = json.dumps(files, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
