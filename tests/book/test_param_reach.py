@@ -160,7 +160,7 @@ def test_twin_seeds_choose_the_twins_that_load(monkeypatch):
 
     loaded = []
     monkeypatch.setattr(loading, "load_model", lambda name, untrained, seed, device: loaded.append(
-        (name, untrained, seed, device)))
+        (name, untrained, seed, device)) or SimpleNamespace(hf=torch.nn.Linear(1, 1)))
     p = params.DepthCouplingParams(twin_seeds=[5, 2], compare_models=[])
     list(loading.each_model(p.models(), seeds=p.twin_seeds, device=p.device))
     assert loaded == [("smollm2-135m", False, 5, "cpu"), ("smollm2-135m", True, 5, "cpu"),
