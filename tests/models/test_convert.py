@@ -214,6 +214,23 @@ def test_converted_files_are_hashed_once_not_again_on_load(fake_packaged, monkey
     assert hashed == ["fake.gguf"]  # only the GGUF's digest check, before converting
 
 
+def test_a_conversion_remembers_its_files_in_one_write_and_a_load_reads_the_memo_once(
+        fake_packaged, monkeypatch):
+    from llmdyn.models import files as modelfiles
+
+    writes, reads = [], []
+    real_write, real_read = modelfiles._write_json, modelfiles._read_index
+    monkeypatch.setattr(modelfiles, "_write_json", lambda path, data: writes.append(len(data))
+                        or real_write(path, data))
+    out, _, sha = fake_packaged
+    load_model("fake")  # the GGUF's digest, then the converted files' in one write
+    assert len(writes) == 2 and writes[-1] > 2
+    monkeypatch.setattr(modelfiles, "_read_index", lambda index: reads.append(index)
+                        or real_read(index))
+    assert convert.verify_converted(out, sha) is None
+    assert len(reads) == 1  # every file of the manifest from one read
+
+
 def test_conversion_prints_nothing_and_keeps_its_log(fake_packaged, monkeypatch, capfd):
     """What a conversion prints (print, a tqdm bar, transformers' log) goes to the conversion
     log beside the converted directory, and loading shows no weight-loading bar: a chapter's

@@ -18,7 +18,7 @@ from filelock import FileLock
 from llmdyn import LlmdynError
 from llmdyn.core.failures import os_error_message
 from llmdyn.core.store import apply_umask, apply_umask_tree
-from llmdyn.models.files import cache_dir, file_sha256, remember, sha256_of
+from llmdyn.models.files import cache_dir, file_sha256, files_sha256, remember, sha256_of
 
 __all__ = ["MANIFEST", "cache_error", "conversion_log", "converted", "verify_converted"]
 
@@ -44,11 +44,12 @@ def verify_converted(out: Path, gguf_sha256: str) -> str | None:
         return "converted from another GGUF"
     if "model.safetensors" not in files:
         return "manifest lists no model.safetensors"
-    for name, expected in files.items():
-        path = out / name
-        if not path.is_file():
-            return f"{name} is missing"
-        if file_sha256(path) != expected:
+    missing = [name for name in files if not (out / name).is_file()]
+    if missing:
+        return f"{missing[0]} is missing"
+    digests = files_sha256([out / name for name in files])  # one read of the hash memo
+    for (name, expected), digest in zip(files.items(), digests, strict=True):
+        if digest != expected:
             return f"{name} has changed since conversion (sha256 differs)"
     return None
 
@@ -162,8 +163,7 @@ def _convert_into(out: Path, gguf: Path, gguf_sha256: str) -> None:
         files = _write_manifest(tmp, gguf_sha256)
         apply_umask_tree(tmp)  # save_pretrained's safetensors are 0600: follow the umask
         _swap(tmp, out)
-        for name, digest in files.items():  # hashed once here, not again on the next load
-            remember(out / name, digest)
+        remember({out / name: digest for name, digest in files.items()})  # not hashed again
     finally:
         shutil.rmtree(tmp, ignore_errors=True)  # gone already after a successful swap
 
@@ -203,10 +203,11 @@ def one_gguf_parse() -> Iterator[None]:
     made: dict[tuple, Any] = {}
 
     def once(name: str) -> Callable[..., Any]:
-        def shared(*args: Any) -> Any:
-            key = (name, *(os.fspath(a) if isinstance(a, os.PathLike) else a for a in args))
+        def shared(*args: Any, **kwargs: Any) -> Any:
+            paths = (os.fspath(a) if isinstance(a, os.PathLike) else a for a in args)
+            key = (name, *paths, *sorted(kwargs.items()))
             if key not in made:
-                made[key] = saved[name](*args)
+                made[key] = saved[name](*args, **kwargs)
             return made[key]
         return shared
 

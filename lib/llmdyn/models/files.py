@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -90,10 +91,13 @@ def files_sha256(paths: list[str | os.PathLike]) -> list[str]:
     return digests
 
 
-def remember(path: str | os.PathLike, digest: str) -> None:
-    """Record `digest` as the sha256 of `path` as it is now (the caller just hashed it)."""
-    path = Path(path).resolve()
-    _remember({str(path): {**_stamp(path), "sha256": digest}})
+def remember(digests: Mapping[str | os.PathLike, str]) -> None:
+    """Record each ``{path: sha256}`` for the file as it is now (the caller just hashed them).
+
+    One write of the memo for all of them.
+    """
+    paths = {Path(p).resolve(): digest for p, digest in digests.items()}
+    _remember({str(p): {**_stamp(p), "sha256": digest} for p, digest in paths.items()})
 
 
 def _remember(entries: dict[str, dict[str, Any]]) -> None:
