@@ -51,6 +51,17 @@ def test_the_closure_of_source_text_is_that_of_what_it_imports(mini):
     assert library_closure("import numpy\n", mini) == []
 
 
+def test_a_facade_name_reaches_its_module_and_no_other(mini):
+    facade = ('import lazy_loader\n\n__getattr__, __dir__, __all__ = lazy_loader.attach(\n'
+              '    __name__, submod_attrs={"pkg.helpers": ["helper"], "deep": ["VALUE"]})\n')
+    (mini / "__init__.py").write_text(facade)
+    for source in ("import llmdyn as ld\nld.helper()\n", "import llmdyn\nllmdyn.helper()\n",
+                   "from llmdyn import helper\n"):
+        assert names(mini, library_closure(source, mini)) == [
+            "__init__.py", "deep.py", "pkg/__init__.py", "pkg/helpers.py"], source
+    assert names(mini, library_closure("import llmdyn\n", mini)) == ["__init__.py"]
+
+
 def test_a_module_that_is_not_in_the_library_is_refused(mini):
     with pytest.raises(LlmdynError, match="no module llmdyn.gone under"):
         module_closure(mini, "llmdyn.gone")

@@ -133,8 +133,8 @@ def _imported(tree: ast.Module | None, lib: Path, here: str) -> set[Path]:
             for a in node.names:
                 if a.name.split(".")[0] == PACKAGE:
                     files |= _with_parents(lib, a.name)
-                    if a.asname:
-                        aliases[a.asname] = a.name
+                    # `import llmdyn.a.b` binds `llmdyn`, through which the facade's names are used
+                    aliases[a.asname or PACKAGE] = a.name if a.asname else PACKAGE
     for node in ast.walk(tree):
         if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
                 and node.value.id in aliases):

@@ -12,7 +12,6 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "join": ["LEADERBOARD_CSV", "SCORE_COLUMNS", "LeaderboardRow", "leaderboard",
                  "leaderboard_score", "SweepTable", "sweep_table", "check_regression"],
         "job": ["FORMAT", "MeasureParams", "CouplingResult", "result_path", "measure_coupling",
-                    "check_out", "write_result", "read_result", "read_results", "add_parser",
-                    "run_cli"],
+                    "check_out", "write_result", "read_result", "read_results"],
     },
 )

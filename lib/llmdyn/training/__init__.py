@@ -26,7 +26,6 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "suite": ["Size", "Run", "Suite", "SIZES", "SUITES", "get_suite", "gpt_neox_config",
                   "PreparedData", "suite_documents", "prepare_data", "LanguageModelTask",
                   "population_runs",
-                  "matmul_params", "run_config", "train_run", "train_suite", "heldout_prompts",
-                  "add_parser", "run_cli"],
+                  "matmul_params", "run_config", "train_run", "train_suite", "heldout_prompts"],
     },
 )

@@ -24,7 +24,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
                   "SCALED_WEIGHT_DECAYS", "GRIDS", "get_grid", "grid_data", "shape_for",
                   "schedule_for", "decay_factor",
                   "ImageTask", "final_checkpoint", "load_vit", "run_config", "train_vit",
-                  "train_grid", "default_root", "add_parser", "run_cli"],
+                  "train_grid", "default_root"],
         "vit": ["ViTShape", "drop_path", "Attention", "Mlp", "Block", "ViT"],
     },
 )
