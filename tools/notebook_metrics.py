@@ -127,7 +127,6 @@ def count_notebook(path: Path) -> NotebookCount:
 
 def unresolved_exports() -> list[str]:
     """``package.name`` for every name in a package's ``__all__`` that does not resolve."""
-    sys.path.insert(0, str(REPO / "lib"))
     import llmdyn
 
     missing = [f"llmdyn.{n}" for n in getattr(llmdyn, "__all__", []) if not hasattr(llmdyn, n)]
@@ -141,10 +140,11 @@ def unresolved_exports() -> list[str]:
 
 def table(counts: list[NotebookCount]) -> str:
     """The counts as a Markdown table."""
-    rows = ["| notebook | code lines | logic | inline `Claim(` |", "| --- | ---: | ---: | ---: |"]
-    rows += [f"| {c.name} | {c.code_lines} | {c.logic_share:.0%} | {c.claim_calls} |"
-             for c in counts]
-    return "\n".join(rows)
+    from llmdyn.core.tables import markdown_table  # after main() put lib/ on the path
+
+    rows = [{"notebook": c.name, "code lines": c.code_lines, "logic": f"{c.logic_share:.0%}",
+             "inline `Claim(`": c.claim_calls} for c in counts]
+    return markdown_table(rows, align={k: "right" for k in list(rows[0])[1:]})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebooks", nargs="*", type=Path,
                         default=sorted((REPO / "notebooks").glob("*.ipynb")))
     args = parser.parse_args(argv)
+    sys.path.insert(0, str(REPO / "lib"))
     print(table([count_notebook(p) for p in args.notebooks]))
     missing = unresolved_exports()
     print(f"\nexported names that do not resolve: {len(missing)}")

@@ -25,7 +25,7 @@ class LlmdynError(ValueError):
     """The one exception class of the project: bad input, with what was got and what to do."""
 
 
-__getattr__, __dir__, _lazy_all = lazy_loader.attach(
+__getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
     submodules=["claims", "core", "coupling", "data", "emergence", "generalization",
                 "jacobians", "models", "phases", "plots", "stats", "sweep", "training",
@@ -51,4 +51,3 @@ __getattr__, __dir__, _lazy_all = lazy_loader.attach(
         "data.squad": ["squad_prompts", "question_texts"],
     },
 )
-__all__ = ["LlmdynError", "__version__", *_lazy_all]
