@@ -376,3 +376,16 @@ def test_the_gallery_is_written_only_for_a_book_that_has_its_page(tmp_path, with
     generated = write_generated(tmp_path)
     assert (generated / "gallery.md").exists() == with_gallery
     assert "smollm2-135m" in (generated / "build_facts.md").read_text()
+
+
+def test_gallery_thumbnail_shows_the_papers_first_panel_and_a_later_card_names_it(monkeypatch,
+                                                                                   tmp_path):
+    # paper A Fig 1: chapter 08 draws panels b–e, chapter 09 panel a, the headline
+    executed_chapter(tmp_path, "08_training",
+                     [display_output(*shown_bundle(monkeypatch, "coupling-graph-training"))])
+    executed_chapter(tmp_path, "09_generalization",
+                     [display_output(*shown_bundle(monkeypatch, "loss-vs-coupling"))])
+    rows = {r.figure.key: r for r in gallery.gallery_rows(tmp_path, chapters())}
+    assert rows["A 1"].thumbnail == "figures/09_generalization/loss-vs-coupling.png"
+    md = gallery.gallery_markdown(tmp_path, chapters())
+    assert "**Ours:** the same figure as Paper A, Fig 1." in _card(md, "Paper A, Fig 7")

@@ -14,6 +14,7 @@ run is listed as "not drawn for this model", with the reason the chapter gave
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -47,10 +48,21 @@ def _why_not(fig: BookFigure, shown: ChapterFigures, chapters: Sequence[str]) ->
     return shown.not_drawn.get(fig.name, f"chapter {fig.chapter} did not draw it in this run")
 
 
+def _panel(book: BookFigure, paper: PaperFigure) -> str:
+    """The panel of ``paper`` that ``book`` draws: "" for the whole figure, else "a" … "e"."""
+    return min(ref.split()[1].removeprefix(str(paper.figure)) for ref in book.paper
+               if ref.split()[0] == paper.paper
+               and re.fullmatch(rf"{paper.figure}[a-e]?", ref.split()[1]))
+
+
 def gallery_rows(executed: Path, chapters: Sequence[str], data: Path = DATA) -> list[GalleryRow]:
     """Every paper figure with the book figures that draw it and what this run drew of them.
 
     ``chapters`` are the book's (a partial book lists figures of the others as not in it).
+
+    The book figures of a paper figure come in the order of the panels they draw (the whole
+    figure or panel a first), so a card's thumbnail shows the paper's headline panel where this
+    run drew it.
 
     Raises ``LlmdynError`` if a figure marked regenerated (or stand-in) is drawn by no book
     figure.
@@ -58,7 +70,7 @@ def gallery_rows(executed: Path, chapters: Sequence[str], data: Path = DATA) -> 
     shown: dict[str, ChapterFigures] = {}
     rows = []
     for fig in paper_figures(data):
-        drawn = drawn_by(fig, data)
+        drawn = sorted(drawn_by(fig, data), key=lambda f: _panel(f, fig))  # panel a leads
         if fig.status in ("regenerated", "stand-in") and not drawn:
             raise LlmdynError(f"paper figure {fig.key} is marked {fig.status!r} but no row of "
                               "book_figures.csv draws it")
