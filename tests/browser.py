@@ -11,6 +11,7 @@ import os
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -83,3 +84,49 @@ def shown_rows(session, table_id: str) -> list[list[str]]:
 
     rows = session.find_elements(By.CSS_SELECTOR, f"table#{table_id} > tbody > tr")
     return [[td.text for td in row.find_elements(By.CSS_SELECTOR, "td")] for row in rows]
+
+
+SCREEN_PX = 736  # one screen of article at 1280 × 800: the window less the theme's header bar
+
+# What a reader sees of a page as it loads, measured in the browser: the article's height, and
+# the heights of the code inputs and tables that are shown (inside a closed <details>, a collapsed
+# dropdown, or display:none, an element takes no height and is not counted). Tables nested in a
+# table count once.
+_COMPOSITION_JS = """
+const article = document.querySelector('article.bd-article') || document.querySelector('main');
+const shown = el => el.getClientRects().length > 0 && !el.closest('details:not([open])');
+const height = sel => [...article.querySelectorAll(sel)]
+  .filter(el => shown(el) && !el.parentElement.closest(sel))
+  .reduce((sum, el) => sum + el.getBoundingClientRect().height, 0);
+const figures = [...article.querySelectorAll('figure img, .sd-card img')].map(img => ({
+  src: img.getAttribute('src'), natural: img.naturalWidth,
+  drawn: img.getBoundingClientRect().width,
+  link: (img.closest('a') || {getAttribute: () => null}).getAttribute('href')}));
+return {article: article.getBoundingClientRect().height, code: height('div.cell_input'),
+        tables: height('table'), figures: figures};
+"""
+
+
+class Composition(NamedTuple):
+    """A page's composition as it loads (px of CSS at the window's width)."""
+
+    article: float  # the article's height
+    code: float  # the height of the code inputs shown
+    tables: float  # the height of the tables shown
+    figures: list[dict]  # per image: src, natural (px), drawn (px), link (href or None)
+
+    @property
+    def screens(self) -> float:
+        """The article's height in screens of :data:`SCREEN_PX`."""
+        return self.article / SCREEN_PX
+
+
+def composition(session, page: Path) -> Composition:
+    """Open a built page and measure what it shows (see :data:`_COMPOSITION_JS`)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    open_page(session, page)
+    WebDriverWait(session, 30).until(lambda s: s.execute_script(
+        "return [...document.images].every(i => i.complete)"))
+    got = session.execute_script(_COMPOSITION_JS)
+    return Composition(got["article"], got["code"], got["tables"], got["figures"])

@@ -12,7 +12,7 @@ import nbformat  # noqa: E402
 import pytest  # noqa: E402
 
 from llmdyn import LlmdynError, __version__  # noqa: E402
-from llmdyn.book import buildfacts, gallery
+from llmdyn.book import buildfacts, figure_files, gallery
 from llmdyn.book.figure_files import (
     chapter_figures,
     copy_vector_files,
@@ -89,6 +89,9 @@ def test_publish_writes_the_vector_file_and_captions_with_paper_figure_and_cell(
     assert md[0].startswith(":::{figure} figures/05_depth_coupling/coupling-grid.png\n"
                             ":name: fig-coupling-grid\n")
     assert ":name: fig-coupling-grid-2" in md[1]
+    # a width (the PNG's own: matplotlib's default 6.4 in at 100 dpi) makes Sphinx link the image
+    # to its full size and never draw it wider than drawn
+    assert ":name: fig-coupling-grid\n:width: 640px\n" in md[0]
     assert "**Regenerates Paper A, Fig 3.**" in md[0] and "cell `cell-04`" in md[0]
     assert "(https://example.org/r/blob/main/notebooks/05_depth_coupling.ipynb)" in md[0]
     assert "{download}`coupling-grid.svg <figures/05_depth_coupling/coupling-grid.svg>`" in md[0]
@@ -98,6 +101,17 @@ def test_publish_writes_the_vector_file_and_captions_with_paper_figure_and_cell(
     assert named_figure_files(tmp_path, "05_depth_coupling") == [
         folder / "coupling-grid.png", folder / "coupling-grid.svg",
         folder / "coupling-grid-2.png", folder / "coupling-grid-2.svg"]
+
+
+def test_png_width_reads_the_header_and_refuses_what_is_not_a_png():
+    import io
+    fig = plt.figure(figsize=(3.1, 1), dpi=100)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    assert figure_files.png_width(buf.getvalue()) == 310
+    with pytest.raises(LlmdynError, match="not a PNG image"):
+        figure_files.png_width(b"<svg/>" + bytes(30))
 
 
 def test_a_run_replaces_the_figure_folder_with_what_it_drew(monkeypatch, tmp_path):
@@ -247,14 +261,28 @@ def _card(md, title):
 def test_gallery_card_has_thumbnail_and_figure_link_when_drawn(monkeypatch, tmp_path):
     bundle, metadata = shown_bundle(monkeypatch, "coupling-grid")
     executed_chapter(tmp_path, "05_depth_coupling", [display_output(bundle, metadata)])
+    executed_chapter(tmp_path, "11_spectra_and_prompts",
+                     [display_output(*shown_bundle(monkeypatch, "spectra-depth"))])
     md = gallery.gallery_markdown(tmp_path, chapters())
     assert md.count(":::{grid-item-card}") == 54
     card = _card(md, "Paper A, Fig 3")
-    assert ":img-top: executed/figures/05_depth_coupling/coupling-grid.png" in card
-    assert ":link: fig-coupling-grid\n:link-type: ref" in card
+    # a width makes Sphinx link the thumbnail to its full-size image
+    assert ("```{image} executed/figures/05_depth_coupling/coupling-grid.png\n"
+            ":alt: Paper A, Fig 3: Coupling across depth (blocks 9–16)\n:width: 100%\n```") in card
+    assert "**Ours:** Coupling matrices $|A^{ll'}|$ at the last token" in card
+    assert "({ref}`on its page <fig-coupling-grid>`)" in card
+    assert "**The paper:** |A| over blocks 9–16 at the last token of the France prompt" in card
+    assert ":link:" not in card  # a card-wide link would cover the thumbnail's own
+    # Figs 33 and 34 share one image: Fig 34's card names Fig 33's instead of repeating it
+    assert "{image} executed/figures/11_spectra_and_prompts/spectra-depth.png" in _card(
+        md, "Paper A, Fig 33")
+    card34 = _card(md, "Paper A, Fig 34")
+    assert "**Ours:** the same figure as Paper A, Fig 33." in card34
+    assert "{image}" not in card34 and ":link: fig-spectra-depth\n:link-type: ref" in card34
     card36 = md[md.index(":::{grid-item-card} Paper A, Fig 36\n"):]
     assert "{bdg-danger}`not offline` Needs the coupling of many pretrained LLMs" in card36[:400]
-    assert ":img-top:" not in card36[: card36.index("\n:::\n")]
+    assert "{image}" not in card36[: card36.index("\n:::\n")]
+    assert "**The paper:** Coupling against benchmark score for several numbers" in card36
 
 
 def test_gallery_follows_the_notebook_not_the_files_left_in_the_folder(monkeypatch, tmp_path):
@@ -270,7 +298,7 @@ def test_gallery_follows_the_notebook_not_the_files_left_in_the_folder(monkeypat
     stale.parent.mkdir(parents=True)
     stale.write_bytes(b"an earlier model's figure")
     card = _card(gallery.gallery_markdown(tmp_path, chapters()), "Paper A, Fig 20")
-    assert "fig-coupling-compare" not in card and ":img-top:" not in card
+    assert "fig-coupling-compare" not in card and "{image}" not in card
     assert ":link: executed/05_depth_coupling\n:link-type: doc" in card
     assert ("Not drawn for this model: `coupling-compare`, no compare model other than m was "
             "given.") in card
@@ -285,9 +313,8 @@ def test_gallery_refuses_a_regenerated_figure_that_no_chapter_draws(tmp_path):
         shutil.copy(figures.DATA / name, tmp_path / name)
     table = tmp_path / "paper_figures.csv"
     table.write_text(table.read_text().replace(
-        "A,2,Schematic of the kinds of block coupling,not reproduced,\"A diagram that explains "
-        "the measurements; it holds no data to regenerate.\"",
-        "A,2,Schematic of the kinds of block coupling,regenerated,"))
+        "not reproduced,A diagram that explains the measurements; it holds no data to regenerate.",
+        "regenerated,"))
     with pytest.raises(LlmdynError, match="A 2 is marked 'regenerated'"):
         gallery.gallery_rows(tmp_path, chapters(), data=tmp_path)
 
@@ -349,3 +376,16 @@ def test_the_gallery_is_written_only_for_a_book_that_has_its_page(tmp_path, with
     generated = write_generated(tmp_path)
     assert (generated / "gallery.md").exists() == with_gallery
     assert "smollm2-135m" in (generated / "build_facts.md").read_text()
+
+
+def test_gallery_thumbnail_shows_the_papers_first_panel_and_a_later_card_names_it(monkeypatch,
+                                                                                   tmp_path):
+    # paper A Fig 1: chapter 08 draws panels b–e, chapter 09 panel a, the headline
+    executed_chapter(tmp_path, "08_training",
+                     [display_output(*shown_bundle(monkeypatch, "coupling-graph-training"))])
+    executed_chapter(tmp_path, "09_generalization",
+                     [display_output(*shown_bundle(monkeypatch, "loss-vs-coupling"))])
+    rows = {r.figure.key: r for r in gallery.gallery_rows(tmp_path, chapters())}
+    assert rows["A 1"].thumbnail == "figures/09_generalization/loss-vs-coupling.png"
+    md = gallery.gallery_markdown(tmp_path, chapters())
+    assert "**Ours:** the same figure as Paper A, Fig 1." in _card(md, "Paper A, Fig 7")

@@ -92,3 +92,15 @@ def test_stand_in_note_says_what_the_verdict_rests_on():
     assert scale.stand_in_note({"below bigram": 2, "between": 25, "above unigram": 0}) == (
         "stand-in: OOD loss of 27 models trained here, 2 below bigram level, 25 between "
         "unigram and bigram level")
+
+
+@pytest.mark.parametrize(("hours", "text"), [
+    (0.02, "under two minutes"), (0.4, "about 24 minutes"), (1.2, "about 72 minutes"),
+    (1.5, "about 2 hours"), (1234.4, "about 1,234 hours")])
+def test_hours_text_never_rounds_a_short_run_to_zero_hours(hours, text):
+    assert scale.hours_text(hours) == text
+
+
+def test_hours_text_refuses_what_is_not_a_duration():
+    with pytest.raises(LlmdynError, match="finite number of hours"):
+        scale.hours_text(float("nan"))

@@ -93,3 +93,14 @@ def test_a_split_into_thirds_is_drawn_with_its_middle_shaded():
     plots.mark_boundary(ax, PhaseSplit.at(16, 30))  # no gap: the line alone, at the boundary
     assert not ax.patches and ax.get_lines()[0].get_xdata()[0] == 16
     plt.close(fig)
+
+
+def test_model_medians_joins_no_two_models_with_a_line():
+    # two unrelated models side by side: a line from one to the other would read as a trend
+    fig, ax = plt.subplots()
+    values = {"trained": [np.array([1.0, 2.0, 3.0]), np.array([5.0, 6.0, 7.0])]}
+    plots.model_medians(values, ax, models=["a", "b"], ylabel="LSS", title="t")
+    (points, *_), = [c for c in ax.containers]
+    assert points.get_linestyle() == "None"
+    np.testing.assert_allclose(points.get_ydata(), [2.0, 6.0])  # the medians, as markers
+    plt.close(fig)

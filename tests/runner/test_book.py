@@ -412,3 +412,42 @@ def test_intro_headline_table_in_chromium(built_book):
         for rec, _ in pairs:
             column = row[2 + columns.index(rec.model)]
             assert rec.grade in column and rec.number in column, (item, rec.id)
+
+
+# A chapter a reader takes in at 1280 × 800: at most 15 screens, code at most 5 % of the page and
+# tables at most 35 %, as the page loads (collapsed details do not count); every figure links to
+# its full-size image and is drawn at least 1/2.2 of its pixel width, so its text stays legible.
+MAX_SCREENS, MAX_CODE, MAX_TABLES, MIN_SCALE = 15, 0.05, 0.35, 1 / 2.2
+
+
+def test_chapters_fit_the_reading_targets_and_figures_open_full_size_in_chromium(built_book):
+    from tests.browser import chromium, composition
+
+    _, html_dir = built_book
+    executed = html_dir / "book" / "executed"
+    over, figures = [], 0
+    with chromium((1280, 800)) as session:
+        for name in chapters():
+            page = composition(session, executed / f"{name}.html")
+            if page.screens > MAX_SCREENS:
+                over.append(f"{name}: {page.screens:.1f} screens")
+            if page.code > MAX_CODE * page.article:
+                over.append(f"{name}: code {page.code / page.article:.0%} of the page")
+            if page.tables > MAX_TABLES * page.article:
+                over.append(f"{name}: tables {page.tables / page.article:.0%} of the page")
+            for fig in page.figures:
+                figures += 1
+                full = (executed / (fig["link"] or "")).resolve()
+                if not (fig["link"] and full.suffix == ".png" and full.exists()):
+                    over.append(f"{name}: {fig['src']} links to {fig['link']}, not its image")
+                if fig["drawn"] < MIN_SCALE * fig["natural"] - 0.5:  # 0.5: sub-pixel layout
+                    over.append(f"{name}: {fig['src']} drawn {fig['drawn']:.0f} px wide, "
+                                f"{fig['drawn'] / fig['natural']:.2f} of its {fig['natural']} px")
+        gallery = composition(session, html_dir / "book" / "gallery.html")
+    assert figures >= 2 * len(chapters()), figures  # the chapters drew their figures
+    assert not over, over
+    assert len(gallery.figures) >= 10
+    unlinked = [f["src"] for f in gallery.figures if not (
+        f["link"] and f["link"].endswith(".png")
+        and (html_dir / "book" / f["link"]).resolve().exists())]
+    assert not unlinked, unlinked

@@ -23,16 +23,26 @@ from llmdyn import LlmdynError
 from llmdyn.data.figures import DATA, METADATA_KEY, NOT_DRAWN_KEY, BookFigure, figure
 
 
+def png_width(png: bytes) -> int:
+    """The pixel width of a PNG image, read from its header (the IHDR chunk)."""
+    if png[:8] != b"\x89PNG\r\n\x1a\n" or png[12:16] != b"IHDR":
+        raise LlmdynError("a figure output is not a PNG image; draw it with plots.show")
+    return int.from_bytes(png[16:20], "big")
+
+
 def figure_myst(entry: BookFigure, stem: str, chapter: str, cell_id: str | None,
-                source_url: str) -> str:
+                source_url: str, width: int | None = None) -> str:
     """The MyST figure that shows one published figure on its chapter page.
 
     Its caption names the paper figure, links the vector file and the notebook cell that drew
     it (by cell id, in the notebook source on the repository and in the executed copy).
+    ``width`` (the PNG's pixel width) is given to the figure, so the page draws it at most that
+    wide and Sphinx links the image to its full-size file.
     """
     base = f"figures/{chapter}/{stem}"
     cell = f"cell `{cell_id}`" if cell_id else "a cell"
-    return (f":::{{figure}} {base}.png\n:name: fig-{stem}\n:alt: {entry.paper_text()}: "
+    sized = f":width: {width}px\n" if width else ""
+    return (f":::{{figure}} {base}.png\n:name: fig-{stem}\n{sized}:alt: {entry.paper_text()}: "
             f"{entry.caption}\n\n**{entry.lead()}.** "
             f"{entry.caption} "
             f"Vector file: {{download}}`{stem}.svg <{base}.svg>`. Drawn by {cell} of "
@@ -152,9 +162,11 @@ def publish_chapter_figures(notebook: Path, chapter: str, executed: Path, source
         if entry.chapter != chapter:
             raise LlmdynError(f"{chapter}.ipynb shows figure {entry.name!r}, which "
                               f"book_figures.csv gives to chapter {entry.chapter}")
-        (staged / f"{stem}.png").write_bytes(base64.b64decode(out.data["image/png"]))
+        png = base64.b64decode(out.data["image/png"])
+        (staged / f"{stem}.png").write_bytes(png)
         (staged / f"{stem}.svg").write_text(out.data["image/svg+xml"], encoding="utf-8")
-        out.data["text/markdown"] = figure_myst(entry, stem, chapter, cell.get("id"), url)
+        out.data["text/markdown"] = figure_myst(entry, stem, chapter, cell.get("id"), url,
+                                                png_width(png))
         out.data["text/html"] = figure_html(entry, out.data["image/png"], cell.get("id"), url)
     nbformat.write(nb, notebook)
     return staged

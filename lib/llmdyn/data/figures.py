@@ -8,7 +8,9 @@ Two committed tables hold the facts; nothing about a figure is typed into a note
   is a *stand-in* for it (drawn on other models or data because the paper's do not load
   offline), or is a *diagnostic* of ours beside it (or of no paper figure at all).
 - ``data/paper_figures.csv``: one row per figure of paper A and paper B (``paper``, ``figure``,
-  ``subject``, ``status``, ``reason``). ``status`` is one of ``STATUSES``; every status but
+  ``subject``, ``paper_caption``, ``status``, ``reason``). ``paper_caption`` paraphrases the
+  paper's own caption in one line (or, where the paper gives none, what its text says of the
+  figure). ``status`` is one of ``STATUSES``; every status but
   ``regenerated`` gives its reason, and the gallery prints it.
 
 A chapter draws a registered figure with one call, ``plots.show("coupling-grid")`` in place of
@@ -93,6 +95,7 @@ class PaperFigure:
     paper: str  # "A" or "B"
     figure: int  # the figure's number in the paper
     subject: str  # what it shows, in our words
+    paper_caption: str  # the paper's caption (or its text about the figure), paraphrased in a line
     status: str  # a key of STATUSES
     reason: str  # why it is not regenerated as the paper drew it ("" when regenerated)
 
@@ -134,11 +137,15 @@ def paper_figures(data: Path = DATA) -> list[PaperFigure]:
     """Every figure of both papers, with its status and, unless regenerated, the reason."""
     out = []
     for row in _rows("paper_figures.csv", data):
-        fig = PaperFigure(row["paper"], int(row["figure"]), row["subject"], row["status"],
+        fig = PaperFigure(row["paper"], int(row["figure"]), row["subject"],
+                          row.get("paper_caption", "").strip(), row["status"],
                           row["reason"].strip())
         if fig.status not in STATUSES or (fig.status != "regenerated") != bool(fig.reason):
             raise LlmdynError(f"paper_figures.csv {fig.key}: status must be one of "
                               f"{list(STATUSES)}, with a reason unless it is 'regenerated'")
+        if not fig.paper_caption:
+            raise LlmdynError(f"paper_figures.csv {fig.key}: give paper_caption, the paper's "
+                              "caption in one line (or what the paper's text says of the figure)")
         out.append(fig)
     return out
 

@@ -177,6 +177,19 @@ class BigramCost:
     reason: str = ""
 
 
+def hours_text(hours: float) -> str:
+    """A duration in words at the unit that reads: "about 3 hours", "about 40 minutes".
+
+    Rounding to whole hours would print a population that trains in minutes as "about 0 hours".
+    """
+    if not math.isfinite(hours) or hours < 0:
+        raise LlmdynError(f"hours_text: a duration is a finite number of hours >= 0, got {hours}")
+    if hours >= 1.5:
+        return f"about {hours:,.0f} hours"
+    minutes = hours * 60
+    return f"about {minutes:.0f} minutes" if minutes >= 1.5 else "under two minutes"
+
+
 def bigram_cost(frame: pd.DataFrame, wall_s: Mapping[str, float], bigram: float,
                 margin: float = MARGIN) -> BigramCost:
     """Extrapolate the full-data runs' held-out loss in log tokens to the bigram − ``margin``.

@@ -182,7 +182,8 @@ def model_medians(
     """Median over prompts with the inter-quartile range, per model (paper A Figs 5, 25).
 
     Trained series are black and untrained blue, as in the paper; pass the models sorted by
-    parameter count.
+    parameter count. The models are unrelated to each other, so no line joins one model's point
+    to the next (a line would read as a trend along the x axis).
 
     Args:
         values: series name (``"trained"``, ``"untrained"``, …) -> one ``[prompt]`` array per
@@ -209,7 +210,7 @@ def model_medians(
         xs = x + (i - (n - 1) / 2) * 0.12
         color = _series_color(name, i)
         ax.errorbar(xs, mid, yerr=[mid - lo, hi - mid], color=color, marker="o", capsize=5,
-                    linewidth=1.2, label=f"{name} (median, IQR)")
+                    linestyle="none", elinewidth=1.2, label=f"{name} (median, IQR)")
     ax.set_xticks(x, list(models))
     ax.set_xlim(-0.5, len(models) - 0.5)
     ax.set_xlabel("model (sorted by parameter count)")

@@ -160,8 +160,8 @@ def token_coupling_grid(
         ax: where to draw.
         labels: one label per row and column (tokens or token pairs).
         title: names the model, the prompt, the layers and the kind of coupling.
-        row_label: what varies along the rows (e.g. "t (Jacobian J^l_tt)").
-        col_label: what varies along the columns (e.g. "t′ (singular vectors of J^l′_t′t′)").
+        row_label: what varies along the rows (e.g. "t (Jacobian $J^l_{tt}$)").
+        col_label: what varies along the columns (e.g. "t′ (singular vectors of $J^{l'}_{t't'}$)").
         normalize: show |A| / ‖A‖_F per tile (all-zero tiles stay 0).
         vmax: colour-scale maximum (default: the 99th percentile of the shown values).
 
@@ -175,7 +175,7 @@ def token_coupling_grid(
     coupling_grid(A, ax, labels=list(labels), title=title, vmax=vmax,  # type: ignore[arg-type]
                   cbar=False)
     ax.figure.colorbar(ax.images[-1], ax=ax, shrink=0.8,
-                       label="|A| / ‖A‖_F per tile" if normalize else "|A| entry")
+                       label=r"$|A| \,/\, \|A\|_F$ per tile" if normalize else "|A| entry")
     ax.set_xlabel(col_label)
     ax.set_ylabel(row_label)
     ax.tick_params(axis="x", labelrotation=90, labelsize=7)

@@ -54,8 +54,8 @@ def pc_trajectories(
         ax.plot(pts[0, 0], pts[0, 1], marker="o", markersize=6, markerfacecolor="none",
                 color=color, zorder=3 if final else 2)
     ax.xaxis.set_major_locator(plt.MaxNLocator(5))  # long tick labels must not overlap
-    ax.set_xlabel("PC 1 of X^L")
-    ax.set_ylabel("PC 2 of X^L")
+    ax.set_xlabel("PC 1 of $X^L$")
+    ax.set_ylabel("PC 2 of $X^L$")
     ax.set_title(title)
     if legend:
         ax.legend(fontsize=7, loc="best", ncol=1 if n_tok <= 12 else 2)
