@@ -12,7 +12,7 @@ STAMP   := $(VENV)/.installed
 # start. Measured on 2 cores: collecting the tests, 17.8 CPU-s without it and 11.3 with it.
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: book test test-models test-book-models test-fast bench prompt-cost build-times gpu-check lint strip clean setup lab git-filter
+.PHONY: book pdf test test-models test-book-models test-fast bench prompt-cost build-times gpu-check lint strip clean setup lab git-filter
 
 setup: $(STAMP)
 
@@ -62,19 +62,33 @@ book: $(STAMP)
 	$(BIN)/llmdyn workflow --model $(MODEL) --cores $(shell nproc) $(if $(PROFILE),--profile $(PROFILE))
 	@echo "open _build/html/index.html"
 
+# The book as one PDF, typeset by xelatex from the chapters the last `make book` executed (not
+# part of `make book`). As root it installs the TeX packages from Debian, as setup does for the
+# images; llmdyn.runner.pdf.PACKAGES is the same list (tests/runner/test_pdf.py). Then the PDF's
+# own test (tests/runner/test_pdf.py --pdf).
+PDF_PACKAGES := texlive-xetex texlive-latex-extra texlive-fonts-recommended fonts-freefont-otf latexmk xindy
+pdf: $(STAMP)
+	@if command -v xelatex >/dev/null && command -v latexmk >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  apt-get update -q && apt-get install -y -q --no-install-recommends $(PDF_PACKAGES); \
+	else echo "make pdf needs LaTeX: run  sudo apt-get install -y $(PDF_PACKAGES)"; exit 1; fi
+	$(BIN)/python -m llmdyn.cli.job pdf
+	$(BIN)/python -m pytest -q -p no:cacheprovider --pdf tests/runner/test_pdf.py
+	@echo "open _build/latex/book.pdf (also _build/html/book.pdf, which the intro links)"
+
 # xdist workers: the cores plus one (tests/conftest.py), since many tests wait on kernels and
 # Snakemake. Each module (and its module-scoped fixtures) stays on one worker, the two SLURM
 # modules on the same one. `pytest` alone runs serially.
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n auto
 
-# Every model-taking chapter on every test model with only `-p model` (issue 24); not in CI.
+# Every model-taking chapter on every test model with only `-p model`; not in CI.
 test-models: $(STAMP)
 	$(BIN)/python -m pytest -q --models tests/runner/test_any_model.py
 
 # The whole book at default size in one directory for SmolLM2, Gemma 3, the training suite's
 # 6-block checkpoint (a local directory), then SmolLM2 again, each build with warnings as errors
-# and checked against its model (issue 48); prints each build's wall time. Hours; not in CI.
+# and checked against its model; prints each build's wall time. Hours; not in CI.
 test-book-models: $(STAMP)
 	$(BIN)/python -m pytest -q -s --book-models tests/runner/test_book_models.py -k default_size
 

@@ -1,4 +1,4 @@
-r"""Each chapter's fixed CPU cost and its CPU cost per unit of each n-parameter (issue 44, item 3).
+r"""Each chapter's fixed CPU cost and its CPU cost per unit of each n-parameter.
 
 Every model-taking chapter (01–07, 11; 08's unit is a held-out passage at every checkpoint of its
 suite) runs on the default models several times, each in a fresh process with an empty results
@@ -347,7 +347,7 @@ def measure_all(args: argparse.Namespace) -> dict:
               "device": args.device, "threads": args.threads, **started, "chapters": {}}
     if args.out.exists():  # a resumed or partial measurement: keep the chapters not redone
         old = json.loads(args.out.read_text())
-        report["chapters"] = {c: {"commit": old["commit"], **e}
+        report["chapters"] = {c: {"commit": old["commit"], "measured": old["start"][:10], **e}
                               for c, e in old["chapters"].items() if c not in args.chapters}
     measured: dict[str, list] = {c: [] for c in args.chapters}
     runs = {c: sum(1 for w in work if w[0] == c) for c in args.chapters}
@@ -374,8 +374,9 @@ def measure_all(args: argparse.Namespace) -> dict:
         for chapter, label, values, record in pool.map(go, work):
             measured[chapter].append((label, values, record))
             if len(measured[chapter]) == runs[chapter]:
-                report["chapters"][chapter] = {"commit": report["commit"], **chapter_table(
-                    CHAPTERS[chapter][1], defaults(chapter), measured[chapter])}
+                table = chapter_table(CHAPTERS[chapter][1], defaults(chapter), measured[chapter])
+                report["chapters"][chapter] = {"commit": report["commit"],
+                                               "measured": report["start"][:10], **table}
                 report["uptime_end"] = os.getloadavg()
                 args.out.write_text(json.dumps(report, indent=1) + "\n")
     return report

@@ -69,16 +69,18 @@ def test_the_cost_text_gives_the_chapter_at_the_planned_n_on_each_table():
                     "≈ 2.1 min on an NVIDIA H100 (estimate) (t)")
 
 
-def test_a_row_measured_at_its_own_commit_names_that_commit():
-    """A partial rerun keeps the other chapters' rows: each names the commit it was measured at."""
-    rerun = dataclasses.replace(CHAPTER, commit="cc64bbb")
+def test_a_row_measured_on_its_own_day_names_that_day():
+    """A partial rerun keeps the other chapters' rows: each names the day it was measured."""
+    rerun = dataclasses.replace(CHAPTER, measured="2026-11-27")
     table = CostTable("cpu", CPU.models, {"04_jacobian_alignment": CHAPTER,
-                                          "06_token_coupling": rerun}, "bench/prompt_cost.py at x")
-    assert table.chapter_source("06_token_coupling") == "bench/prompt_cost.py at cc64bbb"
-    assert table.chapter_source("04_jacobian_alignment") == "bench/prompt_cost.py at x"
+                                          "06_token_coupling": rerun},
+                      "bench/prompt_cost.py, measured 2026-11-20")
+    assert table.chapter_source("06_token_coupling") == "bench/prompt_cost.py, measured 2026-11-27"
+    assert table.chapter_source("04_jacobian_alignment") == (
+        "bench/prompt_cost.py, measured 2026-11-20")
     text = cost_text("06_token_coupling", "a", "smollm2-135m", 20, 40, PARAMS,
                      tables=(table, None))
-    assert text.endswith("(bench/prompt_cost.py at cc64bbb)")
+    assert text.endswith("(bench/prompt_cost.py, measured 2026-11-27)")
 
 
 def test_no_price_for_another_model_an_unknown_n_or_a_chapter_not_measured():
@@ -94,7 +96,8 @@ def test_no_price_for_another_model_an_unknown_n_or_a_chapter_not_measured():
 
 
 def test_the_table_reads_back_from_the_bench_json(tmp_path):
-    raw = {"commit": "abc", "device": "cpu", "chapters": {"04_jacobian_alignment": {
+    raw = {"commit": "abc", "start": "2026-11-27T22:51:35", "device": "cpu",
+           "chapters": {"04_jacobian_alignment": {
         "fixed_cpu_s": 60.0, "default_cpu_s": 234.0, "predicted_default_cpu_s": 234.0,
         "parameters": {p: {"default": CHAPTER.defaults[p], "n": [2, CHAPTER.defaults[p]],
                            "cpu_s": [0, 0], "cpu_s_per_unit": r, "unit": "prompt",
@@ -104,7 +107,7 @@ def test_the_table_reads_back_from_the_bench_json(tmp_path):
     (tmp_path / "t.json").write_text(json.dumps(raw))
     table = CostTable.read(tmp_path / "t.json")
     assert table.chapters["04_jacobian_alignment"] == CHAPTER
-    assert table.source == "bench/prompt_cost.py at abc"
+    assert table.source == "bench/prompt_cost.py, measured 2026-11-27"  # a day, never a commit
     assert CostTable.read(tmp_path / "missing.json") is None
 
 

@@ -83,7 +83,7 @@ def test_chapter_html_contains_its_figures(built_book):
 
 
 def test_built_pages_and_glued_keys_use_no_retired_name(built_book):
-    # issue 33: one word per quantity on the pages a reader sees, not only in the sources
+    # one word per quantity on the pages a reader sees, not only in the sources
     from tests.test_vocabulary import RETIRED
 
     root, html = built_book
@@ -93,6 +93,56 @@ def test_built_pages_and_glued_keys_use_no_retired_name(built_book):
     found = [f"{where}: {m.group()}" for where, text in texts.items()
              for pattern in RETIRED for m in re.finditer(pattern, text)]
     assert not found, found[:20]
+
+
+#: a word of 7-40 hex digits that is not part of a number such as 0.1234567 or 2,600,000
+HEX_WORD = re.compile(r"(?<![0-9A-Za-z_.,])[0-9a-f]{7,40}(?![0-9A-Za-z_]|[.,]\d)")
+ISSUE_NUMBER = re.compile(r"\bissues?\s+#?\d+", re.IGNORECASE)
+
+
+def visible_text(page: str) -> str:
+    """The text a reader sees: scripts, styles and tags removed, entities decoded."""
+    page = re.sub(r"(?is)<(script|style)\b.*?</\1>", " ", page)
+    return html.unescape(re.sub(r"(?s)<[^>]+>", " ", page))
+
+
+def development_log(texts: dict[str, str], repo=REPO) -> list[str]:
+    """Every commit of ``repo`` and every "issue N" in ``texts`` (where -> text), as "where: token".
+
+    A hex word is a commit when git resolves it to one (one ``git cat-file --batch-check`` for
+    all of them): model digests and the papers' own commits do not resolve here.
+    """
+    ask = sorted({w for text in texts.values() for w in HEX_WORD.findall(text)})
+    answer = subprocess.run(["git", "-C", str(repo), "cat-file", "--batch-check"],
+                            input="".join(f"{w}^{{commit}}\n" for w in ask),
+                            capture_output=True, text=True, check=True).stdout.splitlines()
+    commits = {w for w, line in zip(ask, answer, strict=True) if line.split()[1:2] == ["commit"]}
+    return [f"{where}: {token}" for where, text in texts.items()
+            for token in [*(w for w in HEX_WORD.findall(text) if w in commits),
+                          *ISSUE_NUMBER.findall(text)]]
+
+
+def test_the_development_log_check_finds_a_commit_and_an_issue_number():
+    if subprocess.run(["git", "-C", str(REPO), "rev-parse"], capture_output=True).returncode:
+        pytest.skip(f"{REPO} is not a git checkout: no commits to look for")
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=7", "HEAD"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    page = (f"<p>built at <code>{head}</code>, decided in Issue 43;</p>"
+            "<script>var x = 'issue 7';</script><p>model digest 0123abc9f, cafe, 0.1234567,"
+            " 2,600,000 CPU-s</p>")
+    assert development_log({"p": visible_text(page)}) == [f"p: {head}", "p: Issue 43"]
+
+
+def test_no_page_shows_a_commit_of_this_repository_or_an_issue_number(built_book):
+    if subprocess.run(["git", "-C", str(REPO), "rev-parse"], capture_output=True).returncode:
+        pytest.skip(f"{REPO} is not a git checkout: no commits to look for")
+    _, built = built_book
+    texts = {p.relative_to(built).as_posix(): visible_text(p.read_text())
+             for p in built.rglob("*.html") if "_static" not in p.parts}
+    assert len(texts) > 10, sorted(texts)
+    found = development_log(texts)
+    assert not found, ("the book reads as a development log (say a disclosure in words; history "
+                       "goes to CHANGELOG.md): " + ", ".join(found[:20]))
 
 
 def test_figures_are_captioned_with_the_paper_figure_and_kept_as_svg(built_book):

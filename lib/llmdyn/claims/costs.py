@@ -31,6 +31,7 @@ GPU_TABLE = "prompt_cost_cuda.json"
 BY_PREFIX = {("04_jacobian_alignment", "table1_"): "n_lens_prompts"}
 PRIMARY = {"07_regularity": "n_per_task"}  # a chapter whose primary prompts are set otherwise
 PER_TASK = "n_per_task"  # the n of a per-task parameter is its value times the tasks
+MEASURED_BY = "bench/prompt_cost.py"  # the script that writes the tables
 NO_GPU = "`bench/prompt_cost.py --device cuda` on a GPU machine writes its table"
 
 
@@ -44,9 +45,9 @@ class ChapterCost:
     #: parameter -> (the parameter whose sample it draws from, units each unit of that one
     #: gives): raising it raises that one too (the bench's `Knob.bound_by`, in the table)
     bound_by: Mapping[str, tuple[str, int]] = field(default_factory=dict)
-    #: the commit this chapter was measured at, where it differs by chapter (the bench keeps
-    #: the chapters a partial rerun does not measure); None: the table's own
-    commit: str | None = None
+    #: the day this chapter was measured (YYYY-MM-DD), where it differs by chapter (the bench
+    #: keeps the chapters a partial rerun does not measure); None: the table's own
+    measured: str | None = None
 
     def seconds(self, values: Mapping[str, int]) -> float:
         """The additive model at ``values`` (parameters not given keep their measured default)."""
@@ -61,12 +62,12 @@ class CostTable:
     device: str  # "cpu", or the GPU's name
     models: tuple[str, ...]  # the models the table was measured on, primary first
     chapters: Mapping[str, ChapterCost]
-    source: str  # what measured it: the command and the commit of its last run
+    source: str  # what measured it: the command and the day of its last run
 
     def chapter_source(self, chapter: str) -> str:
-        """What measured one chapter's row: the table's command at that row's own commit."""
-        commit = self.chapters[chapter].commit
-        return f"bench/prompt_cost.py at {commit}" if commit else self.source
+        """What measured one chapter's row: the table's command on that row's own day."""
+        day = self.chapters[chapter].measured
+        return f"{MEASURED_BY}, measured {day}" if day else self.source
 
     @classmethod
     def read(cls, path: Path) -> CostTable | None:
@@ -81,11 +82,12 @@ class CostTable:
                 {p: int(v["default"]) for p, v in c["parameters"].items()},
                 {p: (v["bound_by"], int(v.get("per_bound", 1)))
                  for p, v in c["parameters"].items() if v.get("bound_by")},
-                c.get("commit"))
+                c.get("measured"))
             for name, c in raw["chapters"].items()}
         models = tuple(raw.get("models", ("smollm2-135m", "gemma3-270m")))
+        day = str(raw.get("start", ""))[:10] or "on an unrecorded day"
         return cls(raw.get("gpu") or raw.get("device", "cpu"), models, chapters,
-                   f"bench/prompt_cost.py at {raw.get('commit', '?')}")
+                   f"{MEASURED_BY}, measured {day}")
 
 
 def cost_tables() -> tuple[CostTable | None, CostTable | None]:

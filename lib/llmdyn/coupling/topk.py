@@ -21,7 +21,8 @@ def top_singular(jacobians: torch.Tensor, k: int) -> Svd:
     J J^T = U diag(S²) U^T, so the top k eigenpairs of the Gram matrix G = J J^T (float64,
     LAPACK's ``syevr`` asked for those k only) give U_k and S_k, and V_k = J^T U_k diag(1/S_k).
     Signs follow :func:`llmdyn.svd_sorted` (the largest-magnitude entry of each u_a
-    is positive). This is faster than a full SVD (timings: the performance page, method g).
+    is positive). This is faster than a full SVD: 1.3 s against 3.2 s of one core for
+    SmolLM2-135M's 30 blocks at k = 30.
 
     Args:
         jacobians: ``[layer, d_model, d_model]`` float32 or float64 (rows = outputs).
@@ -41,8 +42,9 @@ def top_singular_checked(J: torch.Tensor, k: int) -> Svd:
     Jd = J.detach().cpu().double().numpy()  # [layer, d_model, d_model]
     Us, Ss = [], []
     # One BLAS thread: syevr's reduction is memory-bound at d_model ≈ 600, and OpenBLAS's
-    # second thread spins more than it helps (the performance page has the measurement). The
-    # eigenpairs move by ~1e-15 (a different reduction order), below every printed digit.
+    # second thread spins: 30 eigensolves of SmolLM2-135M took 3 to 11 CPU-s on two threads
+    # against 0.74 on one. The eigenpairs move by ~1e-15 (a different reduction order), below
+    # every printed digit.
     with threadpool_limits(1, user_api="blas"):
         for j in Jd:
             gram = scipy.linalg.blas.dsyrk(1.0, j)  # upper triangle of J J^T, [d_model, d_model]
