@@ -117,3 +117,14 @@ def test_a_saturated_lens_gives_no_verdict_and_the_other_lens_carries_it():
                                                other_entropy=("normed", curves["entropy"]))}
     assert spread["geo_entropy_spread_m_true"].verdict.grade == "no verdict"
     assert spread["geo_lss_drop_m_true"].verdict.grade == "holds"  # other rows are untouched
+
+
+def test_lens_refusals_name_the_saturated_lens_only():
+    from llmdyn.phases.contrast import lens_refusals
+    from llmdyn.phases.curves import lens_saturation
+
+    split = PhaseSplit.at(7, L)
+    curves, _ = _paper_like()
+    got = lens_refusals({"paper": lens_saturation(_saturated(), split),
+                         "normed": lens_saturation(curves["entropy"], split)})
+    assert got["paper"].startswith("the paper lens saturates here") and got["normed"] == ""

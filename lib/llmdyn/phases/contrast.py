@@ -21,7 +21,8 @@ from llmdyn.phases.curves import (
 from llmdyn.phases.split import PhaseSplit, as_split
 
 __all__ = ["PAPER_TABLE1", "AlignmentMeans", "alignment_means", "contrast_claims",
-           "pair_phase_means", "saturated_lens", "table1_claims", "unless_saturated"]
+           "lens_refusals", "pair_phase_means", "saturated_lens", "table1_claims",
+           "unless_saturated"]
 
 Phase = Literal["Thought", "Fixation"]
 
@@ -115,6 +116,21 @@ def saturated_lens(this: Saturation, other: Saturation | None, lens: str,
         return ""
     return (f"the {lens} lens saturates here: {this.text()}; the {other_lens} lens, which does "
             f"not ({other.thought:.0%} and {other.fixation:.0%}), carries the verdict")
+
+
+def lens_refusals(saturation: dict[str, Saturation]) -> dict[str, str]:
+    """`saturated_lens`' reason for each of two lenses read on the same prompts and split.
+
+    Args:
+        saturation: lens name -> its `lens_saturation`, for exactly two lenses.
+
+    Returns:
+        lens name -> the reason its rows get no verdict ("" where they are graded).
+    """
+    if len(saturation) != 2:
+        raise LlmdynError(f"lens_refusals compares two lenses, got {sorted(saturation)}")
+    (a, sat_a), (b, sat_b) = saturation.items()
+    return {a: saturated_lens(sat_a, sat_b, a, b), b: saturated_lens(sat_b, sat_a, b, a)}
 
 
 def unless_saturated(measure: Measure, reason: str) -> Measure:
