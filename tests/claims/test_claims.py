@@ -460,14 +460,24 @@ def test_sub_items_are_refused_as_units(sub_item):
         Measure.mean([1.0, 2.0], "x", sampling_unit="prompts please")
 
 
-def test_a_zero_width_interval_at_the_printed_precision_is_not_graded():
-    # 16 prompts that agree to 1e-5: the t interval is 0.7400 [0.7400, 0.7400] at .3f
-    flat = Measure.mean(0.74 + 1e-6 * np.arange(16), "x", fmt=".3f", sampling_unit="prompt")
+def test_units_that_do_not_vary_are_not_graded_and_narrow_ones_are():
+    # 16 prompts that agree to 1e-8 (float32's precision): one number computed 16 times
+    flat = Measure.mean(0.74 + 1e-9 * np.arange(16), "x", fmt=".3f", sampling_unit="prompt")
     assert flat.zero_width()
     verdict = _claim(flat, at_least(0.5)).verdict
-    assert verdict.grade == "no verdict" and "zero-width" in verdict.reason
-    wide = Measure.mean(0.74 + 1e-3 * np.arange(16), "x", fmt=".3f", sampling_unit="prompt")
-    assert not wide.zero_width()
+    assert verdict.grade == "no verdict" and "the units do not vary" in verdict.reason
+    # 16 prompts that agree to 1e-5 do vary: 0.7400 [0.7400, 0.7400] at .4f, graded from the
+    # unrounded interval (t = 0.74 ± 2.13 · 4.76e-6 / 4)
+    narrow = Measure.mean(0.74 + 1e-6 * np.arange(16), "x", fmt=".3f", sampling_unit="prompt")
+    assert not narrow.zero_width()
+    assert narrow.estimate.hi - narrow.estimate.lo == pytest.approx(
+        2 * 2.1314 * np.std(1e-6 * np.arange(16), ddof=1) / 4, rel=1e-3)
+    assert _claim(narrow, at_least(0.5)).verdict.grade == "holds"
+    assert _claim(narrow, at_least(0.7400076)).verdict.grade == "inconclusive"
+    # the referee's example: -8.6e-5 [-1.04e-4, -6.8e-5] excludes 0 and is graded
+    tiny = Measure.mean(-8.6e-5 + 4e-5 * np.linspace(-1, 1, 20), "x", fmt=".2f",
+                        sampling_unit="prompt")
+    assert _claim(tiny, below(0)).verdict.grade == "holds"
 
 
 def test_an_interval_narrower_than_one_digit_prints_one_digit_finer_never_two():
@@ -477,9 +487,10 @@ def test_an_interval_narrower_than_one_digit_prints_one_digit_finer_never_two():
     assert _claim(spread, at_most(0.75)).result_text() == ("x: 0.390 [0.387, 0.392] "
                                                            "(n = 20 prompts, t interval)")
     assert _claim(spread, at_most(0.75)).verdict.grade == "holds"
-    # agreement to 1e-5 is below a tenth of .3f's digit: one digit finer, still zero width
+    # agreement to 1e-5 is below a tenth of .3f's digit: one digit finer, still printed
+    # zero-width (the grade reads the unrounded ends)
     flat = Measure.mean(0.74 + 1e-6 * np.arange(16), "x", fmt=".3f", sampling_unit="prompt")
-    assert flat.printed_fmt == ".4f" and flat.zero_width()
+    assert flat.printed_fmt == ".4f" and not flat.zero_width()
     wide = Measure.mean(0.74 + 1e-2 * np.arange(16), "x", fmt=".2f", sampling_unit="prompt")
     assert wide.printed_fmt == ".2f"
 

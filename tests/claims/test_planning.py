@@ -71,11 +71,11 @@ def test_three_vits_need_a_new_grid():
 
 
 def test_a_zero_width_interval_is_not_plannable_by_more_of_the_same_units():
-    same = _claim(Measure.mean([0.76001, 0.76002, 0.76003, 0.76001, 0.76002], "d",
+    same = _claim(Measure.mean(0.76 + 1e-9 * np.array([1, 2, 3, 1, 2]), "d",
                                sampling_unit="prompt"), above(0.5))
     assert same.verdict.reason.startswith("zero-width interval")
     assert to_decide(same) == (
-        "not plannable: every unit gives the same value at the printed precision; more units "
+        "not plannable: every unit gives the same value (to float32's precision); more units "
         "of the same kind cannot widen it (a different statistic or unit would)")
 
 

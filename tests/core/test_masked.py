@@ -32,14 +32,16 @@ def test_columns_match_numpy_on_valid_columns_and_stay_nan_elsewhere():
 
 
 def test_chapter_02_path_emits_no_runtime_warning():
-    # Random-walk trajectories: 5 prompts, 21 layers, window 11, so 5 NaN columns each end.
+    # Random-walk trajectories: 5 prompts, 21 layers, window 11, so 5 NaN columns at the start
+    # and 6 at the end (no window holds x^L).
     rng = np.random.default_rng(0)
     states = np.cumsum(rng.normal(size=(5, 21, 16)), axis=1) * np.linspace(1, 4, 21)[None, :, None]
     entropy = rng.uniform(1, 5, size=(5, 21))
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         prof = geometry.depth_profile(states, 11)
-        assert np.isnan(prof.lss[:, :5]).all() and np.isfinite(prof.lss[:, 5:16]).all()
+        assert np.isnan(prof.lss[:, :5]).all() and np.isfinite(prof.lss[:, 5:15]).all()
+        assert np.isnan(prof.lss[:, 15:]).all()
         geometry.residuals(prof.lss)
         b = phases.estimate_boundary("rw", norms=prof.norms, windowed_lss=prof.lss,
                                      entropy=entropy).first_fixation()

@@ -10,12 +10,15 @@ from llmdyn.phases.curves import (
     phase_means_per_prompt,
     spread_ratio,
 )
+from llmdyn.phases.split import PhaseSplit
 
 
 def test_phase_means_per_prompt_ignore_nan():
     v = np.array([[1.0, 3.0, 10.0, np.nan], [2.0, 2.0, 4.0, 6.0]])  # [prompt, layer+1], L = 3
     thought, fixation = phase_means_per_prompt(v, 2)  # Thought: layer 1 (0 is in neither)
-    assert thought.tolist() == [3.0, 2.0] and fixation.tolist() == [10.0, 5.0]
+    assert thought.tolist() == [3.0, 2.0] and fixation.tolist() == [10.0, 4.0]  # L = 3 apart
+    with_last = PhaseSplit.at(2, 3, include_last=True)  # Fixation 2 … 3
+    assert phase_means_per_prompt(v, with_last)[1].tolist() == [10.0, 5.0]
 
 
 def test_spread_ratio_absolute_and_relative():
@@ -29,12 +32,16 @@ def test_spread_ratio_absolute_and_relative():
 def test_peak_position_and_band():
     v = np.array([[0.0, 1.0, 5.0, 2.0, 1.0], [0.0, 1.0, 3.0, 2.0, np.nan]])
     assert peak_position(v) == 0.5
-    assert fraction_in_band(v, 2, 1.5, 4.5) == pytest.approx(2 / 3)  # 4, 2 in; 1 out
+    assert fraction_in_band(v, 2, 1.5, 4.5) == 1.0  # Fixation 2, 3: means 4, 2 both in
+    with_last = PhaseSplit.at(2, 4, include_last=True)  # layer 4's mean 1 is out
+    assert fraction_in_band(v, with_last, 1.5, 4.5) == pytest.approx(2 / 3)
 
 
 def test_bad_shapes_and_boundaries():
     with pytest.raises(LlmdynError, match="boundary"):
         phase_means_per_prompt(np.ones((2, 4)), 4)
+    with pytest.raises(LlmdynError, match="boundary must lie in 2 … L - 1"):
+        phase_means_per_prompt(np.ones((2, 4)), 3)  # L = 3 is apart: Fixation would be empty
     with pytest.raises(LlmdynError, match="prompt, layer"):
         spread_ratio(np.ones(4), 1)
 
@@ -120,7 +127,9 @@ def test_phase_deviations_known_answer():
     thought, fixation = phase_deviations(v, 2, relative=True)  # /2 in Thought, /4 in Fixation
     assert thought.tolist() == [0.5, 0.5] and fixation.tolist() == [0.5, 0.5]
     with_nan = np.array([[0.0, 1.0, np.nan, 2.0], [0.0, 3.0, np.nan, 6.0]])
-    assert phase_deviations(with_nan, 2)[1].tolist() == [2.0, 2.0]  # the NaN layer is ignored
+    with_last = PhaseSplit.at(2, 3, include_last=True)  # Fixation 2, 3: the NaN layer ignored
+    assert phase_deviations(with_nan, with_last)[1].tolist() == [2.0, 2.0]
+    assert np.isnan(phase_deviations(with_nan, 2)[1]).all()  # Fixation is layer 2 alone
 
 
 def test_per_prompt_values_applies_the_statistic_to_each_prompt():

@@ -135,16 +135,25 @@ def test_measure_boundary_runs_on_a_tiny_model(tmp_path):
     assert store.missing("token_states", {"token": -1, "dtype": "float32"}, prompts) == []
 
 
-@pytest.mark.parametrize("window, n_layers, expected", [
-    (11, 30, 11), (11, 18, 11), (11, 3, 3), (11, 4, 5), (11, 9, 9), (5, 18, 5)])
+@pytest.mark.parametrize("window, n_layers, expected", [  # points x^0 … x^{L-1}: L of them
+    (11, 30, 11), (11, 18, 11), (11, 3, 3), (11, 4, 3), (11, 10, 9), (11, 11, 11), (5, 18, 5)])
 def test_fit_window(window, n_layers, expected):
     assert window_that_fits(window, n_layers) == expected
+
+
+@pytest.mark.parametrize("window, n_layers, expected", [  # with x^L: L + 1 points
+    (11, 4, 5), (11, 10, 11), (11, 9, 9), (11, 2, 3)])
+def test_fit_window_with_the_last_layer(window, n_layers, expected):
+    assert window_that_fits(window, n_layers, include_last=True) == expected
 
 
 def test_first_fixation_by_criterion_is_clipped():
     b = PhaseBoundary("m", 30, lss_peak=0, entropy_spread=26, norm_velocity=22)
     assert b.first_fixation() == 22 and b.first_fixation("lss_peak") == 2  # Thought keeps l = 1
     assert b.first_fixation("entropy_spread") == 26 and b.first_fixation("thirds") == 20
+    late = PhaseBoundary("m", 30, lss_peak=30, entropy_spread=30, norm_velocity=30)
+    assert late.first_fixation() == 29  # L is apart: Fixation keeps layer 29
+    assert late.first_fixation(include_last=True) == 30
     with pytest.raises(LlmdynError, match="criterion"):
         b.first_fixation("median")
 
@@ -153,13 +162,18 @@ def test_phase_splits_by_criterion_and_thirds():
     from llmdyn.phases.split import SPLITS, PhaseSplit
 
     b = PhaseBoundary("m", 30, lss_peak=16, entropy_spread=26, norm_velocity=22)
-    assert b.split("lss_peak").thought == (1, 15) and b.split("lss_peak").fixation == (16, 30)
-    assert b.split().fixation == (22, 30)  # consensus: the median
-    third = b.split("thirds")  # Thought 1–10, Fixation 20–30, layers 11–19 in neither
-    assert (third.thought, third.fixation) == ((1, 10), (20, 30))
+    assert b.split("lss_peak").thought == (1, 15) and b.split("lss_peak").fixation == (16, 29)
+    assert b.split().fixation == (22, 29)  # consensus: the median; L = 30 apart
+    assert b.split(include_last=True).fixation == (22, 30)
+    assert b.split().label() == "consensus: Thought 1–21, Fixation 22–29, L = 30 apart"
+    assert b.split(include_last=True).label() == "consensus: Thought 1–21, Fixation 22–30"
+    third = b.split("thirds")  # Thought 1–10, Fixation 20–29, layers 11–19 and 30 in neither
+    assert (third.thought, third.fixation) == ((1, 10), (20, 29))
     thought, fixation = third.masks()
-    assert thought.sum() == 10 and fixation.sum() == 11 and not (thought | fixation)[0]
-    assert PhaseSplit.thirds(18).thought == (1, 6) and PhaseSplit.thirds(18).fixation == (12, 18)
+    assert thought.sum() == 10 and fixation.sum() == 10 and not (thought | fixation)[[0, 30]].any()
+    assert b.split("thirds", include_last=True).masks()[1].sum() == 11
+    assert PhaseSplit.thirds(18).thought == (1, 6) and PhaseSplit.thirds(18).fixation == (12, 17)
+    assert PhaseSplit.thirds(18, include_last=True).fixation == (12, 18)
     assert set(SPLITS) == {"consensus", "lss_peak", "entropy_spread", "norm_velocity", "thirds"}
     with pytest.raises(LlmdynError, match="how must be one of"):
         b.split("half")
@@ -167,3 +181,12 @@ def test_phase_splits_by_criterion_and_thirds():
         PhaseSplit.thirds(2)
     with pytest.raises(LlmdynError, match="boundary must lie in 2"):
         PhaseSplit.at(1, 30)
+
+
+def test_lss_peak_of_a_one_window_model_is_its_only_window():
+    from llmdyn.phases.changepoints import lss_peak_fit
+
+    one = np.full((2, 4), np.nan)  # 3 blocks, window 3, x^L apart: one window, centred at 1
+    one[:, 1] = [2.0, 3.0]
+    got = lss_peak_fit(one)
+    assert got.layer == 1 and got.gain == 0.0 and np.isnan(got.before)

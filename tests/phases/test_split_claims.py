@@ -71,3 +71,60 @@ def test_table1_has_a_row_for_the_other_lens():
     assert [c.id for c in t1][-1] == "table1_confident_normed_lens_m_thirds"
     assert t1[-1].statement == "m: CONFIDENT (normed lens) is stronger in Fixation"
     assert t1[-1].verdict.grade == "holds"
+
+
+def _saturated(n_prompts: int = 20) -> np.ndarray:
+    """A lens pinned near zero at every layer but 1 and L: ``[prompt, layer+1]``, in nats."""
+    rng = np.random.default_rng(2)
+    out = rng.uniform(0, 0.009, (n_prompts, L + 1))  # every prompt <= 0.01 nats
+    out[:, [0, 1, L]] = rng.uniform(3, 5, (n_prompts, 3))  # not pinned: 0, 1 and L
+    return out
+
+
+def test_lens_saturation_counts_layers_pinned_for_every_prompt():
+    from llmdyn.phases.curves import lens_saturation
+
+    split = PhaseSplit.at(7, L)  # Thought 1–6, Fixation 7–11, L = 12 apart
+    got = lens_saturation(_saturated(), split)
+    assert (got.thought, got.fixation) == (5 / 6, 1.0) and got.saturated
+    assert got.largest > 3  # layer 1's entropy; layer L (3–5 nats too) is never counted
+    confident = _saturated()
+    confident[:, 1:7] = 4.0  # Thought uncertain, Fixation certain: paper B's prediction
+    assert not lens_saturation(confident, split).saturated
+    one_open = _saturated()
+    one_open[0, 7:L] = 0.5  # one (ambiguous) prompt keeps 0.5 nats through Fixation
+    assert lens_saturation(one_open, split).fixation == 0.0
+
+
+def test_a_saturated_lens_gives_no_verdict_and_the_other_lens_carries_it():
+    curves, ratios = _paper_like()
+    split = PhaseSplit.at(7, L, "true")
+    t1 = table1_claims("m", split, lss=curves["lss"], equidistance=curves["equidistance"],
+                       entropy=_saturated(), ratios=ratios,
+                       other_entropy=("normed", curves["entropy"]))
+    paper, normed = t1[3], t1[4]
+    assert paper.verdict.grade == "no verdict" and normed.verdict.grade == "holds"
+    assert paper.verdict.reason.startswith("the paper lens saturates here: every prompt ≤ 0.01 "
+                                           "nats at 83% of the Thought layers and 100% of the "
+                                           "Fixation layers (L apart)")
+    assert paper.verdict.reason.endswith("the normed lens, which does not (0% and 0%), carries "
+                                         "the verdict")
+    both = table1_claims("m", split, lss=curves["lss"], equidistance=curves["equidistance"],
+                         entropy=_saturated(), ratios=ratios,
+                         other_entropy=("normed", _saturated()))
+    assert both[3].verdict.grade != "no verdict"  # both saturate: no lens to prefer
+    spread = {c.id: c for c in contrast_claims("m", split, **{**curves, "entropy": _saturated()},
+                                               other_entropy=("normed", curves["entropy"]))}
+    assert spread["geo_entropy_spread_m_true"].verdict.grade == "no verdict"
+    assert spread["geo_lss_drop_m_true"].verdict.grade == "holds"  # other rows are untouched
+
+
+def test_lens_refusals_name_the_saturated_lens_only():
+    from llmdyn.phases.contrast import lens_refusals
+    from llmdyn.phases.curves import lens_saturation
+
+    split = PhaseSplit.at(7, L)
+    curves, _ = _paper_like()
+    got = lens_refusals({"paper": lens_saturation(_saturated(), split),
+                         "normed": lens_saturation(curves["entropy"], split)})
+    assert got["paper"].startswith("the paper lens saturates here") and got["normed"] == ""

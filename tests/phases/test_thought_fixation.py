@@ -13,23 +13,32 @@ from llmdyn.phases.split import PhaseSplit
 
 def test_phase_means_split_at_the_boundary():
     values = np.array([[0.0, 1, 2, 3, 4], [2.0, 3, 4, 5, 6]])  # (prompt=2, layer+1=5)
-    t, f = phase_means_per_prompt(values, 2)  # layer 1 vs 2-4; layer 0 is in neither
+    t, f = phase_means_per_prompt(values, 2)  # layer 1 vs 2-3; layers 0 and L = 4 in neither
+    assert t.tolist() == [1.0, 3.0] and f.tolist() == [2.5, 4.5]
+    t, f = phase_means_per_prompt(values, PhaseSplit.at(2, 4, include_last=True))  # 2-4
     assert t.tolist() == [1.0, 3.0] and f.tolist() == [3.0, 5.0]
     padded = values.copy()
-    padded[:, [0, 4]] = np.nan  # windows that do not fit
-    assert phase_means_per_prompt(padded, 2)[1].tolist() == [2.5, 4.5]
-    t, f = phase_means_per_prompt(padded, 4)
-    assert t.tolist() == [2.0, 4.0] and np.isnan(f).all()
-    # thirds of L = 4: Thought 1–1, Fixation 3–4 (⌈8/3⌉ = 3), layer 2 in neither
-    assert phase_means_per_prompt(values, PhaseSplit.thirds(4))[1].tolist() == [3.5, 5.5]
+    padded[:, [0, 3]] = np.nan  # windows that do not fit
+    assert phase_means_per_prompt(padded, 2)[1].tolist() == [2.0, 4.0]
+    t, f = phase_means_per_prompt(padded, 3)
+    assert t.tolist() == [1.5, 3.5] and np.isnan(f).all()
+    # thirds of L = 4: Thought 1–1, Fixation 3–3 (⌈8/3⌉ = 3), layers 2 and 4 in neither
+    assert phase_means_per_prompt(values, PhaseSplit.thirds(4))[1].tolist() == [3.0, 5.0]
+    with_last = PhaseSplit.thirds(4, include_last=True)  # Fixation 3–4
+    assert phase_means_per_prompt(values, with_last)[1].tolist() == [3.5, 5.5]
 
 
 def test_pair_phase_means_use_pairs_inside_each_phase():
     M = np.arange(16.0).reshape(4, 4)  # blocks 0-3 produce layers 1-4
-    # boundary 3: blocks 0, 1 (layers 1, 2) are Thought; blocks 2, 3 Fixation
-    assert pair_phase_means(M, 3) == ((1 + 4) / 2, (11 + 14) / 2)
-    t, f = pair_phase_means(M, 2)  # one Thought block: no pair
+    # boundary 3: blocks 0, 1 (layers 1, 2) are Thought; blocks 2, 3 Fixation when layer L
+    # counts, block 2 alone (no pair) when it is apart
+    with_last = PhaseSplit.at(3, 4, include_last=True)
+    assert pair_phase_means(M, with_last) == ((1 + 4) / 2, (11 + 14) / 2)
+    t, f = pair_phase_means(M, 3)
+    assert t == (1 + 4) / 2 and np.isnan(f)
+    t, f = pair_phase_means(M, PhaseSplit.at(2, 4, include_last=True))  # one Thought block
     assert np.isnan(t) and f == np.mean([6, 7, 9, 11, 13, 14])
+    assert pair_phase_means(M, 2)[1] == (6 + 9) / 2  # blocks 1, 2 (layers 2, 3)
 
 
 @pytest.mark.parametrize("boundary", [0, 1, 5, 2.0, True])

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from llmdyn import LlmdynError
-from llmdyn.claims.render import grade_breaks, read_glued, rule_breaks
+from llmdyn.claims.render import grade_breaks, guard_breaks, read_glued, rule_breaks
 from llmdyn.runner.build import REPO, build_html, chapters, run_chapter, stage
 
 pytestmark = pytest.mark.slow
@@ -214,6 +214,31 @@ def test_no_chapter_judges_an_estimate_without_an_interval(built_book):
     grades = {nb.stem: grade_breaks(read_glued(nb)) for nb in executed}
     assert not any(grades.values()), grades
     assert all(any(k.endswith("_kind") for k in read_glued(nb)) for nb in executed)
+
+
+def tampered_breaks(glued: dict) -> dict[str, list[str]]:
+    """`guard_breaks` of one real judged t-interval row of ``glued``, broken five ways."""
+    cid = next(k.removesuffix("_method") for k, m in glued.items() if k.endswith("_method")
+               and m == "t" and str(glued[k.replace("_method", "_verdict")]).split(" (")[0]
+               in ("holds", "inconclusive", "does not hold"))
+    lo, hi = glued[f"{cid}_lo"], glued[f"{cid}_hi"]
+    changes = {"below the floor": {f"{cid}_n": 2},
+               "reversed interval": {f"{cid}_lo": hi, f"{cid}_hi": lo},
+               "is not the centre": {f"{cid}_value": hi + (hi - lo)},
+               "unknown sampling unit": {f"{cid}_unit": "token"},
+               "graded as a fact": {f"{cid}_kind": "fact"}}
+    return {why: guard_breaks({**glued, **change}) for why, change in changes.items()}
+
+
+def test_publish_guard_passes_every_chapter_and_refuses_a_tampered_real_row(built_book):
+    # the guard over a real build's rows: none breaks, and one real row broken is caught
+    root, _ = built_book
+    executed = sorted((root / "book" / "executed").glob("*.ipynb"))
+    glued = {nb.stem: read_glued(nb) for nb in executed}
+    assert {name: guard_breaks(values) for name, values in glued.items() if
+            guard_breaks(values)} == {}
+    found = tampered_breaks(glued["03_uncertainty"])
+    assert all(any(why in b for b in got) for why, got in found.items()), found
 
 
 def test_every_rendered_chapter_is_what_papermill_wrote(built_book):

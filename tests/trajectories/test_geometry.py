@@ -61,9 +61,18 @@ def test_depth_profile_of_straight_evenly_spaced_lines():
     prof = depth_profile(states, window=5)
     assert isinstance(prof, DepthProfile) and prof.n_layers == 12 and prof.window == 5
     np.testing.assert_allclose(prof.norms[1], 2 * np.arange(13) * np.linalg.norm(direction))
-    assert np.isnan(prof.lss[:, :2]).all() and np.isnan(prof.lss[:, -2:]).all()
-    np.testing.assert_allclose(prof.lss[:, 2:-2], 1.0)  # a straight line: LSS = 1
-    np.testing.assert_allclose(prof.equidistance[:, 2:-2], 0.0, atol=1e-12)  # even steps: U = 0
+    # windows centred at 2 … 9 fit in x^0 … x^11; none holds x^L = x^12 (read after the norm)
+    assert np.isnan(prof.lss[:, :2]).all() and np.isnan(prof.lss[:, -3:]).all()
+    np.testing.assert_allclose(prof.lss[:, 2:-3], 1.0)  # a straight line: LSS = 1
+    np.testing.assert_allclose(prof.equidistance[:, 2:-3], 0.0, atol=1e-12)  # even steps: U = 0
+    bent = states.copy()
+    bent[:, -1] = 0.0  # a final norm that pulls x^L back to the origin: no window sees it
+    np.testing.assert_array_equal(depth_profile(bent, window=5).lss, prof.lss)
+    with_last = depth_profile(states, window=5, include_last=True)
+    np.testing.assert_allclose(with_last.lss[:, 2:-2], 1.0)  # the window centred at 10 too
+    assert depth_profile(bent, window=5, include_last=True).lss[0, 10] > 1.0
+    with pytest.raises(LlmdynError, match="window 13 does not fit the 12 points"):
+        depth_profile(states, window=13)
     with pytest.raises(LlmdynError, match="prompt, layer"):
         depth_profile(steps)
 

@@ -12,8 +12,9 @@ computed from the interval and the rule, never typed:
 - **no verdict**: an estimate with no interval (n = 1, a statistic without one, or an n at
   which no interval method reaches 95 % coverage, ``data/coverage.csv``) is described, not
   judged; so is one that declares no independent unit (``sampling_unit``,
-  `llmdyn.claims.units`) or whose interval is narrower than its last printed digit (units
-  that do not vary are not independent evidence);
+  `llmdyn.claims.units`) or whose units do not vary (an interval whose width is within
+  float32's precision, `Measure.zero_width`: one number computed several times is not
+  independent evidence); every other grade is read from the unrounded interval;
 - **not testable offline** / **not run**: nothing was measured, with the reason.
 
 A measure is of one of two kinds (`Kind`). An **estimate** is a number computed from sampled
@@ -235,8 +236,8 @@ class Claim:
             return ("no independent unit declared: an interval over tokens, tiles or draws "
                     "of one prompt is not evidence")
         if m.zero_width():
-            return ("zero-width interval at the printed precision: the units do not vary, so "
-                    "they are not independent evidence")
+            return ("zero-width interval: the units do not vary (they agree to float32's "
+                    "precision), so they are not independent evidence")
         return ""
 
     @property

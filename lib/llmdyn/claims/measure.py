@@ -39,6 +39,7 @@ from llmdyn.stats.bootstrap import Estimate
 
 Kind = Literal["estimate", "fact"]
 _SHOWN = ("fmt", "unit", "detail", "sampling_unit")  # fields an unmeasured measure keeps
+UNVARYING = 1e-6  # an interval narrower than this share of its ends: units that do not vary
 STATISTIC_KINDS = {bootstrap.mean: "mean", bootstrap.median: "median",
                    bootstrap.ratio_of_means: "ratio", bootstrap.difference_of_means: "difference",
                    bootstrap.fraction_true: "fraction", bootstrap.slope: "slope",
@@ -314,7 +315,8 @@ class Measure:
         """``fmt``, or one digit finer where the interval is narrower than one printed digit.
 
         Never more than one: units that agree to a tenth of the quantity's own precision still
-        print as a zero-width interval, and `zero_width` still withholds the grade.
+        print as a zero-width interval. The grade is read from the unrounded ends all the same;
+        only units that do not vary at all (`zero_width`) withhold it.
         """
         est = self.estimate
         if est is None or not est.has_interval or not _narrower(est, self.fmt, self.resolution):
@@ -322,11 +324,16 @@ class Measure:
         return re.sub(r"\.(\d+)", lambda d: f".{int(d[1]) + 1}", self.fmt, count=1)
 
     def zero_width(self) -> bool:
-        """Whether the interval is narrower than one unit of the last printed digit."""
+        """Whether the units do not vary: the interval's width is within float32's precision.
+
+        The states are float32, so units that agree to ``UNVARYING`` of the value (about ten
+        float32 steps) are one number computed several times, not independent evidence. Units
+        that differ by more are graded from the unrounded interval, however few digits print.
+        """
         est = self.estimate
         if est is None or not est.has_interval:
             return False
-        return _narrower(est, self.printed_fmt, self.resolution)
+        return est.hi - est.lo <= UNVARYING * max(abs(est.lo), abs(est.hi))
 
     def interval_text(self) -> str:
         """"n = 20 prompts, t interval": the units and how the interval was computed."""

@@ -109,7 +109,7 @@ def why_not_open(claim: Claim) -> tuple[str, int | None]:
     """
     m, est = claim.measure, claim.measure.estimate
     if m.zero_width() and m.sampling_unit:
-        return ("not plannable: every unit gives the same value at the printed precision; more "
+        return ("not plannable: every unit gives the same value (to float32's precision); more "
                 "units of the same kind cannot widen it (a different statistic or unit "
                 "would)"), None
     if not m.sampling_unit:

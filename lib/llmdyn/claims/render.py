@@ -199,6 +199,63 @@ def grade_breaks(values: Mapping[str, object]) -> list[str]:
     return breaks
 
 
+SYMMETRIC_METHODS = ("t", "welch", "ols_t", "delta_t")  # estimate ± t·se: centred on the value
+
+
+def guard_breaks(values: Mapping[str, object]) -> list[str]:
+    """Rows whose glued numbers no interval rule allows: "<id>: what is wrong" each.
+
+    Checked on a chapter's glued values (`glue_values`, `read_glued`), for every row that
+    shows an interval or a grade:
+
+    - an interval over fewer units than the smallest n the coverage table simulated
+      (`llmdyn.stats.coverage.SIZES`, the floor methods state);
+    - a reversed interval (lo > hi);
+    - an estimate outside an interval that is symmetric about it (`SYMMETRIC_METHODS`), or
+      one such interval not centred on its estimate;
+    - a sampling unit that is not an independent unit (`llmdyn.claims.units.UNITS`);
+    - a graded fact that is not one: a fact is one case's deterministic outcome (n = 1, no
+      interval), so a row that calls itself a fact cannot escape the interval's rules.
+    """
+    from llmdyn.claims.units import UNITS
+    from llmdyn.stats.coverage import SIZES
+
+    breaks = []
+    for key in values:
+        if not key.endswith("_verdict"):
+            continue
+        cid = key.removesuffix("_verdict")
+        grade = str(values[key]).split(" (")[0]
+        num = {k: values.get(f"{cid}_{k}", math.nan) for k in ("value", "lo", "hi", "n")}
+        num = {k: float(v) if isinstance(v, (int, float)) else math.nan for k, v in num.items()}
+        interval = math.isfinite(num["lo"]) and math.isfinite(num["hi"])
+        unit, method = values.get(f"{cid}_unit", ""), values.get(f"{cid}_method", "")
+        if values.get(f"{cid}_kind") == "fact":
+            if grade in JUDGED and (interval or num["n"] != 1):
+                breaks.append(f"{cid}: graded as a fact, but it has "
+                              + (f"an interval [{num['lo']}, {num['hi']}]" if interval
+                                 else f"n = {num['n']:g}")
+                              + "; a fact is one case's outcome, n = 1 and no interval")
+            continue
+        if unit not in ("", *UNITS):
+            breaks.append(f"{cid}: unknown sampling unit {unit!r}; one of {sorted(UNITS)}")
+        if not interval:
+            continue
+        if num["n"] < SIZES[0]:
+            breaks.append(f"{cid}: an interval over n = {num['n']:g} units, below the floor "
+                          f"of {SIZES[0]} (the smallest n data/coverage.csv simulated)")
+        if num["lo"] > num["hi"]:
+            breaks.append(f"{cid}: reversed interval [{num['lo']}, {num['hi']}]")
+        if method in SYMMETRIC_METHODS:
+            value, lo, hi = num["value"], num["lo"], num["hi"]
+            slack = 1e-9 * max(1.0, abs(lo), abs(hi))
+            if not lo - slack <= value <= hi + slack or abs((lo + hi) / 2 - value) > \
+                    1e-6 * max(hi - lo, slack):
+                breaks.append(f"{cid}: the estimate {value} is not the centre of its "
+                              f"symmetric {method} interval [{lo}, {hi}]")
+    return breaks
+
+
 def publish(claims: Sequence[Claim], *, key: str = SCORECARD_KEY,
             glue: Callable[..., object] | None = None):
     """Glue every claim's numbers and the scorecard table; return the chapter's table.
@@ -229,8 +286,10 @@ def refuse_broken(claims: Sequence[Claim]) -> None:
     """Raise, naming the rows, if any claim's grade is not the one its interval gives.
 
     A chapter's rule may word its verdict, but never decide it against the three-grade rule
-    (`grade_breaks`), nor judge an estimate without an interval (`rule_breaks`): the build
-    fails rather than print a broken grade.
+    (`grade_breaks`), nor judge an estimate without an interval (`rule_breaks`), nor show an
+    interval that the interval rules refuse (`guard_breaks`: n below the floor, reversed,
+    off-centre, an unknown unit, a graded fact that is not one): the build fails rather than
+    print a broken grade.
     """
     values = {k: v for claim in claims for k, v in glue_values(claim).items()}
     broken = grade_breaks(values) + [f"{cid}: judged with no interval"
@@ -240,6 +299,10 @@ def refuse_broken(claims: Sequence[Claim]) -> None:
                           "interval wholly on the paper's side; does not hold: wholly on the "
                           "other; inconclusive: straddling), so the chapter is not published: "
                           + "; ".join(broken))
+    refused = guard_breaks(values)
+    if refused:
+        raise LlmdynError("these claims show an interval the book's rules refuse, so the "
+                          "chapter is not published: " + "; ".join(refused))
 
 
 def part_source(title: str, chapter: str, *, key: str = SCORECARD_KEY, intro: str = "") -> str:

@@ -19,6 +19,7 @@ the final norm (the papers' end point).
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -159,9 +160,14 @@ def lss_peak_fit(windowed_lss: np.ndarray, *, min_size: int = 3,
         exclude_last: trailing layers left out of the fit.
 
     Returns:
-        The hinge fit; ``.layer`` is the index l of the knot (x^l).
+        The hinge fit; ``.layer`` is the index l of the knot (x^l). A model so shallow that
+        one window fits (3 blocks, window 3, x^L apart) has a one-point curve: no trend to
+        turn, so the knot is that point, with no slopes and gain 0.
     """
     curve = _drop_last(_per_layer(windowed_lss, "windowed_lss", "mean"), exclude_last)
+    finite = np.flatnonzero(np.isfinite(curve))
+    if len(finite) == 1:
+        return ChangePoint(int(finite[0]), math.nan, math.nan, 0.0)
     return hinge_changepoint(curve, min_size=min_size)
 
 

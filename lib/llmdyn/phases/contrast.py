@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -11,14 +12,17 @@ from llmdyn.claims.claim import Claim, Measure, at_most, below, slug, within
 from llmdyn.core.arrays import off_diagonal
 from llmdyn.core.masked import finite_mean
 from llmdyn.phases.curves import (
+    Saturation,
     fraction_in_band,
+    lens_saturation,
     phase_deviations,
     phase_means_per_prompt,
 )
 from llmdyn.phases.split import PhaseSplit, as_split
 
-__all__ = ["PAPER_TABLE1", "AlignmentMeans", "alignment_means",
-           "contrast_claims", "pair_phase_means", "table1_claims"]
+__all__ = ["PAPER_TABLE1", "AlignmentMeans", "alignment_means", "contrast_claims",
+           "lens_refusals", "pair_phase_means", "saturated_lens", "table1_claims",
+           "unless_saturated"]
 
 Phase = Literal["Thought", "Fixation"]
 
@@ -94,9 +98,56 @@ def alignment_means(grid_ratio: np.ndarray, ratios: np.ndarray,
         thought=float(np.mean([pair_phase_means(M, split)[0] for M in ratios])))
 
 
+def saturated_lens(this: Saturation, other: Saturation | None, lens: str,
+                   other_lens: str) -> str:
+    """Why a row read through ``lens`` gets no verdict, or "" where that lens may be read.
+
+    A lens that saturates (:attr:`Saturation.saturated`) while the other lens does not says
+    nothing about the phases; the other lens carries the verdict. Where both saturate, or no
+    other lens was read, nothing is refused here (there is no reading to prefer).
+
+    Args:
+        this: the saturation of the lens the row reads (`lens_saturation`).
+        other: the other lens's, on the same prompts and split (None: not read).
+        lens: the row's lens name (e.g. "paper").
+        other_lens: the other lens's name (e.g. "normed").
+    """
+    if other is None or not this.saturated or other.saturated:
+        return ""
+    return (f"the {lens} lens saturates here: {this.text()}; the {other_lens} lens, which does "
+            f"not ({other.thought:.0%} and {other.fixation:.0%}), carries the verdict")
+
+
+def lens_refusals(saturation: dict[str, Saturation]) -> dict[str, str]:
+    """`saturated_lens`' reason for each of two lenses read on the same prompts and split.
+
+    Args:
+        saturation: lens name -> its `lens_saturation`, for exactly two lenses.
+
+    Returns:
+        lens name -> the reason its rows get no verdict ("" where they are graded).
+    """
+    if len(saturation) != 2:
+        raise LlmdynError(f"lens_refusals compares two lenses, got {sorted(saturation)}")
+    (a, sat_a), (b, sat_b) = saturation.items()
+    return {a: saturated_lens(sat_a, sat_b, a, b), b: saturated_lens(sat_b, sat_a, b, a)}
+
+
+def unless_saturated(measure: Measure, reason: str) -> Measure:
+    """``measure``, shown with **no verdict** and ``reason`` when its lens saturates.
+
+    ``reason`` is `saturated_lens`' text ("" leaves the measure as it is); a measure that was
+    not measured keeps its own reason.
+    """
+    if not reason or measure.estimate is None or measure.missing:
+        return measure
+    return replace(measure, missing="no verdict", reason=reason)
+
+
 def table1_claims(name: str, split: PhaseSplit, *, lss: np.ndarray, equidistance: np.ndarray,
                   entropy: np.ndarray, ratios: np.ndarray,
-                  other_entropy: tuple[str, np.ndarray] | None = None) -> list:
+                  other_entropy: tuple[str, np.ndarray] | None = None,
+                  lens: str = "paper") -> list:
     """Paper B's Table 1 for one model and one split, as claims (one per property).
 
     Each property's measure is lower where the property is stronger, so each claim judges
@@ -111,8 +162,18 @@ def table1_claims(name: str, split: PhaseSplit, *, lss: np.ndarray, equidistance
         entropy: logit-lens entropy ``[prompt, layer+1]``.
         ratios: r(A_{i,j,K}) per prompt, ``[prompt, layer, layer]`` (may hold fewer prompts).
         other_entropy: (lens name, ``[prompt, layer+1]``) of the logit lens shown beside
-            ``entropy`` (e.g. ``("normed", …)``): one more CONFIDENT row.
+            ``entropy`` (e.g. ``("normed", …)``): one more CONFIDENT row. Where one of the
+            two lenses saturates and the other does not (`saturated_lens`), the saturated
+            lens's CONFIDENT row gets no verdict and the other carries it.
+        lens: the name of ``entropy``'s lens.
     """
+    refused = {}
+    if other_entropy is not None:
+        mine, theirs = (lens_saturation(entropy, split),
+                        lens_saturation(other_entropy[1], split))
+        refused = {"CONFIDENT": saturated_lens(mine, theirs, lens, other_entropy[0]),
+                   f"CONFIDENT ({other_entropy[0]} lens)": saturated_lens(
+                       theirs, mine, other_entropy[0], lens)}
     means = {"LINEAR": phase_means_per_prompt(lss, split),
              "EQUISPACED": phase_means_per_prompt(equidistance, split),
              "ALIGNED": np.array([pair_phase_means(M, split) for M in ratios]).T,
@@ -128,16 +189,19 @@ def table1_claims(name: str, split: PhaseSplit, *, lss: np.ndarray, equidistance
         claims.append(Claim(
             f"table1_{slug(prop)}_{slug(name)}_{split.name}", "B", "Table 1",
             f"{name}: {prop} is stronger in {stronger}", f"{stronger} (MORE there)",
-            Measure.difference(mine, theirs, f"{measure}: {stronger} − {other}", fmt=".3f",
-                               sampling_unit="prompt",
-                               detail=f"Thought {finite_mean(thought):.3f} / Fixation "
-                               f"{finite_mean(fixation):.3f}; {split.label()} of {split.n_layers}"),
+            unless_saturated(Measure.difference(
+                mine, theirs, f"{measure}: {stronger} − {other}", fmt=".3f",
+                sampling_unit="prompt", detail=f"Thought {finite_mean(thought):.3f} / Fixation "
+                f"{finite_mean(fixation):.3f}; {split.label()} of {split.n_layers}"),
+                refused.get(prop, "")),
             below(0)))
     return claims
 
 
 def contrast_claims(name: str, split: PhaseSplit, *, norms: np.ndarray, lss: np.ndarray,
-                    equidistance: np.ndarray, entropy: np.ndarray) -> list:
+                    equidistance: np.ndarray, entropy: np.ndarray,
+                    other_entropy: tuple[str, np.ndarray] | None = None,
+                    lens: str = "paper") -> list:
     """Paper B's phase contrasts along depth (§4.1–4.4, §5.1, §5.4) for one model and split.
 
     Args:
@@ -147,6 +211,10 @@ def contrast_claims(name: str, split: PhaseSplit, *, norms: np.ndarray, lss: np.
         lss: windowed LSS ``[prompt, layer+1]``, on the same prompts.
         equidistance: windowed equidistance ``[prompt, layer+1]``.
         entropy: logit-lens entropy ``[prompt, layer+1]``.
+        other_entropy: (lens name, ``[prompt, layer+1]``) of the other logit lens on the same
+            prompts: where ``entropy``'s lens saturates and this one does not
+            (`saturated_lens`), the entropy row gets no verdict.
+        lens: the name of ``entropy``'s lens.
 
     Returns:
         Claims, each judged over one value per prompt: the norm's relative spread over prompts
@@ -163,6 +231,9 @@ def contrast_claims(name: str, split: PhaseSplit, *, norms: np.ndarray, lss: np.
                              phase_deviations(entropy, split))
     where, per = split.label(), {"sampling_unit": "prompt", "fmt": ".2f"}
     band = fraction_in_band(lss, split, low=2.0, high=3.0)
+    refused = "" if other_entropy is None else saturated_lens(
+        lens_saturation(entropy, split), lens_saturation(other_entropy[1], split), lens,
+        other_entropy[0])
     return [
         Claim(f"geo_norm_prompts_{sid}", "B", "§4.1, Fig 2", f"{name}: the norm is "
               "prompt-independent in Thought, prompt-dependent in Fixation",
@@ -188,9 +259,10 @@ def contrast_claims(name: str, split: PhaseSplit, *, norms: np.ndarray, lss: np.
                                                    detail=where, **per), at_most(0.15)),
         Claim(f"geo_entropy_spread_{sid}", "B", "§4.4, Fig 5", f"{name}: prompts agree in "
               "confidence in Thought, disagree in Fixation", "low variation in Thought",
-              Measure.ratio(*entropy_dev, quantity="Thought / Fixation mean absolute "
-                            "deviation of the entropy from the prompt mean",
-                            detail=where, **per), below(1)),
+              unless_saturated(Measure.ratio(
+                  *entropy_dev, quantity="Thought / Fixation mean absolute deviation of the "
+                  "entropy from the prompt mean", detail=where, **per), refused),
+              below(1)),
         Claim(f"geo_fixation_lss_{sid}", "B", "§5.4, Fig 12", f"{name}: over the Fixation "
               "layers LSS is lower than over all layers", "for every model",
               Measure.difference(lss_f, _row_means(lss), "mean LSS, Fixation − all layers",

@@ -12,6 +12,8 @@ ignored.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from llmdyn import LlmdynError
@@ -74,6 +76,59 @@ def phase_deviations(values, split: PhaseSplit | int, *,
         with np.errstate(divide="ignore", invalid="ignore"):
             dev = dev / np.abs(centre)
     return _nanmean(dev[:, thought], 1), _nanmean(dev[:, fixation], 1)
+
+
+SATURATED_NATS = 0.01  # an entropy at or below this, for every prompt, is a saturated reading
+
+
+class Saturation(NamedTuple):
+    """How much of each phase a logit lens reads as certain for every prompt (`lens_saturation`)."""
+
+    thought: float  # share of the Thought layers at which every prompt's entropy <= nats
+    fixation: float  # the same share over the Fixation layers (L apart)
+    nats: float  # the bound
+    largest: float  # largest entropy over prompts and both phases' layers (nats)
+
+    @property
+    def saturated(self) -> bool:
+        """More than half of the layers of both phases read <= ``nats`` for every prompt."""
+        return self.thought > 0.5 and self.fixation > 0.5
+
+    def text(self) -> str:
+        """E.g. "every prompt <= 0.01 nats at 6 of 7 Thought layers (86 %) and ..."."""
+        return (f"every prompt ≤ {self.nats:g} nats at {self.thought:.0%} of the Thought layers "
+                f"and {self.fixation:.0%} of the Fixation layers (L apart); largest "
+                f"{self.largest:.3g} nats")
+
+
+def lens_saturation(entropy, split: PhaseSplit | int, *,
+                    nats: float = SATURATED_NATS) -> Saturation:
+    """Whether a logit lens's entropy is pinned near zero across both phases (a lens artefact).
+
+    A lens whose logits scale with the raw state's norm (paper B's softmax(M x^l) on a model
+    whose states grow to norms in the thousands) reads almost every prompt as certain at almost
+    every layer: its entropy then says nothing about Thought or Fixation. Near-zero Fixation
+    entropy on a confident prompt is what paper B predicts, so only a reading that is near zero
+    for every prompt, ambiguous ones included (pass them among ``entropy``'s rows), at more
+    than half the layers of *both* phases counts (:attr:`Saturation.saturated`). Layer L (the
+    model's own prediction, the same under every lens) is never counted.
+
+    Args:
+        entropy: ``[prompt, layer+1]`` logit-lens entropies (nats).
+        split: the phase split, or the first Fixation layer.
+        nats: the bound (default :data:`SATURATED_NATS`).
+
+    Returns:
+        The shares of each phase's layers at which every prompt reads <= ``nats``.
+    """
+    v, thought, fixation = _curves(entropy, split)
+    thought, fixation = thought.copy(), fixation.copy()
+    thought[-1] = fixation[-1] = False  # L: the model's own prediction under every lens
+    pinned = (v <= nats).all(0)  # [layer+1]
+    layers = thought | fixation
+    return Saturation(float(pinned[thought].mean()) if thought.any() else 0.0,
+                      float(pinned[fixation].mean()) if fixation.any() else 0.0, float(nats),
+                      float(np.nanmax(v[:, layers])) if layers.any() else float("nan"))
 
 
 def per_prompt_values(statistic, *curves) -> np.ndarray:

@@ -8,6 +8,10 @@ No model code: :mod:`llmdyn.plots` draws these types (:mod:`.measure` measures t
 Fixation, under a criterion or a fixed split into thirds of depth. Layer indices count block
 boundaries: index l is x^l, 0 = embeddings, L = the last block's output after the final norm (the
 papers' end point).
+
+Layer L is in neither phase unless a caller asks for it (``include_last=True``): it is read after
+the model's final norm, so it passes through a different lens from every other layer, and paper B
+§5.3 treats the last layer as an irregularity of its own. Every range then ends at L − 1.
 """
 
 from __future__ import annotations
@@ -30,9 +34,12 @@ class PhaseSplit:
 
     Layer 0 (the embedding) is in neither phase: it is the same vector for every prompt that
     ends in the same token, so it would narrow Thought's spread over prompts and pull its means
-    towards the embedding's values. At a boundary ``b`` Thought is ``1 … b-1`` and Fixation
-    ``b … L``; :meth:`thirds` takes the first and last thirds of the depth and leaves the
-    middle third out, a split that needs no estimate at all.
+    towards the embedding's values. Layer L is in neither phase either, unless
+    ``include_last``: x^L is read after the final norm, a different map from every other
+    layer's, and paper B §5.3 sets the last layer apart. At a boundary ``b`` Thought is
+    ``1 … b-1`` and Fixation ``b … L-1`` (``b … L`` with ``include_last``); :meth:`thirds`
+    takes the first and last thirds of the depth and leaves the middle third out, a split that
+    needs no estimate at all.
 
     Attributes:
         name: the criterion that placed it (one of :data:`SPLITS`, or "boundary").
@@ -52,22 +59,34 @@ class PhaseSplit:
         if not 1 <= t0 <= t1 < f0 <= f1 <= self.n_layers:
             raise LlmdynError(f"a phase split needs 1 <= Thought <= … < Fixation <= L = "
                               f"{self.n_layers}, got Thought {self.thought}, Fixation "
-                              f"{self.fixation}; a boundary must lie in 2 … L")
+                              f"{self.fixation}; a boundary must lie in 2 … L - 1 (2 … L when L "
+                              "counts as Fixation)")
+
+    @property
+    def includes_last(self) -> bool:
+        """Whether layer L (after the final norm) counts as a Fixation layer."""
+        return self.fixation[1] == self.n_layers
 
     @classmethod
-    def at(cls, boundary: int, n_layers: int, name: str = "boundary") -> PhaseSplit:
-        """Thought ``1 … boundary-1``, Fixation ``boundary … L``."""
+    def at(cls, boundary: int, n_layers: int, name: str = "boundary", *,
+           include_last: bool = False) -> PhaseSplit:
+        """Thought ``1 … boundary-1``, Fixation ``boundary … L-1`` (``… L`` with include_last)."""
         if isinstance(boundary, bool) or not isinstance(boundary, int | np.integer):
             raise LlmdynError(f"boundary must be the first Fixation layer (an int), got "
                               f"{boundary!r}")
-        return cls(name, int(n_layers), (1, int(boundary) - 1), (int(boundary), int(n_layers)))
+        return cls(name, int(n_layers), (1, int(boundary) - 1),
+                   (int(boundary), _last(int(n_layers), include_last)))
 
     @classmethod
-    def thirds(cls, n_layers: int) -> PhaseSplit:
-        """Thought ``1 … ⌊L/3⌋``, Fixation ``⌈2L/3⌉ … L``; the middle third is in neither."""
+    def thirds(cls, n_layers: int, *, include_last: bool = False) -> PhaseSplit:
+        """Thought ``1 … ⌊L/3⌋``, Fixation ``⌈2L/3⌉ … L-1``; the middle third is in neither.
+
+        With ``include_last`` Fixation ends at L.
+        """
         if n_layers < 3:
             raise LlmdynError(f"a split into thirds needs L >= 3 blocks, got {n_layers}")
-        return cls("thirds", int(n_layers), (1, n_layers // 3), (-(-2 * n_layers // 3), n_layers))
+        return cls("thirds", int(n_layers), (1, n_layers // 3),
+                   (-(-2 * n_layers // 3), _last(int(n_layers), include_last)))
 
     def masks(self) -> tuple[np.ndarray, np.ndarray]:
         """Boolean ``[layer+1]`` masks of the Thought and the Fixation layers."""
@@ -76,29 +95,45 @@ class PhaseSplit:
                 (depth >= self.fixation[0]) & (depth <= self.fixation[1]))
 
     def label(self) -> str:
-        """E.g. "thirds: Thought 1–10, Fixation 20–30"."""
+        """E.g. "thirds: Thought 1–10, Fixation 20–29, L = 30 apart"."""
+        apart = "" if self.includes_last else f", L = {self.n_layers} apart"
         return (f"{self.name}: Thought {self.thought[0]}–{self.thought[1]}, Fixation "
-                f"{self.fixation[0]}–{self.fixation[1]}")
+                f"{self.fixation[0]}–{self.fixation[1]}{apart}")
 
 
-def as_split(split: PhaseSplit | int, n_layers: int) -> PhaseSplit:
-    """A :class:`PhaseSplit` from itself or from the first Fixation layer (checked against L)."""
-    out = split if isinstance(split, PhaseSplit) else PhaseSplit.at(split, n_layers)
+def _last(n_layers: int, include_last: bool) -> int:
+    """The last layer a phase may hold: L - 1, or L with ``include_last``."""
+    if not isinstance(include_last, bool):
+        raise LlmdynError(f"include_last must be True or False, got {include_last!r}")
+    return n_layers if include_last else n_layers - 1
+
+
+def as_split(split: PhaseSplit | int, n_layers: int, *, include_last: bool = False) -> PhaseSplit:
+    """A :class:`PhaseSplit` from itself or from the first Fixation layer (checked against L).
+
+    An int boundary gives Fixation ``b … L-1`` (``b … L`` with ``include_last``); a split
+    passed in keeps its own ranges.
+    """
+    out = split if isinstance(split, PhaseSplit) else PhaseSplit.at(
+        split, n_layers, include_last=include_last)
     if out.n_layers != n_layers:
         raise LlmdynError(f"the phase split is for L = {out.n_layers} blocks, the values have "
                           f"L = {n_layers}")
     return out
 
 
-def window_that_fits(window: int, n_layers: int) -> int:
+def window_that_fits(window: int, n_layers: int, *, include_last: bool = False) -> int:
     """The LSS/equidistance window for a model of ``n_layers`` blocks: `window`, if it fits.
 
-    Paper B uses 11 layers; a model with fewer than 11 points ``x^0 … x^L`` gets the largest
-    odd window that fits (at least 3).
+    Paper B uses 11 layers; a model with fewer than 11 points ``x^0 … x^{L-1}`` gets the
+    largest odd window that fits (at least 3). No window holds x^L, read after the final norm,
+    unless ``include_last`` (then the points are ``x^0 … x^L``;
+    :func:`llmdyn.trajectories.geometry.depth_profile` takes the same flag).
     """
-    if window < 3 or window % 2 == 0 or n_layers < 2:
-        raise LlmdynError(f"window must be odd >= 3 and n_layers >= 2, got {window}, {n_layers}")
-    points = n_layers + 1
+    if window < 3 or window % 2 == 0 or n_layers < 3 - include_last:
+        raise LlmdynError(f"window must be odd >= 3 and n_layers >= {3 - include_last}, got "
+                          f"{window}, {n_layers}")
+    points = _last(n_layers, include_last) + 1
     return min(window, points if points % 2 else points - 1)
 
 
@@ -140,27 +175,35 @@ class PhaseBoundary:
         """The median of the three estimates: the first Fixation layer we use downstream."""
         return int(np.median(list(self.layers.values())))
 
-    def first_fixation(self, criterion: str = "consensus") -> int:
-        """The first Fixation layer by ``criterion`` (one of SPLITS), clipped to 2 … L.
+    def first_fixation(self, criterion: str = "consensus", *, include_last: bool = False) -> int:
+        """The first Fixation layer by ``criterion`` (one of SPLITS), clipped to 2 … L-1.
 
         The clip keeps both phases non-empty: layer 0 (the embedding) is in neither phase
-        (:class:`PhaseSplit`), so Thought needs at least layer 1. For ``"thirds"`` it is the
-        first layer of the last third (use :meth:`split`, which also leaves the middle out).
+        (:class:`PhaseSplit`), so Thought needs at least layer 1, and layer L is in neither
+        unless ``include_last`` (then the clip is 2 … L). For ``"thirds"`` it is the first
+        layer of the last third (use :meth:`split`, which also leaves the middle out).
         """
         if criterion == "thirds":
-            return PhaseSplit.thirds(self.n_layers).fixation[0]
+            return PhaseSplit.thirds(self.n_layers, include_last=include_last).fixation[0]
         if criterion not in CRITERIA:
             raise LlmdynError(f"criterion must be one of {SPLITS}, got {criterion!r}")
         layer = self.consensus if criterion == "consensus" else self.layers[criterion]
-        return int(np.clip(layer, 2, self.n_layers))
+        return int(np.clip(layer, 2, _last(self.n_layers, include_last)))
 
-    def split(self, how: str = "consensus") -> PhaseSplit:
-        """The Thought/Fixation split by a criterion, or ``"thirds"`` (one of SPLITS)."""
+    def split(self, how: str = "consensus", *, include_last: bool = False) -> PhaseSplit:
+        """The Thought/Fixation split by a criterion, or ``"thirds"`` (one of SPLITS).
+
+        Args:
+            how: one of SPLITS.
+            include_last: count layer L (after the final norm) as a Fixation layer; by default
+                every range ends at L − 1 and L is shown apart (paper B §5.3).
+        """
         if how not in SPLITS:
             raise LlmdynError(f"how must be one of {SPLITS}, got {how!r}")
         if how == "thirds":
-            return PhaseSplit.thirds(self.n_layers)
-        return PhaseSplit.at(self.first_fixation(how), self.n_layers, name=how)
+            return PhaseSplit.thirds(self.n_layers, include_last=include_last)
+        return PhaseSplit.at(self.first_fixation(how, include_last=include_last), self.n_layers,
+                             name=how, include_last=include_last)
 
     @property
     def spread(self) -> int:

@@ -111,15 +111,21 @@ class DepthProfile:
         return self.norms.shape[1] - 1
 
 
-def depth_profile(states: np.ndarray, window: int = 11) -> DepthProfile:
+def depth_profile(states: np.ndarray, window: int = 11, *,
+                  include_last: bool = False) -> DepthProfile:
     """Norms, windowed LSS and windowed equidistance of trajectories (paper B §4.1-4.3).
 
     LSS is paper B eq. 1 and equidistance eq. 2, each applied to the 11-layer window centred
-    at depth l as in Figs 3 and 4.
+    at depth l as in Figs 3 and 4. No window holds x^L unless ``include_last``: x^L is read
+    after the final norm (a different map from every other layer's, paper B §5.3), so a window
+    reaching it would score the norm's jump rather than the blocks' path. The windows whose
+    span reaches L are NaN (the norm at L is kept: it is shown apart).
 
     Args:
         states: ``[prompt, layer+1, d_model]``, e.g. from :func:`token_states`.
-        window: odd window length, 3 <= window <= layer+1 (paper B: 11).
+        window: odd window length, 3 <= window <= layer (layer+1 with ``include_last``;
+            paper B: 11).
+        include_last: let windows hold x^L.
 
     Returns:
         The per-prompt curves.
@@ -127,9 +133,19 @@ def depth_profile(states: np.ndarray, window: int = 11) -> DepthProfile:
     x = np.asarray(states, dtype=np.float64)
     if x.ndim != 3:
         raise LlmdynError(f"states must be [prompt, layer+1, d_model], got shape {x.shape}")
+    if not isinstance(include_last, bool):
+        raise LlmdynError(f"include_last must be True or False, got {include_last!r}")
+    inner = x if include_last else x[:, :-1]  # [prompt, points, d_model]
+    if not 3 <= window <= inner.shape[1]:
+        raise LlmdynError(f"window {window} does not fit the {inner.shape[1]} points x^0 … "
+                          f"x^{inner.shape[1] - 1} (x^L {'in' if include_last else 'apart'}); "
+                          "pass llmdyn.phases.window_that_fits(window, L)")
+    pad = [(0, 0), (0, x.shape[1] - inner.shape[1])]  # the window centred at L never fits
     return DepthProfile(norms=shape.norms(x),  # [prompt, layer+1]
-                        lss=shape.windowed_line_shape_score(x, window),
-                        equidistance=shape.windowed_equidistance(x, window),
+                        lss=np.pad(shape.windowed_line_shape_score(inner, window), pad,
+                                   constant_values=np.nan),
+                        equidistance=np.pad(shape.windowed_equidistance(inner, window), pad,
+                                            constant_values=np.nan),
                         window=int(window))
 
 
