@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from llmdyn import LlmdynError
 from llmdyn.claims.claim import Claim, Measure, Rule, above, at_least, at_most, below, within
 from llmdyn.claims.render import (
+    RULE_ONCE,
     claims_table,
     glue_values,
     grade_breaks,
@@ -254,18 +256,26 @@ CLAIMS = [
 
 
 def test_claims_table_rows_and_escaping():
-    md = claims_table(CLAIMS).splitlines()
+    rule, blank, *md = claims_table(CLAIMS).splitlines()
+    assert rule == RULE_ONCE and blank == ""  # the rule once, then each row's bound
     assert md[0] == "| claim | paper | this run | verdict | rule |"
     assert len(md) == 2 + len(CLAIMS)
     assert "share ratio: 5.0× [4.6×, 5.4×] (n = 16 prompts, linearised t interval); k = 30" \
         in md[2]
-    assert "**holds**" in md[2] and "**not testable offline (needs many models)**" in md[3]
+    assert md[2].endswith("| **holds** | ≥ 2.0× |")
+    assert "**not testable offline (needs many models)**" in md[3]
+    assert md[4].endswith("| **for comparison** | — |")
     assert r"\|A\|" in md[4] and all(line.count(" | ") == 4 for line in md[2:])
 
 
 def test_scorecard_html_escapes_and_classes_rows():
     page = scorecard_html(CLAIMS)
     assert page.count("<tr class=") == 3 and 'class="verdict-holds"' in page
+    assert '<td><span class="chip chip-holds" title="holds">holds</span></td>' in page
+    assert ('<span class="chip chip-not-testable-offline" title="not testable offline">not '
+            "testable offline</span> (needs many models)") in page
+    stand_in = scorecard_html([replace(CLAIMS[0], stand_in="a suite trained here")])
+    assert ">holds · stand-in</span>" in stand_in
     assert "m̃ with |A| pipes" in page and "<td>" in page
     assert scorecard_html([_claim(Measure.single(1, "a<b"), id="x")]).count("a&lt;b") == 1
 
@@ -392,8 +402,8 @@ def test_each_staged_book_pastes_its_own_results(tmp_path):
     second = _mini_book(tmp_path / "two", [1.0, 1.5, 1.2, 1.3] * 4)
     assert "share ratio: 5.000× [4.611×, 5.389×] (n = 16 prompts, linearised t interval)" \
         in first
-    assert "<strong>holds</strong>" in first and "5.000×" not in second
-    assert "<strong>does not hold</strong>" in second
+    assert ">holds</span>" in first and "5.000×" not in second
+    assert ">does not hold</span>" in second
 
 
 # --- the scorecard: every verdict comes from a Claim -------------------------------------------

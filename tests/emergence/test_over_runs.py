@@ -10,6 +10,7 @@ from llmdyn.emergence.over_runs import (
     emergence_claim,
     falls_claims,
     locality_claims,
+    on_suite,
     run_lags,
     run_means,
     timing_claims,
@@ -90,6 +91,12 @@ def test_emergence_is_a_geometric_mean_ratio_over_runs():
                                                           logs.mean() + half]))
     assert "n = 4 runs, t interval on the logs" in claim.result_text()
     assert claim.verdict.grade == "inconclusive"  # 4.23× [1.85, 9.65] straddles 2
+    # a suite trained here stands in for Pythia's checkpoints; real revisions (a list) do not
+    marked, = on_suite([claim], "default", len(runs))
+    assert marked.stand_in == "our Pythia-style suite 'default' of 4 runs trained here, in " \
+                              "place of Pythia"
+    assert marked.verdict == claim.verdict
+    assert on_suite([claim], ["EleutherAI/pythia-70m@step1000"], 1)[0].stand_in == ""
 
 
 def _deep(neighbour_last: float) -> RunSeries:

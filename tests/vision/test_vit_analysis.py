@@ -151,7 +151,8 @@ def test_judged_r2_rows_state_their_rules_power_and_withheld_rows_do_not():
 
     # cell effects of sd 0.04: an R² of 0.98 whose interval is wider than its printed digit
     table = _grid(0.04, {0.0: 0.0, 0.3: 0.4}).assign(train_loss=0.4)
-    kw = dict(fits={}, fixed_weight_decay=1.0, n_images=3, seed=0, power_draws=10)
+    kw = dict(fits={}, fixed_weight_decay=1.0, n_images=3, seed=0, power_draws=10,
+              dataset="Fashion-MNIST")
     claims = {c.id: c for c in grid_claims(table, va.fit_check(table), va.check_cells(table),
                                            "final_norm", **kw)}
     r2 = claims["vit_r2_sd1"]
@@ -167,3 +168,8 @@ def test_judged_r2_rows_state_their_rules_power_and_withheld_rows_do_not():
     held = grid_claims(same, va.fit_check(same), va.check_cells(same), "final_norm", **kw)[0]
     assert held.verdict.grade == "no verdict" and "power" not in held.measure.detail
     assert held.measure.sampling_unit == "ViT"  # a withheld row keeps its unit
+    # paper A's ViTs learn CIFAR-10: on any other data set each row is a verdict on a stand-in
+    assert {c.stand_in for c in claims.values()} == {"Fashion-MNIST in place of CIFAR-10"}
+    kw["dataset"] = "CIFAR-10"
+    assert {c.stand_in for c in grid_claims(table, va.fit_check(table), va.check_cells(table),
+                                            "final_norm", **kw)} == {""}

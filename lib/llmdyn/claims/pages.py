@@ -1,24 +1,31 @@
 """Write the book's generated summary pages from the executed chapters' claims (at build time).
 
 `llmdyn.runner.build.write_generated` calls :func:`write` before the HTML build. It writes, to
-``book/generated/``: ``abstracts.md`` (the intro's "The abstracts, checked",
-:mod:`llmdyn.claims.abstracts`), ``scorecard_summary.md`` and ``scorecard_claims.html`` (the
-scorecard's grid and interactive table, :mod:`llmdyn.claims.scoreboard`).
+``book/generated/``: ``answer.md`` (the intro's first screen, :mod:`llmdyn.claims.answer`),
+``abstracts.md`` (the intro's "The abstracts, checked", :mod:`llmdyn.claims.abstracts`),
+``scorecard_summary.md`` and ``scorecard_claims.html`` (the scorecard's grid and interactive
+table, :mod:`llmdyn.claims.scoreboard`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from llmdyn.claims import abstracts, scoreboard
-from llmdyn.claims.collected import Published, build_models, collect
+from llmdyn.claims import abstracts, answer, scoreboard
+from llmdyn.claims.collected import OWN, Published, build_models, collect
 
-FILES = ("abstracts.md", "scorecard_summary.md", "scorecard_claims.html")
+FILES = ("answer.md", "abstracts.md", "scorecard_summary.md", "scorecard_claims.html")
 
 
-def write(generated: Path, executed: Path, chapters: Sequence[str]) -> list[str]:
-    """Write the three files; return the models whose claims the build holds (OWN last)."""
+def write(generated: Path, executed: Path, chapters: Sequence[str], *,
+          described: Mapping[str, str] | None = None) -> list[str]:
+    """Write the files; return the models whose claims the build holds (OWN last).
+
+    ``described``: model name -> a few words for the scale sentence (the packaged models'
+    names and quantisation, from `llmdyn.models.packaged`); others are named as they are.
+    """
     published: list[Published] = collect(executed, chapters)
     generated.mkdir(parents=True, exist_ok=True)
     models = build_models(published)
@@ -28,6 +35,9 @@ def write(generated: Path, executed: Path, chapters: Sequence[str]) -> list[str]
         for name in FILES:
             (generated / name).write_text(note if name.endswith(".md") else f"<p>{note}</p>\n")
         return models
+    scale = answer.scale_sentence([m for m in models if m != OWN], dict(described or {}),
+                                  cores=os.cpu_count() or 1, trained_here=OWN in models)
+    (generated / "answer.md").write_text(answer.markdown(published, scale=scale))
     (generated / "abstracts.md").write_text(abstracts.markdown(published))
     (generated / "scorecard_summary.md").write_text(scoreboard.summary(published))
     (generated / "scorecard_claims.html").write_text(scoreboard.interactive(published))

@@ -31,18 +31,32 @@ from pathlib import Path
 
 from llmdyn import LlmdynError
 from llmdyn.claims import findings
+from llmdyn.claims.chips import record_chip
 from llmdyn.claims.claim import GRADES, JUDGED, Claim, Rule
 from llmdyn.core.tables import Html, escape_cell, html_table, markdown_grid, markdown_table
-from llmdyn.stats.bootstrap import Estimate
+from llmdyn.stats.bootstrap import LEVEL, Estimate
 
 COLUMNS = ("claim", "paper", "this run", "verdict", "rule")
 SCORECARD_KEY = "scorecard"
+# The rule of every row, stated once above a table whose "rule" column gives each row's bound.
+RULE_ONCE = (f"Each verdict reads the {round(100 * LEVEL)} % interval of the row's quantity "
+             "against the bound in its *rule* column: **holds** when the whole interval meets "
+             "the bound, **does not hold** when none of it does, **inconclusive** when it "
+             "straddles; a *fact* is judged on its value.")
+
+
+def rule_cell(claim: Claim) -> str:
+    """The row's rule in a few characters: its bound ("≥ 2×"), "fact: ≤ 1", or why none."""
+    if claim.rule is None:
+        return claim.rule_text
+    bound = claim.rule.bound(claim.measure)
+    return f"fact: {bound}" if claim.measure.kind == "fact" else bound
 
 
 def _cells(claim: Claim) -> tuple[str, ...]:
     """One row's cell texts, in COLUMNS order (plain text, not escaped)."""
     return (f"{claim.statement} (paper {claim.paper}, {claim.section})", claim.paper_value,
-            claim.result_text(), claim.verdict.text(), claim.rule_text)
+            claim.result_text(), claim.verdict.text(), rule_cell(claim))
 
 
 def _check(claims: Sequence[Claim]) -> None:
@@ -59,27 +73,32 @@ def _check(claims: Sequence[Claim]) -> None:
 
 
 def claims_table(claims: Sequence[Claim]) -> str:
-    """The chapter's paper-vs-this-run table as Markdown (`llmdyn.core.tables`), verdicts bold."""
+    """The chapter's paper-vs-this-run table as Markdown (`llmdyn.core.tables`), verdicts bold.
+
+    `RULE_ONCE` comes first: the rule is stated once, and each row gives only its bound.
+    """
     _check(claims)
     rows = []
     for claim in claims:
         row = dict(zip(COLUMNS, map(escape_cell, _cells(claim)), strict=True))
         row["verdict"] = f"**{row['verdict']}**"
         rows.append(row)
-    return markdown_table(rows)
+    return f"{RULE_ONCE}\n\n{markdown_table(rows)}"
 
 
 def scorecard_html(claims: Sequence[Claim]) -> str:
     """The same table as HTML, for the scorecard's cross-document paste.
 
     Each row's class names its grade (``verdict-holds``, ``verdict-does-not-hold``); the verdict
-    is bold.
+    is a chip (`llmdyn.claims.chips`, marked where the claim rests on a stand-in), its reason
+    beside it.
     """
     _check(claims)
     rows = []
     for claim in claims:
         cells: list[object] = list(_cells(claim))
-        cells[3] = Html(f"<strong>{html.escape(cells[3])}</strong>")
+        reason = f" ({html.escape(claim.verdict.reason)})" if claim.verdict.reason else ""
+        cells[3] = Html(record_chip(claim.verdict.grade, claim.stand_in) + reason)
         rows.append(cells)
     grades = [{"class": f"verdict-{c.verdict.grade.replace(' ', '-')}"} for c in claims]
     return html_table(COLUMNS, rows, css_class="table scorecard", row_attrs=grades)

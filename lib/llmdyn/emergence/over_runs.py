@@ -13,9 +13,15 @@ median curve's half-way point, its late slope) and then takes the interval over 
 
 A claim about a single run has n = 1 run: its number is shown, with no verdict, and the verdict
 over the runs is its own row.
+
+Paper A follows Pythia's own checkpoints. A suite trained here (a named suite of
+`llmdyn.training.suite.SUITES`) stands in for them: `on_suite` marks every claim so.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -198,3 +204,19 @@ def locality_claims(series: dict[str, RunSeries]) -> list[Claim]:
               Measure.difference(last, first, f"last − first {name} (each run's mean over "
                                  "passages), mean over runs", fmt=".2f", sampling_unit="run",
                                  detail=f"{runs}; {shape}"), above(0))]
+
+
+def suite_stand_in(suite: object, n_runs: int) -> str:
+    """What stands in for Pythia's checkpoints: a named suite trained here.
+
+    "" for checkpoints given as a list (e.g. real Pythia revisions): those are no stand-in.
+    """
+    if not isinstance(suite, str):
+        return ""
+    return f"our Pythia-style suite '{suite}' of {n_runs} runs trained here, in place of Pythia"
+
+
+def on_suite(claims: Sequence[Claim], suite: object, n_runs: int) -> list[Claim]:
+    """The claims, each marked with `suite_stand_in` (unchanged for real checkpoints)."""
+    what = suite_stand_in(suite, n_runs)
+    return [replace(c, stand_in=what) for c in claims]
