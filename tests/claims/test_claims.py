@@ -23,6 +23,7 @@ from llmdyn.claims.render import (
     rule_breaks,
     scorecard_html,
 )
+from llmdyn.claims.review import review
 from llmdyn.runner.build import REPO
 from llmdyn.stats import bootstrap, intervals
 
@@ -286,16 +287,34 @@ def test_publish_glues_every_number_and_the_table():
     assert glued["coupled_value"] == pytest.approx(5.0)
     assert glued["coupled_verdict"] == "holds"
     assert math.isnan(glued["r2_scores_value"])
-    assert glued["scorecard"].data == scorecard_html(CLAIMS)
-    assert shown.data == claims_table(CLAIMS)
-    assert set(glue_values(CLAIMS[0])) == {f"coupled_{s}" for s in (
-        "value", "lo", "hi", "verdict", "rule", "result", "kind", "op", "threshold", "tolerance",
-        "n", "unit", "method", "units")}
+    seen = review(CLAIMS)
+    assert glued["scorecard"].data == scorecard_html(CLAIMS, seen)
+    assert shown.data == claims_table(CLAIMS, seen)
+    basic = ("value", "lo", "hi", "verdict", "rule", "result", "kind", "op", "threshold",
+             "tolerance", "n", "unit", "method", "units", "statistic", "coverage")
+    assert set(glue_values(CLAIMS[0])) == {f"coupled_{s}" for s in basic}
+    assert set(glue_values(CLAIMS[0], seen)) == {f"coupled_{s}" for s in (
+        *basic, "holm", "holm_level", "holm_lo", "holm_hi", "holm_m", "robustness",
+        "specifications")}
+    assert glued["coupled_coverage"] == ("95 % interval; 93.2 % simulated coverage at n = 16 "
+                                         "(data/coverage.csv)")  # the ratio row of the table
+    assert (glued["coupled_holm"], glued["coupled_holm_m"], glued["coupled_robustness"]) == \
+        ("holds", 1, "robust")
     assert (glued["coupled_n"], glued["coupled_unit"], glued["coupled_method"]) == \
         (16, "prompt", "delta_t")
     assert json.loads(glued["coupled_units"])["samples"][1] == [1.0] * 16
     assert (glued["coupled_op"], glued["coupled_threshold"]) == (">=", 2.0)
     assert (glued["coupled_kind"], glued["r2_scores_kind"]) == ("estimate", "none")
+
+
+def test_grade_breaks_checks_the_holm_grade_against_its_own_interval():
+    values = {k: v for k, v in glue_values(CLAIMS[0], review(CLAIMS)).items()}
+    assert grade_breaks(values) == []
+    wrong = {**values, "coupled_holm_lo": 1.5}  # [1.5, 5.39] straddles 2: not "holds"
+    assert grade_breaks(wrong) == ["coupled: Holm grade 'holds', its 95 % interval "
+                                   "[1.5, 5.389147665429075] against >= 2.0 gives 'inconclusive'"]
+    low = {**values, "coupled_holm_level": 0.9}
+    assert grade_breaks(low)[0].startswith("coupled: Holm grade 'holds' read at level 0.9")
 
 
 def test_rule_breaks_finds_a_verdict_on_an_estimate_without_interval():
@@ -402,7 +421,7 @@ def test_each_staged_book_pastes_its_own_results(tmp_path):
     second = _mini_book(tmp_path / "two", [1.0, 1.5, 1.2, 1.3] * 4)
     assert "share ratio: 5.000× [4.611×, 5.389×] (n = 16 prompts, linearised t interval)" \
         in first
-    assert ">holds</span>" in first and "5.000×" not in second
+    assert ">holds</span> (Holm over 1 test: holds at 95 %" in first and "5.000×" not in second
     assert ">does not hold</span>" in second
 
 

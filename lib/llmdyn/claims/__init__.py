@@ -7,8 +7,8 @@ import lazy_loader
 
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submodules=["claim", "findings", "headlines", "measure", "pages", "render", "twin_seeds",
-                "units"],
+    submodules=["claim", "findings", "glue_keys", "headlines", "measure", "multiplicity", "pages",
+                "render", "review", "robustness", "twin_seeds", "units"],
     submod_attrs={
         "claim": ["Grade", "GRADES", "JUDGED", "PAPERS", "Measure", "Op", "Rule",
                   "at_least", "above", "below", "at_most", "within", "Verdict", "slug", "Claim"],
@@ -17,6 +17,9 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
                    "read_glued", "rule_breaks", "grade_breaks", "publish", "part_source",
                    "split_grid", "split_flips", "refuse_broken"],
         "units": ["UNITS", "keyed"],
+        "review": ["Review", "review"],
+        "robustness": ["across", "split_identified"],
+        "multiplicity": ["holm"],
         "twin_seeds": ["T", "spread_indices", "spread_picks", "SeedSpread", "rule_text",
                        "seed_table"],
     },

@@ -39,7 +39,7 @@ class Record:
     section: str  # the paper's section, e.g. "§5.1, Fig 3"
     statement: str
     paper_value: str
-    grade: str  # one of llmdyn.claims.GRADES
+    grade: str  # one of llmdyn.claims.GRADES: the headline (Holm-adjusted) grade
     reason: str  # why the grade, where it needs one
     number: str  # estimate [interval], e.g. "1.9× [1.5×, 2.3×]"
     result: str  # the chapter table's "this run" cell
@@ -51,6 +51,10 @@ class Record:
     to_decide_n: int | None = None  # the units that would decide it (None: no plan)
     n: int | None = None  # the units the estimate holds
     unit: str = ""  # the independent unit n counts ("prompt", "run", ...)
+    unadjusted: str = ""  # the 95 % grade where ``grade`` is Holm-adjusted ("" in older glue)
+    robustness: str = ""  # "robust" or "fragile" ("" where not graded)
+    review: str = ""  # the Holm reading and what flips the grade, in words
+    fact: bool = False  # a graded fact (judged on its value): not a test of a sampled claim
 
 
 @dataclass(frozen=True)

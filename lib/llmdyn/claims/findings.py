@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from llmdyn.claims.claim import GRADES, JUDGED, Claim, slug
 from llmdyn.claims.headlines import Headline, best, headline_map
 from llmdyn.claims.planning import decision
+from llmdyn.claims.review import Review
 from llmdyn.stats.bootstrap import LEVEL
 
 SCORECARD_KEY = "scorecard"  # render.SCORECARD_KEY, repeated here: render imports this module
@@ -60,18 +61,24 @@ def short(claim: Claim) -> str:
     return text if est.exact else f"{text} ({m.interval_text()}, no interval)"
 
 
-def record(claim: Claim) -> dict[str, str | int | None]:
+def record(claim: Claim, seen: Review | None = None) -> dict[str, str | int | None]:
     """What the summary pages show of one claim: text, and the n it has and would need.
 
     ``n`` is the number of units the estimate holds and ``to_decide_n`` the n its plan needs
     (None where there is none): the scorecard prices that n from the per-prompt cost table
-    (`llmdyn.claims.costs`).
+    (`llmdyn.claims.costs`). ``grade`` is the headline grade (Holm-adjusted where the claim is
+    in its chapter's family), ``unadjusted`` its 95 % grade, ``robustness`` "robust",
+    "fragile" or "" and ``review`` the Holm reading and what flips it, in words.
     """
+    seen = seen or Review()
     text, planned = decision(claim)
     est = claim.measure.estimate
     return {"id": claim.id, "paper": claim.paper, "section": claim.section,
             "statement": claim.statement, "paper_value": claim.paper_value,
-            "grade": claim.verdict.grade, "reason": claim.verdict.reason,
+            "grade": seen.headline(claim), "unadjusted": claim.verdict.grade,
+            "robustness": seen.word(claim), "review": seen.note(claim),
+            "fact": claim.measure.kind == "fact" and claim.verdict.grade in JUDGED,
+            "reason": claim.verdict.reason,
             "number": short(claim), "quantity": claim.measure.quantity,
             "result": claim.result_text(), "rule": claim.rule_text,
             "bound": claim.rule.bound(claim.measure) if claim.rule else "",
@@ -107,40 +114,50 @@ def statement_models(claims: Sequence[Claim]) -> set[str]:
     return {slug(n) for n in names}
 
 
-def _line(claim: Claim, about: str = "") -> str:
-    """One verdict line of the box."""
+def _line(claim: Claim, about: str = "", seen: Review | None = None) -> str:
+    """One verdict line of the box: the headline grade, marked fragile where it is."""
+    seen = seen or Review()
     about = f"{about}: " if about else ""
     stand_in = f" · *stand-in: {claim.stand_in}*" if claim.stand_in else ""
-    return f"- **{claim.verdict.grade}** · {about}{claim.statement} · {short(claim)}{stand_in}"
+    grade = seen.headline(claim)
+    fragile = " · *fragile*" if seen.word(claim) == "fragile" else ""
+    unadjusted = (f" · *unadjusted: {claim.verdict.grade}*"
+                  if grade != claim.verdict.grade else "")
+    return (f"- **{grade}**{fragile}{unadjusted} · {about}{claim.statement} · "
+            f"{short(claim)}{stand_in}")
 
 
 def box(claims: Sequence[Claim], *, headlines: Sequence[Headline] | None = None,
-        title: str = "Findings of this run") -> str:
-    """The findings box as MyST Markdown: grade counts, then headline verdicts one line each."""
+        title: str = "Findings of this run", seen: Review | None = None) -> str:
+    """The findings box as MyST Markdown: grade counts, then headline verdicts one line each.
+
+    Grades are the headline (Holm-adjusted) grades of ``seen``; a fragile one says so.
+    """
+    seen = seen or Review()
     pairs = headline_claims(claims, headlines)
     if pairs:
-        lines = [_line(c, f"Paper {h.paper}, {h.label}") for h, c in pairs]
+        lines = [_line(c, f"Paper {h.paper}, {h.label}", seen) for h, c in pairs]
         intro = "The abstracts' claims this chapter tests:"
     else:
-        judged = [c for c in claims if c.verdict.grade in JUDGED] or list(claims)
-        lines = [_line(c) for c in judged]
+        judged = [c for c in claims if seen.headline(c) in JUDGED] or list(claims)
+        lines = [_line(c, seen=seen) for c in judged]
         intro = "No abstract sentence rests on this chapter; its verdicts:"
     more = len(lines) - MAX_LINES
     lines = lines[:MAX_LINES] + ([f"- … and {more} more in the table at the end"]
                                  if more > 0 else [])
     return "\n".join([f":::{{admonition}} {title}", ":class: tip findings", "",
-                      counts_line([c.verdict.grade for c in claims]), "", intro, "", *lines,
+                      counts_line([seen.headline(c) for c in claims]), "", intro, "", *lines,
                       "", f"Each number is the estimate with its {round(100 * LEVEL)} % "
                       "interval; the table at the end gives the rule and the reason for every "
                       "grade.", ":::"])
 
 
 def publish_findings(claims: Sequence[Claim], *, key: str = SCORECARD_KEY,
-                     glue: Callable[..., object]) -> None:
+                     glue: Callable[..., object], seen: Review | None = None) -> None:
     """Glue the box and the claim records of one published table (see the module docstring)."""
     from IPython.display import Markdown
 
     title = TITLES.get(key, "Findings of this run" if key == SCORECARD_KEY
                        else f"Findings of this run: {key}")
-    glue(findings_key(key), Markdown(box(claims, title=title)), display=False)
-    glue(records_key(key), json.dumps([record(c) for c in claims]), display=False)
+    glue(findings_key(key), Markdown(box(claims, title=title, seen=seen)), display=False)
+    glue(records_key(key), json.dumps([record(c, seen) for c in claims]), display=False)

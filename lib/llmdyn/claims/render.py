@@ -5,8 +5,14 @@ and each claim's numbers under ``<id>_value``, ``<id>_lo``, ``<id>_hi``, ``<id>_
 ``<id>_rule``, ``<id>_result``, ``<id>_kind`` ("estimate", "fact" or "none"), the rule as
 numbers, ``<id>_op`` ("" without a rule), ``<id>_threshold`` and ``<id>_tolerance``, and the
 units: ``<id>_n``, ``<id>_unit`` (the sampling unit, "" for none), ``<id>_method`` (of the
-interval) and ``<id>_units`` (JSON: the unit ids and the per-unit values judged, for planning
-what would decide an open row). A
+interval), ``<id>_units`` (JSON: the unit ids and the per-unit values judged, for planning
+what would decide an open row) and ``<id>_statistic`` (JSON: the kind of statistic, its pairing,
+whether R² is signed), and ``<id>_coverage`` (the interval's level and simulated coverage). A
+claim a referee reads again (`llmdyn.claims.review`) also glues its Holm reading,
+``<id>_holm`` (the headline grade), ``<id>_holm_level``, ``<id>_holm_lo``, ``<id>_holm_hi``,
+``<id>_holm_m`` (the family's size), and its robustness, ``<id>_robustness`` (the word and what
+flips it) and ``<id>_specifications`` (JSON: each specification's rule and, for a variant, its
+per-unit values and interval, for an independent recomputation). A
 scorecard part in ``book/scorecard_parts/`` holds only a heading and a cross-document paste
 of that key::
 
@@ -33,6 +39,8 @@ from llmdyn import LlmdynError
 from llmdyn.claims import findings
 from llmdyn.claims.chips import record_chip
 from llmdyn.claims.claim import GRADES, JUDGED, Claim, Rule
+from llmdyn.claims.glue_keys import glue_values
+from llmdyn.claims.review import Review, review
 from llmdyn.core.tables import Html, escape_cell, html_table, markdown_grid, markdown_table
 from llmdyn.stats.bootstrap import LEVEL, Estimate
 
@@ -53,10 +61,15 @@ def rule_cell(claim: Claim) -> str:
     return f"fact: {bound}" if claim.measure.kind == "fact" else bound
 
 
-def _cells(claim: Claim) -> tuple[str, ...]:
-    """One row's cell texts, in COLUMNS order (plain text, not escaped)."""
+def _cells(claim: Claim, seen: Review | None = None) -> tuple[str, ...]:
+    """One row's cell texts, in COLUMNS order (plain text, not escaped).
+
+    With a review, the verdict cell leads with the headline (Holm-adjusted) grade and says the
+    Holm reading and the robustness (`Review.verdict_text`).
+    """
+    verdict = seen.verdict_text(claim) if seen is not None else claim.verdict.text()
     return (f"{claim.statement} (paper {claim.paper}, {claim.section})", claim.paper_value,
-            claim.result_text(), claim.verdict.text(), rule_cell(claim))
+            claim.result_text(), verdict, rule_cell(claim))
 
 
 def _check(claims: Sequence[Claim]) -> None:
@@ -72,7 +85,7 @@ def _check(claims: Sequence[Claim]) -> None:
         raise LlmdynError(f"claim ids must be unique within a chapter, repeated: {dup}")
 
 
-def claims_table(claims: Sequence[Claim]) -> str:
+def claims_table(claims: Sequence[Claim], seen: Review | None = None) -> str:
     """The chapter's paper-vs-this-run table as Markdown (`llmdyn.core.tables`), verdicts bold.
 
     `RULE_ONCE` comes first: the rule is stated once, and each row gives only its bound.
@@ -80,13 +93,13 @@ def claims_table(claims: Sequence[Claim]) -> str:
     _check(claims)
     rows = []
     for claim in claims:
-        row = dict(zip(COLUMNS, map(escape_cell, _cells(claim)), strict=True))
+        row = dict(zip(COLUMNS, map(escape_cell, _cells(claim, seen)), strict=True))
         row["verdict"] = f"**{row['verdict']}**"
         rows.append(row)
     return f"{RULE_ONCE}\n\n{markdown_table(rows)}"
 
 
-def scorecard_html(claims: Sequence[Claim]) -> str:
+def scorecard_html(claims: Sequence[Claim], seen: Review | None = None) -> str:
     """The same table as HTML, for the scorecard's cross-document paste.
 
     Each row's class names its grade (``verdict-holds``, ``verdict-does-not-hold``); the verdict
@@ -96,39 +109,16 @@ def scorecard_html(claims: Sequence[Claim]) -> str:
     _check(claims)
     rows = []
     for claim in claims:
-        cells: list[object] = list(_cells(claim))
-        reason = f" ({html.escape(claim.verdict.reason)})" if claim.verdict.reason else ""
-        cells[3] = Html(record_chip(claim.verdict.grade, claim.stand_in) + reason)
+        cells: list[object] = list(_cells(claim, seen))
+        grade = seen.headline(claim) if seen is not None else claim.verdict.grade
+        detail = [claim.verdict.reason] if claim.verdict.reason else []
+        detail += [seen.note(claim)] if seen is not None and seen.note(claim) else []
+        reason = f" ({html.escape('; '.join(detail))})" if detail else ""
+        cells[3] = Html(record_chip(grade, claim.stand_in) + reason)
         rows.append(cells)
-    grades = [{"class": f"verdict-{c.verdict.grade.replace(' ', '-')}"} for c in claims]
+    heads = [seen.headline(c) if seen is not None else c.verdict.grade for c in claims]
+    grades = [{"class": f"verdict-{g.replace(' ', '-')}"} for g in heads]
     return html_table(COLUMNS, rows, css_class="table scorecard", row_attrs=grades)
-
-
-def glue_values(claim: Claim) -> dict[str, float | str]:
-    """The glue keys of one claim and their values (numbers as floats, text as str)."""
-    est = claim.measure.estimate
-    nan = float("nan")
-    return {f"{claim.id}_value": est.value if est else nan,
-            f"{claim.id}_lo": est.lo if est else nan,
-            f"{claim.id}_hi": est.hi if est else nan,
-            f"{claim.id}_verdict": claim.verdict.text(),
-            f"{claim.id}_rule": claim.rule_text,
-            f"{claim.id}_result": claim.result_text(),
-            f"{claim.id}_kind": claim.measure.kind if est else "none",
-            f"{claim.id}_op": claim.rule.op if claim.rule else "",
-            f"{claim.id}_threshold": claim.rule.threshold if claim.rule else nan,
-            f"{claim.id}_tolerance": claim.rule.tolerance if claim.rule else nan,
-            f"{claim.id}_n": est.n if est else 0,
-            f"{claim.id}_unit": claim.measure.sampling_unit,
-            f"{claim.id}_method": est.method if est else "",
-            f"{claim.id}_units": json.dumps({"ids": list(claim.measure.unit_ids),
-                                             "samples": [list(x) for x in claim.measure.samples]},
-                                            allow_nan=False) if _finite(claim) else "{}"}
-
-
-def _finite(claim: Claim) -> bool:
-    """Whether a claim's per-unit values can be written as JSON (all finite)."""
-    return all(math.isfinite(x) for sample in claim.measure.samples for x in sample)
 
 
 def read_glued(notebook: str | Path) -> dict[str, object]:
@@ -188,7 +178,9 @@ def grade_breaks(values: Mapping[str, object]) -> list[str]:
     every grade is one of ``GRADES`` ("partly" is retired); an estimate's verdict must be the
     one `Rule.judge` reads from its glued interval and rule (holds: wholly on the paper's side;
     does not hold: wholly on the other; inconclusive: straddling), and a fact's the one its
-    value gives. A judged row must glue its rule (a non-empty ``_op``).
+    value gives. A judged row must glue its rule (a non-empty ``_op``). A Holm-adjusted
+    grade (``_holm``) must be the one its rule reads from the interval it names
+    (``_holm_lo``, ``_holm_hi``, at ``_holm_level``), a level at least the row's 95 %.
     """
     breaks = []
     for key, verdict in values.items():
@@ -215,6 +207,8 @@ def grade_breaks(values: Mapping[str, object]) -> list[str]:
             breaks.append(f"{cid}: graded {grade!r}, its {'value' if fact else 'interval'} "
                           f"[{num['lo']}, {num['hi']}] against {op} {num['threshold']} gives "
                           f"{expected!r}")
+        if f"{cid}_holm" in values:
+            breaks += _holm_breaks(values, cid, rule, float(num["value"]))
     return breaks
 
 
@@ -275,14 +269,42 @@ def guard_breaks(values: Mapping[str, object]) -> list[str]:
     return breaks
 
 
+def _holm_breaks(values: Mapping[str, object], cid: str, rule: Rule, value: float) -> list[str]:
+    """What is wrong with a row's Holm grade: not its interval's, or read at too low a level."""
+    grade, level = str(values[f"{cid}_holm"]), float(values.get(f"{cid}_holm_level", math.nan))
+    lo, hi = (float(values.get(f"{cid}_holm_{end}", math.nan)) for end in ("lo", "hi"))
+    if not level >= 0.95:
+        return [f"{cid}: Holm grade {grade!r} read at level {level}, below the row's 95 %"]
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return [] if grade == "inconclusive" else [
+            f"{cid}: Holm grade {grade!r} with no interval at level {level}"]
+    expected = rule.judge(Estimate(value, lo, hi, 2))[0]
+    if expected != grade:
+        return [f"{cid}: Holm grade {grade!r}, its {100 * level:.3g} % interval [{lo}, {hi}] "
+                f"against {rule.op} {rule.threshold} gives {expected!r}"]
+    return []
+
+
 def publish(claims: Sequence[Claim], *, key: str = SCORECARD_KEY,
-            glue: Callable[..., object] | None = None):
+            glue: Callable[..., object] | None = None, family: Sequence[Claim] | None = None,
+            family_name: str = "this chapter",
+            variants: Mapping[str, Mapping[str, Claim]] | None = None,
+            unidentified: Mapping[str, str] | None = None):
     """Glue every claim's numbers and the scorecard table; return the chapter's table.
+
+    Each row is read as a referee would (`llmdyn.claims.review`): Holm over the chapter's
+    family, and its grade under each specification a referee would vary.
 
     Args:
         claims: the chapter's claims, in the order of the table.
         key: glue key of the HTML table the scorecard part pastes (one per table).
         glue: the glue function (default ``myst_nb.glue``; tests pass a recorder).
+        family: every claim of the chapter's family when it publishes more than one table
+            (default: ``claims``).
+        family_name: how rows name the family, e.g. "chapter 04".
+        variants: claim id -> {specification name: the same claim under it} (other splits,
+            the other lens).
+        unidentified: claim id -> why it is fragile by construction (a split not identified).
 
     Returns:
         An ``IPython.display.Markdown`` of the table: the chapter cell's last expression.
@@ -292,16 +314,18 @@ def publish(claims: Sequence[Claim], *, key: str = SCORECARD_KEY,
     if glue is None:
         from myst_nb import glue
     _check(claims)
-    refuse_broken(claims)
+    seen = review(claims, family=family, family_name=family_name, variants=variants,
+                  unidentified=unidentified)
+    refuse_broken(claims, seen)
     for claim in claims:
-        for name, value in glue_values(claim).items():
+        for name, value in glue_values(claim, seen).items():
             glue(name, value, display=False)
-    glue(key, HTML(scorecard_html(claims)), display=False)
-    findings.publish_findings(claims, key=key, glue=glue)  # the box atop the chapter, the records
-    return Markdown(claims_table(claims))
+    glue(key, HTML(scorecard_html(claims, seen)), display=False)
+    findings.publish_findings(claims, key=key, glue=glue, seen=seen)  # the box, the records
+    return Markdown(claims_table(claims, seen))
 
 
-def refuse_broken(claims: Sequence[Claim]) -> None:
+def refuse_broken(claims: Sequence[Claim], seen: Review | None = None) -> None:
     """Raise, naming the rows, if any claim's grade is not the one its interval gives.
 
     A chapter's rule may word its verdict, but never decide it against the three-grade rule
@@ -310,7 +334,7 @@ def refuse_broken(claims: Sequence[Claim]) -> None:
     off-centre, an unknown unit, a graded fact that is not one): the build fails rather than
     print a broken grade.
     """
-    values = {k: v for claim in claims for k, v in glue_values(claim).items()}
+    values = {k: v for claim in claims for k, v in glue_values(claim, seen).items()}
     broken = grade_breaks(values) + [f"{cid}: judged with no interval"
                                       for cid in rule_breaks(values)]
     if broken:

@@ -247,6 +247,26 @@ def table(path: Path = TABLE) -> dict[tuple[str, int, str], str]:
         return {(r["kind"], int(r["n"]), r["method"]): r["status"] for r in csv.DictReader(f)}
 
 
+@cache
+def simulated_table(path: Path = TABLE) -> dict[tuple[str, int, str], float]:
+    """The committed table's simulated coverages: ``{(kind, n, method): coverage}``."""
+    table(path)  # the same check that the table exists
+    with path.open(newline="", encoding="utf-8") as f:
+        return {(r["kind"], int(r["n"]), r["method"]): float(r["coverage"])
+                for r in csv.DictReader(f)}
+
+
+def simulated(kind: str, n: int, method: str) -> float | None:
+    """The simulated coverage of ``method`` for a ``kind`` at ``n`` units, or None if not simulated.
+
+    The row of the simulated size at or below ``n``, as `choose` reads it.
+    """
+    if n < SIZES[0]:
+        return None
+    size = max(s for s in SIZES if s <= n)
+    return simulated_table().get((kind, size, method))
+
+
 def _usable(kind: str, size: int, method: str) -> str:
     """The table's status, or "" where the method was not simulated at that size."""
     return table().get((kind, size, method), "")
