@@ -146,7 +146,7 @@ def gallery_markdown(executed: Path, chapters: Sequence[str], data: Path = DATA)
         counts = {s: sum(r.figure.status == s for r in mine) for s in STATUSES}
         summary = "; ".join(f"{n} {STATUSES[s]}" for s, n in counts.items() if n)
         out += [f"## {paper}", "", f"{len(mine)} figures: {summary}.", "",
-                "::::{grid} 1 2 3 3", ":gutter: 2", ""]
+                "::::{grid} 1 2 2 2", ":gutter: 2", ""]  # two a row: thumbnails wide enough to read
         out += [_card(r, chapters, first_shown) + "\n" for r in mine]
         out += ["::::", ""]
     return "\n".join(out)

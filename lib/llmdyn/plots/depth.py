@@ -223,7 +223,7 @@ def model_medians(
         ax.yaxis.set_major_formatter(plain)
         ax.yaxis.set_minor_formatter(plain)
     ax.set_title(title)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=10)
     return ax
 
 
@@ -268,7 +268,7 @@ def grouped_bars(
     ax.set_xticks(x, list(groups))
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=10)
     return ax
 
 
@@ -291,7 +291,7 @@ def depth_panel(ax: Axes, boundaries: dict[str, int], n_layers: int, *, ylabel: 
     ax.set_xlabel("layer l (0 = embedding, L = last block output)")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=9)
     return ax
 
 

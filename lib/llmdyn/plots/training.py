@@ -54,7 +54,7 @@ def over_steps(series: Mapping[str, tuple[Sequence[float], np.ndarray]], ax: Axe
         ax.set_yscale("log")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=10)
     return ax
 
 
@@ -66,7 +66,7 @@ def loss_curves(series: Mapping[str, tuple[Sequence[float], Sequence[float]]], a
     step_axis(ax)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=10)
     return ax
 
 
@@ -81,7 +81,7 @@ def reference_lines(ax: Axes, references: Mapping[str, float] | None) -> Axes:
         ax.axhline(loss, color="grey", linestyle=style, linewidth=1,
                    label=f"{name} reference ({loss:.2f})")
     if references:
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=10)
     return ax
 
 
@@ -112,7 +112,7 @@ def against_depth(curves: Mapping[int, np.ndarray], depths: Sequence[int], ax: A
     if log_y:
         ax.set_yscale("log")
     ax.set_title(title)
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=9, ncol=2)
     return ax
 
 
@@ -127,5 +127,5 @@ def scatter_runs(points: Mapping[str, tuple[np.ndarray, np.ndarray]], ax: Axes, 
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=10)
     return ax

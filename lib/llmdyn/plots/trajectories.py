@@ -58,5 +58,5 @@ def pc_trajectories(
     ax.set_ylabel("PC 2 of $X^L$")
     ax.set_title(title)
     if legend:
-        ax.legend(fontsize=7, loc="best", ncol=1 if n_tok <= 12 else 2)
+        ax.legend(fontsize=9, loc="best", ncol=1 if n_tok <= 12 else 2)
     return ax

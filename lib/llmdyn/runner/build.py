@@ -190,9 +190,15 @@ def _offline_mathjax(book_root: Path) -> Path:
     """A config that serves MathJax from the book itself when a local copy exists.
 
     Sphinx otherwise points the page at a CDN, so formulas stay raw LaTeX for a reader without
-    a network (and in our headless screenshots). Returns the config file to build with.
+    a network (and in our headless screenshots). The HTML build also leaves out Jupyter Book's
+    LaTeX extension, so the book's figures stay unnumbered. Returns the config file to build
+    with.
     """
     config = yaml.safe_load((book_root / "_config.yml").read_text())
+    # Jupyter Book's LaTeX extension sets numfig on for every builder, and the HTML pages would
+    # number the book's figures ("Fig. 21"), colliding with the papers' numbers; HTML needs
+    # nothing from it (a LaTeX build keeps it).
+    config.setdefault("latex", {})["use_jupyterbook_latex"] = False
     if (MATHJAX / "tex-chtml.js").exists():
         static = book_root / "_static" / "mathjax"
         static.mkdir(parents=True, exist_ok=True)
