@@ -223,13 +223,8 @@ def write_generated(book_root: Path) -> Path:
     return generated
 
 
-def build_html(book_root: Path, *, strict: bool = True) -> Path:
-    """Build ``<book_root>/_build/html`` with Jupyter Book 1 (no execution, offline).
-
-    The figures, the gallery and the build facts are generated first (:func:`write_generated`).
-    A chapter of ``_toc.yml`` whose executed notebook did not finish (:func:`unfinished`) is
-    refused: a half-run chapter is never rendered.
-    """
+def refuse_unfinished(book_root: Path) -> None:
+    """Refuse a book whose chapters of ``_toc.yml`` did not all finish (:func:`not_rendered`)."""
     executed = book_root / "book" / "executed"
     cut = {name: why for name in chapters(book_root)
            if (why := not_rendered(executed / f"{name}.ipynb"))}
@@ -241,6 +236,17 @@ def build_html(book_root: Path, *, strict: bool = True) -> Path:
                           f"{'; '.join(f'{n} ({w})' for n, w in cut.items())}. Run them again "
                           f"with your run's options: llmdyn workflow{where} --rerun {names} (or "
                           f"llmdyn book{out} --only {names})")
+
+
+def build_html(book_root: Path, *, strict: bool = True) -> Path:
+    """Build ``<book_root>/_build/html`` with Jupyter Book 1 (no execution, offline).
+
+    The figures, the gallery and the build facts are generated first (:func:`write_generated`).
+    A chapter of ``_toc.yml`` whose executed notebook did not finish (:func:`unfinished`) is
+    refused: a half-run chapter is never rendered.
+    """
+    executed = book_root / "book" / "executed"
+    refuse_unfinished(book_root)
     write_generated(book_root)
     for stale in ("_images", "_downloads"):  # an earlier build's figures, drawn for another model
         shutil.rmtree(book_root / "_build" / "html" / stale, ignore_errors=True)
