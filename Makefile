@@ -65,7 +65,7 @@ book: $(STAMP)
 # The book as one PDF, typeset by xelatex from the chapters the last `make book` executed (not
 # part of `make book`). As root it installs the TeX packages from Debian, as setup does for the
 # images; llmdyn.runner.pdf.PACKAGES is the same list (tests/runner/test_pdf.py). Then the PDF's
-# own test (tests/runner/test_pdf.py --pdf).
+# own test (tests/runner/test_pdf.py --pdf .).
 PDF_PACKAGES := texlive-xetex texlive-latex-extra texlive-fonts-recommended fonts-freefont-otf latexmk xindy
 pdf: $(STAMP)
 	@if command -v xelatex >/dev/null && command -v latexmk >/dev/null; then :; \
@@ -73,7 +73,7 @@ pdf: $(STAMP)
 	  apt-get update -q && apt-get install -y -q --no-install-recommends $(PDF_PACKAGES); \
 	else echo "make pdf needs LaTeX: run  sudo apt-get install -y $(PDF_PACKAGES)"; exit 1; fi
 	$(BIN)/python -m llmdyn.cli.job pdf
-	$(BIN)/python -m pytest -q -p no:cacheprovider --pdf tests/runner/test_pdf.py
+	$(BIN)/python -m pytest -q -p no:cacheprovider --pdf . tests/runner/test_pdf.py
 	@echo "open _build/latex/book.pdf (also _build/html/book.pdf, which the intro links)"
 
 # xdist workers: the cores plus one (tests/conftest.py), since many tests wait on kernels and

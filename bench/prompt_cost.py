@@ -374,9 +374,8 @@ def measure_all(args: argparse.Namespace) -> dict:
         for chapter, label, values, record in pool.map(go, work):
             measured[chapter].append((label, values, record))
             if len(measured[chapter]) == runs[chapter]:
-                table = chapter_table(CHAPTERS[chapter][1], defaults(chapter), measured[chapter])
-                report["chapters"][chapter] = {"commit": report["commit"],
-                                               "measured": report["start"][:10], **table}
+                report["chapters"][chapter] = {"commit": report["commit"], **chapter_table(
+                    CHAPTERS[chapter][1], defaults(chapter), measured[chapter])}
                 report["uptime_end"] = os.getloadavg()
                 args.out.write_text(json.dumps(report, indent=1) + "\n")
     return report

@@ -124,6 +124,9 @@ def pytest_addoption(parser):
     parser.addoption("--book-models", action="store_true",
                      help="the default-size book for each packaged model and a suite checkpoint "
                           "in turn, in one directory (make test-book-models)")
+    parser.addoption("--pdf", metavar="BOOK_ROOT", default=None,
+                     help="check the PDF that `make pdf` just built under BOOK_ROOT/_build "
+                          "(make pdf runs it)")
     parser.addoption("--cpu-times", metavar="TSV", default=None,
                      help="append each test's wall and CPU seconds (itself, its reaped "
                           "child processes (Snakemake) and forked kernels) to TSV")

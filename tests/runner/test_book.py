@@ -145,6 +145,15 @@ def test_no_page_shows_a_commit_of_this_repository_or_an_issue_number(built_book
                        "goes to CHANGELOG.md): " + ", ".join(found[:20]))
 
 
+def test_the_intro_links_the_pdf_where_make_pdf_puts_it(built_book):
+    from llmdyn.runner.pdf import PDF_NAME
+
+    _, built = built_book
+    intro = built / "book" / "intro.html"
+    links = re.findall(r'href="([^"]+\.pdf)"', intro.read_text())
+    assert [(intro.parent / link).resolve() for link in links] == [(built / PDF_NAME).resolve()]
+
+
 def test_figures_are_captioned_with_the_paper_figure_and_kept_as_svg(built_book):
     _, html = built_book
     page = (html / "book" / "executed" / "05_depth_coupling.html").read_text()

@@ -45,8 +45,8 @@ class ChapterCost:
     #: parameter -> (the parameter whose sample it draws from, units each unit of that one
     #: gives): raising it raises that one too (the bench's `Knob.bound_by`, in the table)
     bound_by: Mapping[str, tuple[str, int]] = field(default_factory=dict)
-    #: the day this chapter was measured (YYYY-MM-DD), where it differs by chapter (the bench
-    #: keeps the chapters a partial rerun does not measure); None: the table's own
+    #: the day this chapter was measured (YYYY-MM-DD), where a partial rerun of the bench kept
+    #: the row from an earlier table (it writes that table's day); None: the table's own day
     measured: str | None = None
 
     def seconds(self, values: Mapping[str, int]) -> float:

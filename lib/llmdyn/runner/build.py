@@ -39,6 +39,21 @@ def chapters(root: Path = REPO) -> list[str]:
     return [Path(f).name for f in toc_files(root) if f.startswith("book/executed/")]
 
 
+def refuse_unfinished(book_root: Path) -> None:
+    """Refuse a book whose chapters of ``_toc.yml`` did not all finish (:func:`not_rendered`)."""
+    executed = book_root / "book" / "executed"
+    cut = {name: why for name in chapters(book_root)
+           if (why := not_rendered(executed / f"{name}.ipynb"))}
+    if cut:
+        names = " ".join(cut)
+        here = book_root.resolve() == REPO  # else name the build's directory: the advice
+        where, out = ("", "") if here else (f" --directory {book_root}", f" --out {book_root}")
+        raise LlmdynError(f"the book would render chapters that did not finish or were edited: "
+                          f"{'; '.join(f'{n} ({w})' for n, w in cut.items())}. Run them again "
+                          f"with your run's options: llmdyn workflow{where} --rerun {names} (or "
+                          f"llmdyn book{out} --only {names})")
+
+
 def _hide_injected_parameters(path: Path) -> None:
     """Papermill's injected-parameters cell is bookkeeping: keep it in the file, not the page."""
     import nbformat
@@ -265,16 +280,7 @@ def build_html(book_root: Path, *, strict: bool = True) -> Path:
     refused: a half-run chapter is never rendered.
     """
     executed = book_root / "book" / "executed"
-    cut = {name: why for name in chapters(book_root)
-           if (why := not_rendered(executed / f"{name}.ipynb"))}
-    if cut:
-        names = " ".join(cut)
-        here = book_root.resolve() == REPO  # else name the build's directory: the advice
-        where, out = ("", "") if here else (f" --directory {book_root}", f" --out {book_root}")
-        raise LlmdynError(f"the book would render chapters that did not finish or were edited: "
-                          f"{'; '.join(f'{n} ({w})' for n, w in cut.items())}. Run them again "
-                          f"with your run's options: llmdyn workflow{where} --rerun {names} (or "
-                          f"llmdyn book{out} --only {names})")
+    refuse_unfinished(book_root)
     write_generated(book_root)
     copy_static(book_root)
     for stale in ("_images", "_downloads"):  # an earlier build's figures, drawn for another model
