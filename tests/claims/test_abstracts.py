@@ -12,12 +12,13 @@ def test_a_sentence_row_names_its_item_and_marks_a_model_not_measured():
     page = sentence_table([Published("02_x", "T", "scorecard", "a", ("m-a",), (rec,))], [line],
                           ["m-a", "m-b"])
     assert page == (
-        '<div class="full-width"><table class="table headlines abstracts"><thead><tr>'
+        '<table class="table headlines abstracts"><thead><tr>'
         "<th>paper</th><th>the abstract says</th><th>m-a</th><th>m-b</th></tr></thead><tbody>"
         '<tr data-item="B-B4"><td>B</td><td class="words">“two &quot;stages&quot; &amp; more”'
         '</td><td><div class="claim grade-holds" data-claim="geo_m_a" style="margin-bottom: '
-        '0.6em"><strong class="grade">holds</strong> <span class="number">2 [1, 3]</span> '
+        '0.6em"><span class="chip chip-holds" title="holds">holds</span> '
+        '<span class="number">2 [1, 3]</span> '
         '<a class="where" href="executed/02_x.html#a" title="geo_m_a">ch.&#160;02</a><br>'
         "<small>two stages</small></div></td>"
         '<td class="none" title="not measured on this model" style="color: #888">—</td>'
-        "</tr></tbody></table></div>")
+        "</tr></tbody></table>")

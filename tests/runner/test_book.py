@@ -289,6 +289,7 @@ def _section_table(page: str, anchor: str) -> str:
 def _row_with(table: str, grade: str, number: str) -> list[str]:
     """The rows of an HTML table whose cells show the grade and the number."""
     rows = [_cells(r) for r in re.findall(r"<tr.*?</tr>", table, flags=re.S)]
+    rows = [[c.replace(" · stand-in", "") for c in r] for r in rows]  # a chip's mark
     return [r for r in rows if any(c == grade or c.startswith(f"{grade} (") for c in r)
             and (number == "—" or any(number in c for c in r))]
 
@@ -308,13 +309,13 @@ def test_intro_headlines_agree_with_the_chapter_pages_and_the_scorecard(built_bo
     root, html_dir = built_book
     intro = (html_dir / "book" / "intro.html").read_text()
     score = (html_dir / "book" / "scorecard.html").read_text()
-    shown = re.findall(r'<div class="claim [^"]*" data-claim="(\w+)"[^>]*><strong class="grade">'
-                       r'([^<]+)</strong> <span class="number">([^<]*)</span>'
+    shown = re.findall(r'<div class="claim [^"]*" data-claim="(\w+)"[^>]*><span class="chip '
+                       r'[^"]*" title="[^"]*">([^<]+)</span> <span class="number">([^<]*)</span>'
                        r'(?: <span class="bound">[^<]*</span>)? <a class="where" '
                        r'href="([^"#]+)#([^"]+)"', intro)
     assert len(shown) >= 10 and "The abstracts, checked" in intro
     for cid, grade, number, href, anchor in shown:
-        grade, number = html.unescape(grade), html.unescape(number)
+        grade, number = html.unescape(grade).removesuffix(" · stand-in"), html.unescape(number)
         chapter = (html_dir / "book" / href).read_text()
         assert _row_with(_section_table(chapter, anchor), grade, number), (cid, href)
         assert _row_with(score, grade, number), cid  # the scorecard's pasted chapter tables
@@ -354,7 +355,8 @@ def test_scorecard_summary_counts_the_pasted_chapter_tables(built_book):
     for table in _published(root):
         label = ("scorecard-" + table.chapter[:2]) if table.key == "scorecard" else \
             f"scorecard-{table.key}"
-        linked = re.findall(rf'<a href="#{label}">(\d+)</a>', grid)
+        linked = re.findall(rf'<a href="#{label}">(?:<span class="chip [^>]*>)?(\d+)(?:</span>)?'
+                            "</a>", grid)
         section = score[score.index(f'id="{label}"'):]
         pasted = section[section.index("<table"):section.index("</table>")]
         rows = len(re.findall(r"<tr class=\"verdict-", pasted))

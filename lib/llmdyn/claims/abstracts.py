@@ -14,10 +14,11 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
+from llmdyn.claims.chips import record_chip
 from llmdyn.claims.claim import slug
 from llmdyn.claims.collected import Published, Record, build_models
 from llmdyn.claims.headlines import Headline, best, headline_map
-from llmdyn.core.tables import Cell, Html, html_table
+from llmdyn.core.tables import Cell, Html, html_or_markdown, html_table
 from llmdyn.stats.bootstrap import LEVEL
 
 PAPER_TITLES = {"A": "Paper A, transformer block coupling",
@@ -75,7 +76,7 @@ def _cell(found: list[tuple[Record, Published]]) -> Cell | Html:
         lines.append(
             f'<div class="claim grade-{slug(rec.grade)}" data-claim="{html.escape(rec.id)}" '
             'style="margin-bottom: 0.6em">'
-            f'<strong class="grade">{html.escape(rec.grade)}</strong> '
+            f'{record_chip(rec.grade, rec.stand_in)} '
             f'<span class="number">{html.escape(rec.number)}</span>{against} '
             f'<a class="where" href="{table.href}" title="{html.escape(rec.id)}">'
             f'ch.&#160;{table.chapter[:2]}</a><br>'
@@ -86,7 +87,7 @@ def _cell(found: list[tuple[Record, Published]]) -> Cell | Html:
 def _table(head: list[str], rows: list[list], items: list[str], css: str) -> str:
     """A headlines table: a row per headline (``data-item`` names it), a column per model."""
     return html_table(head, rows, css_class=f"table headlines {css}",
-                      row_attrs=[{"data-item": item} for item in items], full_width=True)
+                      row_attrs=[{"data-item": item} for item in items])
 
 
 def sentence_table(published: Sequence[Published], headlines: Sequence[Headline],
@@ -159,7 +160,7 @@ def markdown(published: Sequence[Published], headlines: Sequence[Headline] | Non
         "its rule. The map from sentences to claims is data (`data/headlines.csv`), checked "
         "by the tests against every build. A dash: that claim is not measured on that model.",
         "",
-        sentence_table(published, headlines, models), "",
+        html_or_markdown(sentence_table(published, headlines, models)), "",
         "The other sentences of the abstracts state no finding to test:", "",
         untested(headlines), "",
         "### Open questions, and what would settle them", "",
@@ -174,4 +175,4 @@ def markdown(published: Sequence[Published], headlines: Sequence[Headline] | Non
         "CONFIDENT reads "
         "each layer with paper B's own logit lens (no final norm below the last layer); the "
         "normed lens is shown beside it, named.", "",
-        table1(published, headlines, models), ""])
+        html_or_markdown(table1(published, headlines, models)), ""])
