@@ -1,6 +1,6 @@
 """The intro's "The abstracts, checked" table: a row per sentence, a cell per model."""
 
-from llmdyn.claims.abstracts import sentence_table
+from llmdyn.claims.abstracts import labelled, sentence_table
 from llmdyn.claims.collected import Published, Record
 from llmdyn.claims.headlines import Headline
 
@@ -22,3 +22,12 @@ def test_a_sentence_row_names_its_item_and_marks_a_model_not_measured():
         "<small>two stages</small></div></td>"
         '<td class="none" title="not measured on this model" style="color: #888">—</td>'
         "</tr></tbody></table>")
+
+
+def test_a_label_names_the_split_its_grade_was_read_under():
+    line = Headline("B", "LINEAR", "table1", "LINEAR", "Thought LESS",
+                    ("table1_linear_{model}_{split}",))
+    rec = Record("table1_linear_m_a_fixed_thirds", "B", "T1", "m-a: LINEAR is stronger", "p",
+                 "holds", "", "1", "r", "rule", "m-a")
+    assert labelled(rec, line) == "LINEAR is stronger (fixed thirds split)"
+    assert labelled(rec, None) == "LINEAR is stronger"

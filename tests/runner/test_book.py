@@ -384,7 +384,9 @@ def test_scorecard_filters_by_chapter_and_grade_in_chromium(built_book):
         rows = shown_rows(session, "scorecard-claims")
         info = session.find_element("css selector", ".dt-info").text
     assert [r[1] for r in rows] == [name] * len(expected) and {r[6] for r in rows} == {grade}
-    assert sorted(r[3].rsplit(" (", 1)[0] for r in rows) == expected
+    # a claim graded under a phase split names it after its statement
+    assert sorted(re.sub(r" \([a-z0-9 ]+ split\)$", "", r[3].rsplit(" (", 1)[0])
+                  for r in rows) == expected
     assert f"of {len(expected)} entries (filtered from {total} total entries)" in info
 
 

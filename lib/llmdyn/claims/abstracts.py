@@ -61,15 +61,26 @@ def uncovered(published: Sequence[Published], headlines: Sequence[Headline]) -> 
     return problems
 
 
-def _cell(found: list[tuple[Record, Published]]) -> Cell | Html:
+def labelled(rec: Record, line: Headline | None) -> str:
+    """What a claim measures, naming the phase split it was judged under (where it has one).
+
+    The same property can be graded under two splits (a verdict that flips with the split is
+    shown under both, `llmdyn.claims.render.split_flips`): the label, not a tooltip, says which.
+    """
+    what = rec.statement.split(": ", 1)[-1] if rec.statement.startswith(rec.model) else \
+        rec.statement
+    split = line.slot(rec.id, "split", [slug(rec.model)]) if line is not None else ""
+    return f"{what} ({split.replace('_', ' ')} split)" if split else what
+
+
+def _cell(found: list[tuple[Record, Published]], line: Headline | None = None) -> Cell | Html:
     """One model's cell: a line per claim (grade, number, link, what it measures)."""
     if not found:
         return Cell("—", {"class": "none", "title": "not measured on this model",
                           "style": "color: #888"})
     lines = []
     for rec, table in found:
-        what = rec.statement.split(": ", 1)[-1] if rec.statement.startswith(rec.model) else \
-            rec.statement
+        what = labelled(rec, line)
         against = (f' <span class="bound">(rule: {html.escape(rec.bound)})</span>'
                    if rec.bound else "")
         stand_in = f"<br><em>stand-in: {html.escape(rec.stand_in)}</em>" if rec.stand_in else ""
@@ -99,7 +110,7 @@ def sentence_table(published: Sequence[Published], headlines: Sequence[Headline]
     for line in tested:
         here = found.get((line.paper, line.item), [])
         rows.append([line.paper, Cell(f"“{line.words}”", {"class": "words"}),
-                     *(_cell([(r, t) for r, t in here if r.model == m]) for m in models)])
+                     *(_cell([(r, t) for r, t in here if r.model == m], line) for m in models)])
     return _table(["paper", "the abstract says", *models], rows,
                   [f"{line.paper}-{line.item}" for line in tested], "abstracts")
 
@@ -141,7 +152,7 @@ def table1(published: Sequence[Published], headlines: Sequence[Headline],
     for line in properties:
         here = found.get((line.paper, line.item), [])
         rows.append([line.label, Cell(line.words, {"class": "words"}),
-                     *(_cell([(r, t) for r, t in here if r.model == m]) for m in models)])
+                     *(_cell([(r, t) for r, t in here if r.model == m], line) for m in models)])
     return _table(["property", "paper B: Thought vs Fixation", *models], rows,
                   [f"{line.paper}-{slug(line.item)}" for line in properties], "table1")
 

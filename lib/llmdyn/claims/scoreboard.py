@@ -24,6 +24,7 @@ from llmdyn.claims.chips import chip
 from llmdyn.claims.claim import GRADES, JUDGED, slug
 from llmdyn.claims.collected import Published, Record, build_models
 from llmdyn.claims.findings import SCORECARD_KEY
+from llmdyn.claims.headlines import best, headline_map
 from llmdyn.core.tables import Html, html_table
 
 TABLE_ID = "scorecard-claims"
@@ -87,16 +88,20 @@ def code_spans(text: str) -> str:
 
 
 def _row(rec: Record, table: Published) -> list[str]:
-    """One row of the interactive table, cells as HTML (the rule and the details fold away).
+    """One row of the interactive table, cells as HTML (the details fold away).
 
     The filtered columns hold plain text (a search pane lists their values as they are); the
-    link to the chapter's section sits in the claim cell.
+    link to the chapter's section sits in the claim cell, and a claim judged under one phase
+    split names it (the same statement may be graded under two splits).
     """
     esc = html.escape
+    line = best(headline_map(), rec.id, [slug(rec.model)])
+    split = line.slot(rec.id, "split", [slug(rec.model)]) if line is not None else ""
+    statement = f"{rec.statement} ({split.replace('_', ' ')} split)" if split else rec.statement
     reason = f"<br><small>({esc(rec.reason)})</small>" if rec.reason else ""
     stand_in = f"<br><em>stand-in: {esc(rec.stand_in)}</em>" if rec.stand_in else ""
     return [rec.paper, esc(table_name(table)), esc(rec.model),
-            f'{esc(rec.statement)} <small>({esc(rec.section)}; <a href="{table.href}">'
+            f'{esc(statement)} <small>({esc(rec.section)}; <a href="{table.href}">'
             f"chapter {table.chapter[:2]}</a>)</small>", esc(rec.paper_value),
             f"{esc(rec.number)}{stand_in}{reason}", esc(rec.grade), code_spans(rec.to_decide),
             f"{esc(rec.bound or '—')}<details><summary>measured</summary><small>"
