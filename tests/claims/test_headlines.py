@@ -83,6 +83,7 @@ def test_box_counts_grades_in_order_and_lists_headline_verdicts():
                      "- **does not hold** · Paper B, Thought: properties: tiny-llama: "
                      "norms grow · 2.0× [1.0×, 3.0×] (n = 3 prompts)"]
     assert "No abstract sentence" in box([claims[1]])
+    assert 'href="../scorecard.html#every-claim-as-csv"' in text  # the chapter's data as CSV
 
 
 def test_a_stand_in_and_the_rule_travel_with_the_verdict():

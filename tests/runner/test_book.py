@@ -416,3 +416,64 @@ def test_intro_headline_table_in_chromium(built_book):
         for rec, _ in pairs:
             column = row[2 + columns.index(rec.model)]
             assert rec.grade in column and rec.number in column, (item, rec.id)
+
+
+# --- the answer first: the intro's first screen, the scorecard's length, the CSV --------------
+
+SCREEN = (1280, 800)  # a reader's laptop; the theme's header bar takes 64 px of it
+
+
+def _viewport(session) -> None:
+    """Make the page's viewport exactly `SCREEN` (the window's own bars are not page)."""
+    session.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": SCREEN[0], "height": SCREEN[1], "deviceScaleFactor": 1, "mobile": False})
+
+
+def test_intro_first_screen_states_both_papers_and_the_scale_in_chips(built_book):
+    from llmdyn.claims.answer import PAPER_TITLES
+    from tests.browser import chromium, open_page
+
+    _, html_dir = built_book
+    with chromium() as session:
+        _viewport(session)
+        open_page(session, html_dir / "book" / "intro.html", "div.answer")
+        answer = session.execute_script("""
+            const box = document.querySelector('div.answer');
+            const paras = [...box.querySelectorAll('p')];
+            const scale = paras.find(p => p.textContent.startsWith('Scale.'));
+            const chip = box.querySelector('span.chip-does-not-hold, span.chip-inconclusive,'
+                                           + ' span.chip-no-verdict');
+            return {text: box.innerText, scale_bottom: scale.getBoundingClientRect().bottom,
+                    lists: [...box.querySelectorAll('ul')].map(
+                        u => u.getBoundingClientRect().bottom),
+                    chip_bg: getComputedStyle(chip).backgroundColor};""")
+    first_screen = SCREEN[1]
+    assert all(bottom <= first_screen for bottom in answer["lists"]), answer["lists"]
+    assert answer["scale_bottom"] <= first_screen, answer["scale_bottom"]
+    assert all(PAPER_TITLES[p] in answer["text"] for p in "AB")
+    assert "not tested at the paper's scale; on the stand-in" in answer["text"].replace("’", "'")
+    assert answer["chip_bg"] not in ("rgba(0, 0, 0, 0)", "transparent")  # the book's CSS
+
+
+def test_scorecard_fits_thirty_screens_and_links_every_claim_as_csv(built_book):
+    import csv
+
+    from tests.browser import chromium, open_page
+
+    root, html_dir = built_book
+    with chromium() as session:
+        _viewport(session)
+        open_page(session, html_dir / "book" / "scorecard.html", "div.dtsp-searchPane")
+        height = session.execute_script("return document.documentElement.scrollHeight")
+    assert height / (SCREEN[1] - 64) <= 30, height
+    page = (html_dir / "book" / "scorecard.html").read_text()
+    assert 'id="every-claim-as-csv"' in page  # where each chapter's findings box links
+    links = dict(re.findall(r'href="(\.\./_downloads/[0-9a-f]+/([\w.]+\.csv))"', page))
+    published = _published(root)
+    assert "claims.csv" in links.values() and {f"{t.chapter}.csv" for t in published} <= \
+        set(links.values())
+    path = next(p for p, name in links.items() if name == "claims.csv")
+    with (html_dir / "book" / path).open() as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == sum(len(t.records) for t in published)
+    assert {r["grade"] for r in rows} == {rec.grade for t in published for rec in t.records}

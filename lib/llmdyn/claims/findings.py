@@ -33,6 +33,10 @@ from llmdyn.stats.bootstrap import LEVEL
 SCORECARD_KEY = "scorecard"  # render.SCORECARD_KEY, repeated here: render imports this module
 TITLES = {"table1": "Paper B's Table 1 in this run"}  # the box of a second table, by its key
 MAX_LINES = 8  # verdict lines in a box; the rest are in the table at the end
+# A chapter page is book/executed/<chapter>.html; the scorecard lists every chapter's CSV. A plain
+# link: a book built without the scorecard page (a partial book) must still build.
+CSV_LINK = ('Every claim, with the per-unit values its interval comes from, is also a CSV file: '
+            '<a href="../scorecard.html#every-claim-as-csv">the scorecard lists them</a>.')
 
 
 def findings_key(key: str = SCORECARD_KEY) -> str:
@@ -132,7 +136,7 @@ def box(claims: Sequence[Claim], *, headlines: Sequence[Headline] | None = None,
                       counts_line([c.verdict.grade for c in claims]), "", intro, "", *lines,
                       "", f"Each number is the estimate with its {round(100 * LEVEL)} % "
                       "interval; the table at the end gives the rule and the reason for every "
-                      "grade.", ":::"])
+                      f"grade. {CSV_LINK}", ":::"])
 
 
 def publish_findings(claims: Sequence[Claim], *, key: str = SCORECARD_KEY,
