@@ -95,6 +95,7 @@ def test_a_stand_in_and_the_rule_travel_with_the_verdict():
     assert rec["stand_in"].startswith("OOD loss") and rec["bound"] == "≥ 0.5×"
     assert "[stand-in: OOD loss" in claim.result_text()
     assert "*stand-in: OOD loss of 27 models" in box([claim])
+    assert f"- *{claim.verdict.grade}, on a stand-in* · " in box([claim])  # not in bold
 
 
 def test_counts_line_uses_the_library_grades():

@@ -114,8 +114,10 @@ def statement_models(claims: Sequence[Claim]) -> set[str]:
 def _line(claim: Claim, about: str = "") -> str:
     """One verdict line of the box."""
     about = f"{about}: " if about else ""
-    stand_in = f" · *stand-in: {claim.stand_in}*" if claim.stand_in else ""
-    return f"- **{claim.verdict.grade}** · {about}{claim.statement} · {short(claim)}{stand_in}"
+    if claim.stand_in:  # not a test on the paper's kind of model: not in the bold of one
+        return (f"- *{claim.verdict.grade}, on a stand-in* · {about}{claim.statement} · "
+                f"{short(claim)} · *stand-in: {claim.stand_in}*")
+    return f"- **{claim.verdict.grade}** · {about}{claim.statement} · {short(claim)}"
 
 
 def box(claims: Sequence[Claim], *, headlines: Sequence[Headline] | None = None,
