@@ -1,6 +1,6 @@
 """The intro's "The abstracts, checked" table: a row per sentence, a cell per model."""
 
-from llmdyn.claims.abstracts import sentence_table
+from llmdyn.claims.abstracts import labelled, sentence_table
 from llmdyn.claims.collected import Published, Record
 from llmdyn.claims.headlines import Headline
 
@@ -12,12 +12,22 @@ def test_a_sentence_row_names_its_item_and_marks_a_model_not_measured():
     page = sentence_table([Published("02_x", "T", "scorecard", "a", ("m-a",), (rec,))], [line],
                           ["m-a", "m-b"])
     assert page == (
-        '<div class="full-width"><table class="table headlines abstracts"><thead><tr>'
+        '<table class="table headlines abstracts"><thead><tr>'
         "<th>paper</th><th>the abstract says</th><th>m-a</th><th>m-b</th></tr></thead><tbody>"
         '<tr data-item="B-B4"><td>B</td><td class="words">“two &quot;stages&quot; &amp; more”'
         '</td><td><div class="claim grade-holds" data-claim="geo_m_a" style="margin-bottom: '
-        '0.6em"><strong class="grade">holds</strong> <span class="number">2 [1, 3]</span> '
+        '0.6em"><span class="chip chip-holds" title="holds">holds</span> '
+        '<span class="number">2 [1, 3]</span> '
         '<a class="where" href="executed/02_x.html#a" title="geo_m_a">ch.&#160;02</a><br>'
         "<small>two stages</small></div></td>"
         '<td class="none" title="not measured on this model" style="color: #888">—</td>'
-        "</tr></tbody></table></div>")
+        "</tr></tbody></table>")
+
+
+def test_a_label_names_the_split_its_grade_was_read_under():
+    line = Headline("B", "LINEAR", "table1", "LINEAR", "Thought LESS",
+                    ("table1_linear_{model}_{split}",))
+    rec = Record("table1_linear_m_a_fixed_thirds", "B", "T1", "m-a: LINEAR is stronger", "p",
+                 "holds", "", "1", "r", "rule", "m-a")
+    assert labelled(rec, line) == "LINEAR is stronger (fixed thirds split)"
+    assert labelled(rec, None) == "LINEAR is stronger"

@@ -83,6 +83,7 @@ def test_box_counts_grades_in_order_and_lists_headline_verdicts():
                      "- **does not hold** · Paper B, Thought: properties: tiny-llama: "
                      "norms grow · 2.0× [1.0×, 3.0×] (n = 3 prompts)"]
     assert "No abstract sentence" in box([claims[1]])
+    assert 'href="../scorecard.html#every-claim-as-csv"' in text  # the chapter's data as CSV
 
 
 def test_a_stand_in_and_the_rule_travel_with_the_verdict():
@@ -94,6 +95,7 @@ def test_a_stand_in_and_the_rule_travel_with_the_verdict():
     assert rec["stand_in"].startswith("OOD loss") and rec["bound"] == "≥ 0.5×"
     assert "[stand-in: OOD loss" in claim.result_text()
     assert "*stand-in: OOD loss of 27 models" in box([claim])
+    assert f"- *{claim.verdict.grade}, on a stand-in* · " in box([claim])  # not in bold
 
 
 def test_counts_line_uses_the_library_grades():

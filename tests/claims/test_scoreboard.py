@@ -13,14 +13,16 @@ def test_the_summary_grid_links_each_count_and_totals_each_model():
     table = Published("05_depth_coupling", "Coupling across depth: blocks", "scorecard", "x",
                       ("m", "m<2"), records)
     link = '<a href="#scorecard-05">'
+    holds = f'{link}<span class="chip chip-holds" title="holds">1</span></a>'
+    no_verdict = f'{link}<span class="chip chip-no-verdict" title="no verdict">1</span></a>'
     assert summary([table]) == (
-        '<div class="full-width"><table class="table scorecard-summary"><thead><tr>'
+        '<table class="table scorecard-summary"><thead><tr>'
         "<th>chapter</th><th>model</th><th>holds</th><th>no verdict</th><th>all</th></tr></thead>"
-        f"<tbody><tr><td>05 Coupling across depth</td><td>m</td><td>{link}1</a></td>"
-        f"<td>{link}1</a></td><td>{link}2</a></td></tr>"
-        f"<tr><td>05 Coupling across depth</td><td>m&lt;2</td><td>{link}1</a></td><td>·</td>"
+        f"<tbody><tr><td>05 Coupling across depth</td><td>m</td><td>{holds}</td>"
+        f"<td>{no_verdict}</td><td>{link}2</a></td></tr>"
+        f"<tr><td>05 Coupling across depth</td><td>m&lt;2</td><td>{holds}</td><td>·</td>"
         f"<td>{link}1</a></td></tr>"
         "<tr><td><strong>all chapters</strong></td><td>m</td><td><strong>1</strong></td>"
         "<td>1</td><td><strong>2</strong></td></tr>"
         "<tr><td><strong>all chapters</strong></td><td>m&lt;2</td><td><strong>1</strong></td>"
-        "<td>0</td><td><strong>1</strong></td></tr></tbody></table></div>\n")
+        "<td>0</td><td><strong>1</strong></td></tr></tbody></table>\n")

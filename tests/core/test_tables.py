@@ -11,7 +11,16 @@ import pytest
 
 from llmdyn import LlmdynError
 from llmdyn.core.paths import REPO
-from llmdyn.core.tables import Cell, Html, escape_cell, html_table, markdown_grid, markdown_table
+from llmdyn.core.tables import (
+    Cell,
+    Html,
+    escape_cell,
+    html_as_markdown,
+    html_or_markdown,
+    html_table,
+    markdown_grid,
+    markdown_table,
+)
 
 
 def test_a_known_table():
@@ -99,6 +108,18 @@ def test_html_rows_carry_attributes_and_the_table_its_class_and_width():
 def test_an_html_table_that_cannot_be_written_is_refused(header, rows, row_attrs, match):
     with pytest.raises(LlmdynError, match=match):
         html_table(header, rows, row_attrs=row_attrs)
+
+
+def test_an_html_table_has_a_markdown_form_for_the_pdf():
+    table = html_table(["grade", "note"], [[Html('<span class="chip">holds</span> 2 [1, 3]<br>'
+                                                 "<small>a|b</small>"), "c & d"]])
+    assert html_as_markdown(table) == ("| grade | note |\n| --- | --- |\n"
+                                       r"| holds 2 [1, 3]; a\|b | c & d |")
+    both = html_or_markdown(table)
+    assert both.startswith("::::{only} html\n```{raw} html\n<table")
+    assert both.endswith("::::{only} latex\n" + html_as_markdown(table) + "\n::::\n")
+    with pytest.raises(LlmdynError, match="no table rows"):
+        html_as_markdown("<p>no table</p>")
 
 
 # --- no table is built by hand outside llmdyn.core.tables -----------------------------------

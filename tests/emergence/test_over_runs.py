@@ -93,8 +93,8 @@ def test_emergence_is_a_geometric_mean_ratio_over_runs():
     assert claim.verdict.grade == "inconclusive"  # 4.23× [1.85, 9.65] straddles 2
     # a suite trained here stands in for Pythia's checkpoints; real revisions (a list) do not
     marked, = on_suite([claim], "default", len(runs))
-    assert marked.stand_in == "our Pythia-style suite 'default' of 4 runs trained here, in " \
-                              "place of Pythia"
+    assert marked.stand_in == "a Pythia-style suite of 4 runs trained here ('default'), for " \
+                              "Pythia"
     assert marked.verdict == claim.verdict
     assert on_suite([claim], ["EleutherAI/pythia-70m@step1000"], 1)[0].stand_in == ""
 

@@ -373,6 +373,7 @@ def _section_table(page: str, anchor: str) -> str:
 def _row_with(table: str, grade: str, number: str) -> list[str]:
     """The rows of an HTML table whose cells show the grade and the number."""
     rows = [_cells(r) for r in re.findall(r"<tr.*?</tr>", table, flags=re.S)]
+    rows = [[c.replace(" · stand-in", "") for c in r] for r in rows]  # a chip's mark
     return [r for r in rows if any(c == grade or c.startswith(f"{grade} (") for c in r)
             and (number == "—" or any(number in c for c in r))]
 
@@ -392,13 +393,13 @@ def test_intro_headlines_agree_with_the_chapter_pages_and_the_scorecard(built_bo
     root, html_dir = built_book
     intro = (html_dir / "book" / "intro.html").read_text()
     score = (html_dir / "book" / "scorecard.html").read_text()
-    shown = re.findall(r'<div class="claim [^"]*" data-claim="(\w+)"[^>]*><strong class="grade">'
-                       r'([^<]+)</strong> <span class="number">([^<]*)</span>'
+    shown = re.findall(r'<div class="claim [^"]*" data-claim="(\w+)"[^>]*><span class="chip '
+                       r'[^"]*" title="[^"]*">([^<]+)</span> <span class="number">([^<]*)</span>'
                        r'(?: <span class="bound">[^<]*</span>)? <a class="where" '
                        r'href="([^"#]+)#([^"]+)"', intro)
     assert len(shown) >= 10 and "The abstracts, checked" in intro
     for cid, grade, number, href, anchor in shown:
-        grade, number = html.unescape(grade), html.unescape(number)
+        grade, number = html.unescape(grade).removesuffix(" · stand-in"), html.unescape(number)
         chapter = (html_dir / "book" / href).read_text()
         assert _row_with(_section_table(chapter, anchor), grade, number), (cid, href)
         assert _row_with(score, grade, number), cid  # the scorecard's pasted chapter tables
@@ -439,7 +440,8 @@ def test_scorecard_summary_counts_the_pasted_chapter_tables(built_book):
     for table in _published(root):
         label = ("scorecard-" + table.chapter[:2]) if table.key == "scorecard" else \
             f"scorecard-{table.key}"
-        linked = re.findall(rf'<a href="#{label}">(\d+)</a>', grid)
+        linked = re.findall(rf'<a href="#{label}">(?:<span class="chip [^>]*>)?(\d+)(?:</span>)?'
+                            "</a>", grid)
         section = score[score.index(f'id="{label}"'):]
         pasted = section[section.index("<table"):section.index("</table>")]
         rows = len(re.findall(r"<tr class=\"verdict-", pasted))
@@ -467,7 +469,9 @@ def test_scorecard_filters_by_chapter_and_grade_in_chromium(built_book):
         rows = shown_rows(session, "scorecard-claims")
         info = session.find_element("css selector", ".dt-info").text
     assert [r[1] for r in rows] == [name] * len(expected) and {r[6] for r in rows} == {grade}
-    assert sorted(r[3].rsplit(" (", 1)[0] for r in rows) == expected
+    # a claim graded under a phase split names it after its statement
+    assert sorted(re.sub(r" \([a-z0-9 ]+ split\)$", "", r[3].rsplit(" (", 1)[0])
+                  for r in rows) == expected
     assert f"of {len(expected)} entries (filtered from {total} total entries)" in info
 
 
@@ -536,3 +540,64 @@ def test_chapters_fit_the_reading_targets_and_figures_open_full_size_in_chromium
         f["link"] and f["link"].endswith(".png")
         and (html_dir / "book" / f["link"]).resolve().exists())]
     assert not unlinked, unlinked
+
+
+# --- the answer first: the intro's first screen, the scorecard's length, the CSV --------------
+
+SCREEN = (1280, 800)  # a reader's laptop; the theme's header bar takes 64 px of it
+
+
+def _viewport(session) -> None:
+    """Make the page's viewport exactly `SCREEN` (the window's own bars are not page)."""
+    session.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": SCREEN[0], "height": SCREEN[1], "deviceScaleFactor": 1, "mobile": False})
+
+
+def test_intro_first_screen_states_both_papers_and_the_scale_in_chips(built_book):
+    from llmdyn.claims.answer import PAPER_TITLES
+    from tests.browser import chromium, open_page
+
+    _, html_dir = built_book
+    with chromium() as session:
+        _viewport(session)
+        open_page(session, html_dir / "book" / "intro.html", "div.answer")
+        answer = session.execute_script("""
+            const box = document.querySelector('div.answer');
+            const paras = [...box.querySelectorAll('p')];
+            const scale = paras.find(p => p.textContent.startsWith('Scale.'));
+            const chip = box.querySelector('span.chip-does-not-hold, span.chip-inconclusive,'
+                                           + ' span.chip-no-verdict');
+            return {text: box.innerText, scale_bottom: scale.getBoundingClientRect().bottom,
+                    lists: [...box.querySelectorAll('ul')].map(
+                        u => u.getBoundingClientRect().bottom),
+                    chip_bg: getComputedStyle(chip).backgroundColor};""")
+    first_screen = SCREEN[1]
+    assert all(bottom <= first_screen for bottom in answer["lists"]), answer["lists"]
+    assert answer["scale_bottom"] <= first_screen, answer["scale_bottom"]
+    assert all(PAPER_TITLES[p] in answer["text"] for p in "AB")
+    assert "not tested at the paper's scale; on the stand-in" in answer["text"].replace("’", "'")
+    assert answer["chip_bg"] not in ("rgba(0, 0, 0, 0)", "transparent")  # the book's CSS
+
+
+def test_scorecard_fits_thirty_screens_and_links_every_claim_as_csv(built_book):
+    import csv
+
+    from tests.browser import chromium, open_page
+
+    root, html_dir = built_book
+    with chromium() as session:
+        _viewport(session)
+        open_page(session, html_dir / "book" / "scorecard.html", "div.dtsp-searchPane")
+        height = session.execute_script("return document.documentElement.scrollHeight")
+    assert height / (SCREEN[1] - 64) <= 30, height
+    page = (html_dir / "book" / "scorecard.html").read_text()
+    assert 'id="every-claim-as-csv"' in page  # where each chapter's findings box links
+    links = dict(re.findall(r'href="(\.\./_downloads/[0-9a-f]+/([\w.]+\.csv))"', page))
+    published = _published(root)
+    assert "claims.csv" in links.values() and {f"{t.chapter}.csv" for t in published} <= \
+        set(links.values())
+    path = next(p for p, name in links.items() if name == "claims.csv")
+    with (html_dir / "book" / path).open() as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == sum(len(t.records) for t in published)
+    assert {r["grade"] for r in rows} == {rec.grade for t in published for rec in t.records}

@@ -14,10 +14,11 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
+from llmdyn.claims.chips import record_chip
 from llmdyn.claims.claim import slug
 from llmdyn.claims.collected import Published, Record, build_models
 from llmdyn.claims.headlines import Headline, best, headline_map
-from llmdyn.core.tables import Cell, Html, html_table
+from llmdyn.core.tables import Cell, Html, html_or_markdown, html_table
 from llmdyn.stats.bootstrap import LEVEL
 
 PAPER_TITLES = {"A": "Paper A, transformer block coupling",
@@ -60,22 +61,33 @@ def uncovered(published: Sequence[Published], headlines: Sequence[Headline]) -> 
     return problems
 
 
-def _cell(found: list[tuple[Record, Published]]) -> Cell | Html:
+def labelled(rec: Record, line: Headline | None) -> str:
+    """What a claim measures, naming the phase split it was judged under (where it has one).
+
+    The same property can be graded under two splits (a verdict that flips with the split is
+    shown under both, `llmdyn.claims.render.split_flips`): the label, not a tooltip, says which.
+    """
+    what = rec.statement.split(": ", 1)[-1] if rec.statement.startswith(rec.model) else \
+        rec.statement
+    split = line.slot(rec.id, "split", [slug(rec.model)]) if line is not None else ""
+    return f"{what} ({split.replace('_', ' ')} split)" if split else what
+
+
+def _cell(found: list[tuple[Record, Published]], line: Headline | None = None) -> Cell | Html:
     """One model's cell: a line per claim (grade, number, link, what it measures)."""
     if not found:
         return Cell("—", {"class": "none", "title": "not measured on this model",
                           "style": "color: #888"})
     lines = []
     for rec, table in found:
-        what = rec.statement.split(": ", 1)[-1] if rec.statement.startswith(rec.model) else \
-            rec.statement
+        what = labelled(rec, line)
         against = (f' <span class="bound">(rule: {html.escape(rec.bound)})</span>'
                    if rec.bound else "")
         stand_in = f"<br><em>stand-in: {html.escape(rec.stand_in)}</em>" if rec.stand_in else ""
         lines.append(
             f'<div class="claim grade-{slug(rec.grade)}" data-claim="{html.escape(rec.id)}" '
             'style="margin-bottom: 0.6em">'
-            f'<strong class="grade">{html.escape(rec.grade)}</strong> '
+            f'{record_chip(rec.grade, rec.stand_in)} '
             f'<span class="number">{html.escape(rec.number)}</span>{against} '
             f'<a class="where" href="{table.href}" title="{html.escape(rec.id)}">'
             f'ch.&#160;{table.chapter[:2]}</a><br>'
@@ -86,7 +98,7 @@ def _cell(found: list[tuple[Record, Published]]) -> Cell | Html:
 def _table(head: list[str], rows: list[list], items: list[str], css: str) -> str:
     """A headlines table: a row per headline (``data-item`` names it), a column per model."""
     return html_table(head, rows, css_class=f"table headlines {css}",
-                      row_attrs=[{"data-item": item} for item in items], full_width=True)
+                      row_attrs=[{"data-item": item} for item in items])
 
 
 def sentence_table(published: Sequence[Published], headlines: Sequence[Headline],
@@ -98,7 +110,7 @@ def sentence_table(published: Sequence[Published], headlines: Sequence[Headline]
     for line in tested:
         here = found.get((line.paper, line.item), [])
         rows.append([line.paper, Cell(f"“{line.words}”", {"class": "words"}),
-                     *(_cell([(r, t) for r, t in here if r.model == m]) for m in models)])
+                     *(_cell([(r, t) for r, t in here if r.model == m], line) for m in models)])
     return _table(["paper", "the abstract says", *models], rows,
                   [f"{line.paper}-{line.item}" for line in tested], "abstracts")
 
@@ -140,7 +152,7 @@ def table1(published: Sequence[Published], headlines: Sequence[Headline],
     for line in properties:
         here = found.get((line.paper, line.item), [])
         rows.append([line.label, Cell(line.words, {"class": "words"}),
-                     *(_cell([(r, t) for r, t in here if r.model == m]) for m in models)])
+                     *(_cell([(r, t) for r, t in here if r.model == m], line) for m in models)])
     return _table(["property", "paper B: Thought vs Fixation", *models], rows,
                   [f"{line.paper}-{slug(line.item)}" for line in properties], "table1")
 
@@ -159,7 +171,7 @@ def markdown(published: Sequence[Published], headlines: Sequence[Headline] | Non
         "its rule. The map from sentences to claims is data (`data/headlines.csv`), checked "
         "by the tests against every build. A dash: that claim is not measured on that model.",
         "",
-        sentence_table(published, headlines, models), "",
+        html_or_markdown(sentence_table(published, headlines, models)), "",
         "The other sentences of the abstracts state no finding to test:", "",
         untested(headlines), "",
         "### Open questions, and what would settle them", "",
@@ -174,4 +186,4 @@ def markdown(published: Sequence[Published], headlines: Sequence[Headline] | Non
         "CONFIDENT reads "
         "each layer with paper B's own logit lens (no final norm below the last layer); the "
         "normed lens is shown beside it, named.", "",
-        table1(published, headlines, models), ""])
+        html_or_markdown(table1(published, headlines, models)), ""])

@@ -61,11 +61,18 @@ def outcome(grades: Sequence[str]) -> str:
     return f"reproduces in {n['holds']} of {judged} tests"
 
 
+def _verb(grades: Sequence[str]) -> str:
+    """`outcome`, left out where the chips say it alone (no verdict, inconclusive)."""
+    said = outcome(grades)
+    return "" if said in ("has no verdict", "is open (inconclusive)") else f"{said} "
+
+
 def counts(recs: Sequence[Record], show: Chip) -> str:
-    """One chip per grade that occurs, "2 holds" (a single claim: its number beside it)."""
+    """One chip per grade that occurs, "2 holds" (a single claim: its estimate beside it)."""
     if len(recs) == 1 and recs[0].number not in ("", "—"):
         rec = recs[0]
-        return f"{show(rec.grade, rec.stand_in, rec.grade)} {_escape(rec.number, show)}"
+        number = rec.number.split(" (")[0]  # the units and method are the line's evidence
+        return f"{show(rec.grade, rec.stand_in, rec.grade)} {_escape(number, show)}"
     n = Counter(r.grade for r in recs)
     stand_in = recs[0].stand_in if recs and all(r.stand_in for r in recs) else ""
     return " ".join(show(g, stand_in, f"{n[g]} {g}") for g in GRADES if n[g])
@@ -81,7 +88,7 @@ def evidence(recs: Sequence[Record]) -> str:
     if not units:
         return ""
     ns = sorted({n for n, _ in units})
-    kinds = list(dict.fromkeys(UNITS.get(u, u) for _, u in units))
+    kinds = list(dict.fromkeys(UNITS.get(u, u) if ns != [1] else u for _, u in units))
     span = f"{ns[0]}" if len(ns) == 1 else f"{ns[0]}–{ns[-1]}"
     return f"n = {span} {', '.join(kinds)}"
 
@@ -94,36 +101,29 @@ def model_clause(model: str, recs: Sequence[Record], show: Chip) -> str:
     """What one model's claims under one sentence say, stand-ins set apart."""
     real = [r for r in recs if not r.stand_in]
     stand = [r for r in recs if r.stand_in]
-    parts = []
     if real and any(r.grade in JUDGED for r in real) or not stand:
-        units = evidence(real)
-        parts.append(f"{outcome([r.grade for r in real])} on {_who(model)} "
-                     f"{counts(real, show)}{f' ({units})' if units else ''}")
+        head = f"{_who(model)}: {_verb([r.grade for r in real])}{counts(real, show)}"
     else:
-        why = "; ".join(dict.fromkeys(f"{r.grade}: {r.reason}" if r.reason else r.grade
-                                      for r in real))
-        parts.append("not tested at the paper's scale" + (f" ({_escape(why, show)})"
-                                                          if why else ""))
-    if stand:
-        what = "; ".join(dict.fromkeys(r.stand_in for r in stand))
-        units = evidence(stand)
-        where = "" if model == OWN else f" for {_who(model)}"
-        parts.append(f"on the stand-in{where} ({_escape(what, show)}): it "
-                     f"{outcome([r.grade for r in stand])} {counts(stand, show)}"
-                     f"{f' ({units})' if units else ''}")
-    return "; ".join(parts)
+        head = "not tested at the paper's scale"
+    if not stand:
+        return head
+    what = "; ".join(dict.fromkeys(r.stand_in for r in stand))
+    return (f"{head}; on the stand-in ({_escape(what, show)}): "
+            f"{_verb([r.grade for r in stand])}{counts(stand, show)}")
 
 
 def finding_line(line: Headline, found: Sequence[tuple[Record, Published]],
                  models: Sequence[str], show: Chip) -> str:
-    """One Markdown bullet: the sentence's label, then each model's clause."""
+    """One Markdown bullet: the sentence's label, each model's clause, the evidence, chapters."""
     clauses = [model_clause(m, [r for r, _ in found if r.model == m], show)
                for m in models if any(r.model == m for r, _ in found)]
     chapters = sorted({(t.chapter[:2], t.chapter) for _, t in found})
-    links = ", ".join(f"{{doc}}`ch. {c} <executed/{name}>`" for c, name in chapters)
-    body = "; ".join(clauses) if clauses else "no claim of this build tests it"
-    where = f" ({links})" if links else ""
-    return f"- **{line.label[0].upper()}{line.label[1:]}**: {body}{where}."
+    links = ", ".join(f"{{doc}}`{c} <executed/{name}>`" for c, name in chapters)
+    units = evidence([r for r, _ in found])
+    tail = "; ".join(filter(None, [units, f"ch. {links}" if links else ""]))
+    body = " · ".join(clauses) if clauses else "no claim of this build tests it"
+    return f"- **{line.label[0].upper()}{line.label[1:]}**: {body}" + (f" ({tail})" if tail
+                                                                         else "")
 
 
 def paper_lines(published: Sequence[Published], headlines: Sequence[Headline], paper: str,
@@ -158,13 +158,13 @@ def scale_sentence(models: Sequence[str], described: dict[str, str], *, cores: i
 
 def markdown(published: Sequence[Published], *, scale: str,
              headlines: Sequence[Headline] | None = None) -> str:
-    """The intro's opening section (MyST): the two papers' lines, the legend, the scale."""
+    """The intro's opening (MyST, under the page's title): the papers' lines, scale, legend."""
     headlines = tuple(headline_map() if headlines is None else headlines)
-    out = ["## The answer, in short", ""]
+    out = []
     for show, fence in ((html_chip, "html"), (text_chip, "latex")):
         out += [f"::::{{only}} {fence}", ":::{container} answer", ""]
         for paper in ("A", "B"):
-            out += [f"**{PAPER_TITLES[paper]}.**", "", *paper_lines(published, headlines,
+            out += [f"**{PAPER_TITLES[paper]}:**", "", *paper_lines(published, headlines,
                                                                     paper, show), ""]
-        out += [legend() if fence == "html" else legend_text(), ":::", "::::", ""]
-    return "\n".join(out + [scale, ""])
+        out += [scale, "", legend() if fence == "html" else legend_text(), ":::", "::::", ""]
+    return "\n".join(out)

@@ -34,6 +34,10 @@ from llmdyn.stats.bootstrap import LEVEL
 SCORECARD_KEY = "scorecard"  # render.SCORECARD_KEY, repeated here: render imports this module
 TITLES = {"table1": "Paper B's Table 1 in this run"}  # the box of a second table, by its key
 MAX_LINES = 8  # verdict lines in a box; the rest are in the table at the end
+# A chapter page is book/executed/<chapter>.html; the scorecard lists every chapter's CSV. A plain
+# link: a book built without the scorecard page (a partial book) must still build.
+CSV_LINK = ('Every claim, with the per-unit values its interval comes from, is also a CSV file: '
+            '<a href="../scorecard.html#every-claim-as-csv">the scorecard lists them</a>.')
 
 
 def findings_key(key: str = SCORECARD_KEY) -> str:
@@ -118,13 +122,14 @@ def _line(claim: Claim, about: str = "", seen: Review | None = None) -> str:
     """One verdict line of the box: the headline grade, marked fragile where it is."""
     seen = seen or Review()
     about = f"{about}: " if about else ""
-    stand_in = f" · *stand-in: {claim.stand_in}*" if claim.stand_in else ""
     grade = seen.headline(claim)
     fragile = " · *fragile*" if seen.word(claim) == "fragile" else ""
     unadjusted = (f" · *unadjusted: {claim.verdict.grade}*"
                   if grade != claim.verdict.grade else "")
-    return (f"- **{grade}**{fragile}{unadjusted} · {about}{claim.statement} · "
-            f"{short(claim)}{stand_in}")
+    if claim.stand_in:  # not a test on the paper's kind of model: not in the bold of one
+        return (f"- *{grade}, on a stand-in*{fragile}{unadjusted} · {about}{claim.statement} · "
+                f"{short(claim)} · *stand-in: {claim.stand_in}*")
+    return f"- **{grade}**{fragile}{unadjusted} · {about}{claim.statement} · {short(claim)}"
 
 
 def box(claims: Sequence[Claim], *, headlines: Sequence[Headline] | None = None,
@@ -149,7 +154,7 @@ def box(claims: Sequence[Claim], *, headlines: Sequence[Headline] | None = None,
                       counts_line([seen.headline(c) for c in claims]), "", intro, "", *lines,
                       "", f"Each number is the estimate with its {round(100 * LEVEL)} % "
                       "interval; the table at the end gives the rule and the reason for every "
-                      "grade.", ":::"])
+                      f"grade. {CSV_LINK}", ":::"])
 
 
 def publish_findings(claims: Sequence[Claim], *, key: str = SCORECARD_KEY,

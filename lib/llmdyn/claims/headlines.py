@@ -91,6 +91,30 @@ class Headline:
         found = [t for t in self.templates if self.pattern(t, model).match(claim_id)]
         return max(found, key=specificity) if found else None
 
+    def slot(self, claim_id: str, name: str, models: Iterable[str] | None = None) -> str:
+        """What a slot ("split" or "model") stands for in ``claim_id``, "" if it has none.
+
+        ``models``: the slugs ``{model}`` may stand for (None: any), so that a split is read
+        after the model's slug, e.g. "consensus" in ``table1_linear_smollm2_135m_consensus``.
+        """
+        template = self.matches(claim_id)
+        if template is None or f"{{{name}}}" not in template:
+            return ""
+        for model in ([None] if models is None else list(models) or [None]):
+            parts = _SLOT.split(template)
+            out = []
+            for i, part in enumerate(parts):
+                if i % 2 == 0:
+                    out.append(re.escape(part))
+                elif part == name:
+                    out.append(f"(?P<{name}>{_ANY})")
+                else:
+                    out.append(re.escape(model) if part == "model" and model else _ANY)
+            found = re.match("^" + "".join(out) + "$", claim_id)
+            if found:
+                return found.group(name)
+        return ""
+
     @property
     def per_model(self) -> bool:
         """Whether a template names the model (so each measured model has its own claim)."""

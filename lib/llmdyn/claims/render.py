@@ -46,6 +46,7 @@ from llmdyn.stats.bootstrap import LEVEL, Estimate
 
 COLUMNS = ("claim", "paper", "this run", "verdict", "rule")
 SCORECARD_KEY = "scorecard"
+PART_TITLE = "The table as the chapter shows it"  # the fold around a scorecard part's paste
 # The rule of every row, stated once above a table whose "rule" column gives each row's bound.
 RULE_ONCE = (f"Each verdict reads the {round(100 * LEVEL)} % interval of the row's quantity "
              "against the bound in its *rule* column: **holds** when the whole interval meets "
@@ -351,6 +352,9 @@ def refuse_broken(claims: Sequence[Claim], seen: Review | None = None) -> None:
 def part_source(title: str, chapter: str, *, key: str = SCORECARD_KEY, intro: str = "") -> str:
     """The text of a scorecard part: a heading, optional prose, and the paste of ``key``.
 
+    The paste is folded away (a dropdown): the scorecard's one filterable table shows every
+    row, and the part keeps the chapter's own table one click away (and in the PDF).
+
     Args:
         title: the part's heading, e.g. "Coupling across depth".
         chapter: the chapter's name, e.g. "05_depth_coupling".
@@ -360,7 +364,8 @@ def part_source(title: str, chapter: str, *, key: str = SCORECARD_KEY, intro: st
     lines = [f"### {title} ({{doc}}`chapter {chapter[:2]} <executed/{chapter}>`)", ""]
     if intro:
         lines += [intro.strip(), ""]
-    lines += [f"```{{glue}} {key}", f":doc: executed/{chapter}.ipynb", "```", ""]
+    lines += [f":::{{admonition}} {PART_TITLE}", ":class: dropdown", "",
+              f"```{{glue}} {key}", f":doc: executed/{chapter}.ipynb", "```", ":::", ""]
     return "\n".join(lines)
 
 

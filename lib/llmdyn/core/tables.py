@@ -16,6 +16,7 @@ import html
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from typing import Any
 
 from llmdyn import LlmdynError
@@ -159,3 +160,54 @@ def _attributes(attrs: Mapping[str, Any]) -> str:
         raise LlmdynError(f"{bad} are not HTML attribute names (letters, digits, '-', '_', ':', "
                           "'.', not starting with a digit or '-')")
     return "".join(f' {name}="{html.escape(str(value))}"' for name, value in attrs.items())
+
+
+class _Rows(HTMLParser):
+    """The text of every ``<th>``/``<td>`` of HTML tables, row by row (tags dropped)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.rows: list[list[str]] = []
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs) -> None:
+        if tag == "tr":
+            self.rows.append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+        elif tag in ("br", "div", "p") and self._cell is not None and "".join(self._cell).strip():
+            self._cell.append("; ")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None and self.rows:
+            self.rows[-1].append(re.sub(r"\s+", " ", "".join(self._cell)).strip(" ;"))
+            self._cell = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def html_as_markdown(table: str) -> str:
+    """An `html_table` as a Markdown table of its cells' text, for builders that drop raw HTML.
+
+    The first row is the header; markup is dropped and line breaks inside a cell become "; ".
+    """
+    parser = _Rows()
+    parser.feed(table)
+    rows = [r for r in parser.rows if r]
+    if not rows:
+        raise LlmdynError("html_as_markdown found no table rows in its input")
+    return markdown_grid(rows[0], [[escape_cell(c) for c in r] for r in rows[1:]])
+
+
+def html_or_markdown(html_text: str, markdown: str | None = None) -> str:
+    """Raw HTML for the HTML book and its Markdown form for the PDF (MyST ``{only}`` blocks).
+
+    Args:
+        html_text: the HTML (one block, e.g. an `html_table`).
+        markdown: its Markdown form; None converts ``html_text``'s table (`html_as_markdown`).
+    """
+    markdown = html_as_markdown(html_text) if markdown is None else markdown
+    return (f"::::{{only}} html\n```{{raw}} html\n{html_text.strip()}\n```\n::::\n\n"
+            f"::::{{only}} latex\n{markdown.strip()}\n::::\n")

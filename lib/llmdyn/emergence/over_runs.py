@@ -213,7 +213,7 @@ def suite_stand_in(suite: object, n_runs: int) -> str:
     """
     if not isinstance(suite, str):
         return ""
-    return f"our Pythia-style suite '{suite}' of {n_runs} runs trained here, in place of Pythia"
+    return f"a Pythia-style suite of {n_runs} runs trained here ('{suite}'), for Pythia"
 
 
 def on_suite(claims: Sequence[Claim], suite: object, n_runs: int) -> list[Claim]:

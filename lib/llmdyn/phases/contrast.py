@@ -30,7 +30,7 @@ Phase = Literal["Thought", "Fixation"]
 PAPER_TABLE1: dict[str, tuple[Phase, str]] = {
     "LINEAR": ("Fixation", "windowed LSS (lower = more linear)"),
     "EQUISPACED": ("Fixation", "windowed equidistance (lower = more equispaced)"),
-    "ALIGNED": ("Thought", "r(A_{i,j,K}) within the phase, i ≠ j (lower = more aligned)"),
+    "ALIGNED": ("Thought", "r(Aᵢⱼ) over the phase's block pairs i ≠ j (lower = more aligned)"),
     "CONFIDENT": ("Fixation", "logit-lens entropy, nats (lower = more confident)"),
 }
 

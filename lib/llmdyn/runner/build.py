@@ -15,11 +15,10 @@ from typing import Any, NamedTuple
 import yaml
 
 from llmdyn import LlmdynError, __version__
-from llmdyn.book import buildfacts, buildtimes, figure_files, gallery
+from llmdyn.book import buildfacts, buildtimes, figure_files, gallery, static
 from llmdyn.core.atomic import not_regular
 from llmdyn.core.paths import REPO
 from llmdyn.models.files import looks_like_path
-from llmdyn.models.packaged import PACKAGED
 from llmdyn.runner import cells_digest
 from llmdyn.runner.executed import not_rendered, unfinished
 
@@ -182,22 +181,6 @@ def stage(out: Path, root: Path = REPO) -> Path:
     return out
 
 
-STATIC = "book/static"  # the book's own stylesheet(s), copied to _static/ at every build
-
-
-def copy_static(book_root: Path) -> Path:
-    """Copy the book's committed static files into ``<book_root>/_static/`` (git-ignored).
-
-    Jupyter Book adds every ``.css`` file under ``_static/`` to every page, so the grade chips
-    and the tables' styles (``book/static/llmdyn.css``) need no configuration.
-    """
-    static = book_root / "_static"
-    static.mkdir(parents=True, exist_ok=True)
-    for src in sorted((book_root / STATIC).glob("*.css")):
-        shutil.copy2(src, static / src.name)
-    return static
-
-
 MATHJAX = Path(sys.prefix) / "share" / "mathjax" / "package" / "es5"  # `make setup` puts it here
 
 
@@ -255,21 +238,11 @@ def write_generated(book_root: Path) -> Path:
     from llmdyn.claims import pages  # here: it imports scipy.stats, which a chapter job need not
 
     # the answer, the abstracts checked, the scorecard's
-    measured = pages.write(generated, executed, names, described=packaged_descriptions())
+    measured = pages.write(generated, executed, names, described=static.model_descriptions())
     (generated / "build_facts.md").write_text(
         buildfacts.render(buildfacts.collect(executed, names), measured=measured))
     (generated / "build_times.md").write_text(buildtimes.report(book_root))  # Performance page
     return generated
-
-
-def packaged_descriptions() -> dict[str, str]:
-    """Each packaged model in a few words: its name and its 4-bit quantisation (GGUF type)."""
-    out = {}
-    for name, entry in PACKAGED.items():
-        quant = re.search(r"q\d_[a-z0-9_]+?(?=\.gguf)", entry.gguf_name.lower())
-        kind = f", 4-bit GGUF {quant.group(0).upper()}" if quant else ""
-        out[name] = f"{entry.description.split(',')[0]}{kind}"
-    return out
 
 
 def build_html(book_root: Path, *, strict: bool = True) -> Path:
@@ -282,7 +255,7 @@ def build_html(book_root: Path, *, strict: bool = True) -> Path:
     executed = book_root / "book" / "executed"
     refuse_unfinished(book_root)
     write_generated(book_root)
-    copy_static(book_root)
+    static.copy_static(book_root)
     for stale in ("_images", "_downloads"):  # an earlier build's figures, drawn for another model
         shutil.rmtree(book_root / "_build" / "html" / stale, ignore_errors=True)
     jupyter_book = Path(sys.executable).with_name("jupyter-book")
