@@ -166,6 +166,14 @@ def test_no_chapter_judges_an_estimate_without_an_interval(built_book):
     assert all(any(k.endswith("_kind") for k in read_glued(nb)) for nb in executed)
 
 
+def test_a_referee_written_apart_recomputes_every_holm_grade_and_robustness_word(built_book):
+    root, _ = built_book
+    done = subprocess.run([sys.executable, str(REPO / "tools" / "referee.py"),
+                           str(root / "book" / "executed")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.rstrip().endswith("; 0 disagreements")
+
+
 def test_every_rendered_chapter_is_what_papermill_wrote(built_book):
     """Issue 45, item 4: run_chapter records each chapter's cells; the HTML build (whose figure
     step adds captions to the notebooks) leaves them matching, so a later build renders them."""

@@ -91,7 +91,8 @@ def _specifications(claim: Claim, seen: Review) -> list[dict[str, object]]:
     rob = seen.robustness[claim.id]
     out: list[dict[str, object]] = [{"name": name, "op": rule.op, "threshold": rule.threshold,
                                      "tolerance": rule.tolerance}
-                                    for name, rule in moved_rules(claim)]
+                                    for name, rule in moved_rules(claim)
+                                    if claim.measure.kind == "estimate"]
     for name, variant in seen.variants.get(claim.id, {}).items():
         values = _basic(variant, variant.measure.estimate, float("nan"))
         out.append({"name": name, "id": variant.id,
