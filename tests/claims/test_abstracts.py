@@ -21,3 +21,20 @@ def test_a_sentence_row_names_its_item_and_marks_a_model_not_measured():
         "<small>two stages</small></div></td>"
         '<td class="none" title="not measured on this model" style="color: #888">—</td>'
         "</tr></tbody></table></div>")
+
+
+def test_no_fragile_stand_in_or_holm_moved_grade_is_shown_plain():
+    from dataclasses import replace
+
+    from llmdyn.claims.abstracts import qualifiers
+
+    rec = Record("a", "B", "§4", "s", "p", "inconclusive", "", "2 [1, 3]", "r", "rule", "m",
+                 unadjusted="holds", robustness="fragile", stand_in="SQuAD for WikiText")
+    assert qualifiers(rec) == "fragile; stand-in; Holm-adjusted; unadjusted holds"
+    assert qualifiers(replace(rec, unadjusted="inconclusive", robustness="robust",
+                              stand_in="")) == ""
+    line = Headline("B", "B4", "abstract", "two stages", "w", ("a",))
+    page = sentence_table([Published("02_x", "T", "scorecard", "a", ("m",), (rec,))], [line],
+                          ["m"])
+    assert ('<strong class="grade">inconclusive</strong> <em class="qualifier">(fragile; '
+            "stand-in; Holm-adjusted; unadjusted holds)</em> <span") in page

@@ -317,7 +317,8 @@ def test_intro_headlines_agree_with_the_chapter_pages_and_the_scorecard(built_bo
     intro = (html_dir / "book" / "intro.html").read_text()
     score = (html_dir / "book" / "scorecard.html").read_text()
     shown = re.findall(r'<div class="claim [^"]*" data-claim="(\w+)"[^>]*><strong class="grade">'
-                       r'([^<]+)</strong> <span class="number">([^<]*)</span>'
+                       r'([^<]+)</strong>(?: <em class="qualifier">[^<]*</em>)? '
+                       r'<span class="number">([^<]*)</span>'
                        r'(?: <span class="bound">[^<]*</span>)? <a class="where" '
                        r'href="([^"#]+)#([^"]+)"', intro)
     assert len(shown) >= 10 and "The abstracts, checked" in intro

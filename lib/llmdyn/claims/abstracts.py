@@ -60,6 +60,19 @@ def uncovered(published: Sequence[Published], headlines: Sequence[Headline]) -> 
     return problems
 
 
+def qualifiers(rec: Record) -> str:
+    """What a grade must not be read without: fragile, a stand-in, Holm's move ("" for none).
+
+    A grade that a referee's choice flips, or whose measure stands in for the paper's, is
+    never shown as a plain grade.
+    """
+    parts = ["fragile"] if rec.robustness == "fragile" else []
+    parts += ["stand-in"] if rec.stand_in else []
+    if rec.unadjusted and rec.unadjusted != rec.grade:
+        parts.append(f"Holm-adjusted; unadjusted {rec.unadjusted}")
+    return "; ".join(parts)
+
+
 def _cell(found: list[tuple[Record, Published]]) -> Cell | Html:
     """One model's cell: a line per claim (grade, number, link, what it measures)."""
     if not found:
@@ -72,10 +85,13 @@ def _cell(found: list[tuple[Record, Published]]) -> Cell | Html:
         against = (f' <span class="bound">(rule: {html.escape(rec.bound)})</span>'
                    if rec.bound else "")
         stand_in = f"<br><em>stand-in: {html.escape(rec.stand_in)}</em>" if rec.stand_in else ""
+        qualifier = qualifiers(rec)
+        qualifier = (f' <em class="qualifier">({html.escape(qualifier)})</em>'
+                     if qualifier else "")
         lines.append(
             f'<div class="claim grade-{slug(rec.grade)}" data-claim="{html.escape(rec.id)}" '
             'style="margin-bottom: 0.6em">'
-            f'<strong class="grade">{html.escape(rec.grade)}</strong> '
+            f'<strong class="grade">{html.escape(rec.grade)}</strong>{qualifier} '
             f'<span class="number">{html.escape(rec.number)}</span>{against} '
             f'<a class="where" href="{table.href}" title="{html.escape(rec.id)}">'
             f'ch.&#160;{table.chapter[:2]}</a><br>'

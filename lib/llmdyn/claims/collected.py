@@ -55,6 +55,8 @@ class Record:
     robustness: str = ""  # "robust" or "fragile" ("" where not graded)
     review: str = ""  # the Holm reading and what flips the grade, in words
     fact: bool = False  # a graded fact (judged on its value): not a test of a sampled claim
+    variant_of: str = ""  # the claim this row re-grades under another split or lens
+    data: str = ""  # digest of the per-unit values judged (`findings.data_digest`)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,11 @@ class Review:
     robustness: Mapping[str, Robustness] = field(default_factory=dict)
     variants: Mapping[str, Mapping[str, Claim]] = field(default_factory=dict)
 
+    def variant_of(self, claim: Claim) -> str:
+        """The id of the claim this one is a specification of, where it is published as one."""
+        return next((mine for mine, specs in self.variants.items()
+                     if any(v.id == claim.id for v in specs.values())), "")
+
     def headline(self, claim: Claim) -> str:
         """The grade the summary pages lead with: Holm-adjusted where the claim is in the family."""
         found = self.adjusted.get(claim.id)
