@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from llmdyn.claims.claim import Claim
 from llmdyn.claims.multiplicity import Adjusted, holm
-from llmdyn.claims.robustness import Robustness, assess_all
+from llmdyn.claims.robustness import Robustness, assess_all, threshold_note
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,9 @@ class Review:
             parts.append(rob.text())
             if rob.flip_points:
                 parts.append(rob.flip_points)
+            chosen = threshold_note(claim)
+            if chosen:
+                parts.append(chosen)
         return "; ".join(parts)
 
     def verdict_text(self, claim: Claim) -> str:
