@@ -166,8 +166,9 @@ def box(claims: Sequence[Claim], *, headlines: Sequence[Headline] | None = None,
     return "\n".join([f":::{{admonition}} {title}", ":class: tip findings", "",
                       counts_line([seen.headline(c) for c in claims]), "", intro, "", *lines,
                       "", f"Each number is the estimate with its {round(100 * LEVEL)} % "
-                      "interval; the table at the end gives the rule and the reason for every "
-                      "grade.", ":::"])
+                      "interval; grades are Holm-adjusted over the chapter's claims (methods, "
+                      "\"Many claims at once\"); the table at the end gives the rule and the "
+                      "reason for every grade, and what would flip it.", ":::"])
 
 
 def publish_findings(claims: Sequence[Claim], *, key: str = SCORECARD_KEY,
