@@ -90,6 +90,7 @@ def _row(rec: Record, table: Published) -> list[str]:
     """
     esc = html.escape
     reason = f"<br><small>({esc(rec.reason)})</small>" if rec.reason else ""
+    reason += f"<br><small>{esc(rec.review)}</small>" if rec.review else ""
     return [rec.paper, esc(table_name(table)), esc(rec.model),
             f'{esc(rec.statement)} <small>({esc(rec.section)}; <a href="{table.href}">'
             f"chapter {table.chapter[:2]}</a>)</small>", esc(rec.paper_value),
