@@ -31,3 +31,22 @@ def test_a_label_names_the_split_its_grade_was_read_under():
                  "holds", "", "1", "r", "rule", "m-a")
     assert labelled(rec, line) == "LINEAR is stronger (fixed thirds split)"
     assert labelled(rec, None) == "LINEAR is stronger"
+
+
+def test_no_fragile_stand_in_or_holm_moved_grade_is_shown_plain():
+    from dataclasses import replace
+
+    from llmdyn.claims.abstracts import qualifiers
+
+    rec = Record("a", "B", "§4", "s", "p", "inconclusive", "", "2 [1, 3]", "r", "rule", "m",
+                 unadjusted="holds", robustness="fragile", stand_in="SQuAD for WikiText")
+    assert qualifiers(rec) == "fragile; stand-in; Holm-adjusted; unadjusted holds"
+    assert qualifiers(replace(rec, unadjusted="inconclusive", robustness="robust",
+                              stand_in="")) == ""
+    line = Headline("B", "B4", "abstract", "two stages", "w", ("a",))
+    page = sentence_table([Published("02_x", "T", "scorecard", "a", ("m",), (rec,))], [line],
+                          ["m"])
+    assert ('<span class="chip chip-inconclusive chip-stand-in chip-fragile" '
+            'title="inconclusive, measured on a stand-in, flipped by a choice a referee would '
+            'vary: the split">inconclusive · stand-in · fragile</span> <em class="qualifier">'
+            "(fragile; stand-in; Holm-adjusted; unadjusted holds)</em> <span") in page

@@ -71,7 +71,7 @@ def test_facts_unreplayable_rows_and_bands():
     band = _claim(np.linspace(0.2, 0.3, 20), within(0.25, 0.1), "b")
     out = holm([fact, elsewhere, band], family="f")
     assert "f" not in out  # a fact is judged on its value: no test in the family
-    assert out["e"].reason.startswith("its interval was computed elsewhere")
+    assert out["e"].reason.startswith("no per-unit values or interval method kept")
     assert out["b"].m == 1 and out["b"].grade == "holds" and out["b"].level == 0.95
     with pytest.raises(LlmdynError, match="alpha"):
         holm([band], family="f", alpha=1.5)

@@ -133,3 +133,26 @@ def test_every_printed_command_parses(unit):
         argv = shlex.split(command)[1:]
         args = build_parser(argv[0]).parse_args(argv)
         assert args.only == ["05_depth_coupling"] and args.config
+
+
+def test_the_plan_says_what_it_assumes():
+    from llmdyn.claims.planning import coverage_label, over_interval, population_note
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(20)
+    x = (x - x.mean()) / x.std(ddof=1) + 0.1  # mean 0.1, sd 1 exactly: SE·√n = 1
+    claim = Claim("m", "B", "§1", "s", "p", Measure.mean(x, "x", sampling_unit="prompt"),
+                  above(0))
+    hi = 0.1 + 2.093024 / 20 ** 0.5  # the t interval's upper end, t_{0.975, 19} = 2.093024
+    n_far = int(np.ceil((2.801585 / hi) ** 2))  # (z_0.975 + z_0.8)² (1 / Δ)², Δ = hi − 0
+    assert n_far == 25
+    assert over_interval(claim, 700) == (
+        f"over the effect's 95 % interval the n runs from about {n_far} (an effect at "
+        f"{hi:.3f}) to no n where the effect sits at the threshold, which the interval "
+        "contains; 700 assumes the observed effect")
+    assert coverage_label(claim, 40) == ("judged with the t interval (94.4 % simulated coverage "
+                                         "at n = 32, data/coverage.csv)")
+    assert population_note("03_uncertainty", "prompt", 71) == ""
+    assert population_note("03_uncertainty", "prompt", 72).startswith(
+        "warning: past 71 prompts the draw leaves the one SQuAD article")
+    assert population_note("07_regularity", "prompt", 500) == ""

@@ -72,3 +72,17 @@ def test_review_leaves_published_twins_out_of_the_holm_family():
     assert seen.word(ungraded) == "" and seen.note(ungraded) == ""
     with pytest.raises(LlmdynError, match="not published here"):
         review([mine], variants={"zzz": {"entropy": twin}})
+
+
+def test_a_row_that_fails_only_the_books_threshold_says_so():
+    from llmdyn.claims.robustness import threshold_note
+
+    short = _ratio(1.5, at_least(2))  # 1.5× [1.47, 1.53]: not 2×, but clearly above 1×
+    assert short.verdict.grade == "does not hold"
+    assert threshold_note(short) == ("2.00× is the book's choice, not no effect (1.00×); it "
+                                     "fails only that choice: its interval excludes no effect "
+                                     "on the paper's side")
+    assert threshold_note(_ratio(2.5, at_least(2))) == \
+        "2.00× is the book's choice, not no effect (1.00×)"
+    null = _ratio(1.0, at_least(1))  # the no-effect threshold itself: no tag
+    assert threshold_note(null) == ""

@@ -250,6 +250,14 @@ def test_publish_guard_passes_every_chapter_and_refuses_a_tampered_real_row(buil
     assert all(any(why in b for b in got) for why, got in found.items()), found
 
 
+def test_a_referee_written_apart_recomputes_every_holm_grade_and_robustness_word(built_book):
+    root, _ = built_book
+    done = subprocess.run([sys.executable, str(REPO / "tools" / "referee.py"),
+                           str(root / "book" / "executed")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.rstrip().endswith("; 0 disagreements")
+
+
 def test_every_rendered_chapter_is_what_papermill_wrote(built_book):
     """Issue 45, item 4: run_chapter records each chapter's cells; the HTML build (whose figure
     step adds captions to the notebooks) leaves them matching, so a later build renders them."""
@@ -394,7 +402,8 @@ def test_intro_headlines_agree_with_the_chapter_pages_and_the_scorecard(built_bo
     intro = (html_dir / "book" / "intro.html").read_text()
     score = (html_dir / "book" / "scorecard.html").read_text()
     shown = re.findall(r'<div class="claim [^"]*" data-claim="(\w+)"[^>]*><span class="chip '
-                       r'[^"]*" title="[^"]*">([^<]+)</span> <span class="number">([^<]*)</span>'
+                       r'[^"]*" title="[^"]*">([^<·]+?)(?: · [^<]*)?</span>'
+                       r'(?: <em class="qualifier">[^<]*</em>)? <span class="number">([^<]*)</span>'
                        r'(?: <span class="bound">[^<]*</span>)? <a class="where" '
                        r'href="([^"#]+)#([^"]+)"', intro)
     assert len(shown) >= 10 and "The abstracts, checked" in intro

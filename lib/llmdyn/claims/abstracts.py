@@ -73,6 +73,19 @@ def labelled(rec: Record, line: Headline | None) -> str:
     return f"{what} ({split.replace('_', ' ')} split)" if split else what
 
 
+def qualifiers(rec: Record) -> str:
+    """What a grade must not be read without: fragile, a stand-in, Holm's move ("" for none).
+
+    A grade that a referee's choice flips, or whose measure stands in for the paper's, is
+    never shown as a plain grade.
+    """
+    parts = ["fragile"] if rec.robustness == "fragile" else []
+    parts += ["stand-in"] if rec.stand_in else []
+    if rec.unadjusted and rec.unadjusted != rec.grade:
+        parts.append(f"Holm-adjusted; unadjusted {rec.unadjusted}")
+    return "; ".join(parts)
+
+
 def _cell(found: list[tuple[Record, Published]], line: Headline | None = None) -> Cell | Html:
     """One model's cell: a line per claim (grade, number, link, what it measures)."""
     if not found:
@@ -84,10 +97,14 @@ def _cell(found: list[tuple[Record, Published]], line: Headline | None = None) -
         against = (f' <span class="bound">(rule: {html.escape(rec.bound)})</span>'
                    if rec.bound else "")
         stand_in = f"<br><em>stand-in: {html.escape(rec.stand_in)}</em>" if rec.stand_in else ""
+        qualifier = qualifiers(rec)
+        qualifier = (f' <em class="qualifier">({html.escape(qualifier)})</em>'
+                     if qualifier else "")
         lines.append(
             f'<div class="claim grade-{slug(rec.grade)}" data-claim="{html.escape(rec.id)}" '
             'style="margin-bottom: 0.6em">'
-            f'{record_chip(rec.grade, rec.stand_in)} '
+            f'{record_chip(rec.grade, rec.stand_in, fragile=rec.robustness == "fragile")}'
+            f'{qualifier} '
             f'<span class="number">{html.escape(rec.number)}</span>{against} '
             f'<a class="where" href="{table.href}" title="{html.escape(rec.id)}">'
             f'ch.&#160;{table.chapter[:2]}</a><br>'

@@ -27,6 +27,8 @@ from llmdyn.claims.claim import GRADES, slug
 # modifier -> (the words beside the grade in the chip, what it means in its tooltip and legend)
 MODIFIERS: dict[str, tuple[str, str]] = {
     "stand-in": ("stand-in", "measured on a stand-in, not on the paper's kind of model or data"),
+    "fragile": ("fragile", "flipped by a choice a referee would vary: the split, the lens, "
+                           "layer L in or out, or a threshold the book chose"),
 }
 MEANING = {  # the legend's words for each grade
     "holds": "the whole 95 % interval lies on the paper's side of the rule",
@@ -68,17 +70,19 @@ def chip(grade: str, *, modifiers: Sequence[str] = (), label: str | None = None)
             f"{html.escape(text)}</span>")
 
 
-def record_chip(grade: str, stand_in: str = "", *, label: str | None = None) -> str:
-    """The chip of one claim record: its grade, marked as a stand-in where it is one."""
-    return chip(grade, modifiers=("stand-in",) if stand_in else (), label=label)
+def record_chip(grade: str, stand_in: str = "", *, fragile: bool = False,
+                label: str | None = None) -> str:
+    """The chip of one claim record: its grade, marked as a stand-in and as fragile where it is."""
+    modifiers = (("stand-in",) if stand_in else ()) + (("fragile",) if fragile else ())
+    return chip(grade, modifiers=modifiers, label=label)
 
 
 def legend(grades: Sequence[str] = GRADES, *, stand_in: bool = True) -> str:
-    """One line of HTML: each grade's chip and what it means, then the stand-in mark."""
+    """One line of HTML: each grade's chip and what it means, then the modifiers' marks."""
     items = [f"{chip(g)} {html.escape(MEANING[g])}" for g in grades]
     if stand_in:
-        items.append(f"{chip('holds', modifiers=('stand-in',))} "
-                     f"{html.escape(MODIFIERS['stand-in'][1])}")
+        items += [f"{chip('holds', modifiers=(name,))} {html.escape(meaning)}"
+                  for name, (_, meaning) in MODIFIERS.items()]
     return '<p class="chip-legend">' + " &#160;·&#160; ".join(items) + "</p>"
 
 
@@ -86,5 +90,5 @@ def legend_text(grades: Sequence[str] = GRADES, *, stand_in: bool = True) -> str
     """The legend as Markdown, for builders that drop raw HTML (the PDF)."""
     items = [f"**{g}**: {MEANING[g]}" for g in grades]
     if stand_in:
-        items.append(f"**· stand-in**: {MODIFIERS['stand-in'][1]}")
+        items += [f"**· {words}**: {meaning}" for words, meaning in MODIFIERS.values()]
     return "; ".join(items) + "."

@@ -23,7 +23,7 @@ from llmdyn import LlmdynError
 from llmdyn.claims.claim import slug
 from llmdyn.claims.costs import CostTable, cost_tables, cost_text
 from llmdyn.claims.findings import SCORECARD_KEY, records_key
-from llmdyn.claims.planning import for_chapter
+from llmdyn.claims.planning import for_chapter, population_note
 from llmdyn.claims.render import read_glued
 
 OWN = "our trained models"  # the subject of claims about a chapter's own trained suite or grid
@@ -55,6 +55,8 @@ class Record:
     robustness: str = ""  # "robust" or "fragile" ("" where not graded)
     review: str = ""  # the Holm reading and what flips the grade, in words
     fact: bool = False  # a graded fact (judged on its value): not a test of a sampled claim
+    variant_of: str = ""  # the claim this row re-grades under another split or lens
+    data: str = ""  # digest of the per-unit values judged (`findings.data_digest`)
 
 
 @dataclass(frozen=True)
@@ -164,6 +166,9 @@ def priced(rec: Record, chapter: str, params: dict[str, object],
     new suite or grid, which the text already says. ``tables``: `costs.cost_tables`, read once
     per chapter rather than once per claim.
     """
+    note = population_note(chapter, rec.unit, rec.to_decide_n)
+    if note:
+        rec = replace(rec, to_decide=f"{rec.to_decide}; {note}")
     if rec.unit != "prompt" or rec.to_decide_n is None:
         return rec
     cost = cost_text(chapter, rec.id, rec.model, rec.n, rec.to_decide_n, params, tables=tables)

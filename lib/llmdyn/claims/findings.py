@@ -19,6 +19,7 @@ first judged claims instead.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -72,7 +73,10 @@ def record(claim: Claim, seen: Review | None = None) -> dict[str, str | int | No
     (None where there is none): the scorecard prices that n from the per-prompt cost table
     (`llmdyn.claims.costs`). ``grade`` is the headline grade (Holm-adjusted where the claim is
     in its chapter's family), ``unadjusted`` its 95 % grade, ``robustness`` "robust",
-    "fragile" or "" and ``review`` the Holm reading and what flips it, in words.
+    "fragile" or "" and ``review`` the Holm reading and what flips it, in words; ``fact``
+    marks a graded fact, ``variant_of`` the claim it re-grades under another specification
+    and ``data`` its per-unit values' digest (`data_digest`), for the counts
+    (`llmdyn.claims.counting`).
     """
     seen = seen or Review()
     text, planned = decision(claim)
@@ -82,12 +86,26 @@ def record(claim: Claim, seen: Review | None = None) -> dict[str, str | int | No
             "grade": seen.headline(claim), "unadjusted": claim.verdict.grade,
             "robustness": seen.word(claim), "review": seen.note(claim),
             "fact": claim.measure.kind == "fact" and claim.verdict.grade in JUDGED,
+            "variant_of": seen.variant_of(claim), "data": data_digest(claim),
             "reason": claim.verdict.reason,
             "number": short(claim), "quantity": claim.measure.quantity,
             "result": claim.result_text(), "rule": claim.rule_text,
             "bound": claim.rule.bound(claim.measure) if claim.rule else "",
             "stand_in": claim.stand_in, "to_decide": text, "to_decide_n": planned,
             "n": est.n if est is not None else None, "unit": claim.measure.sampling_unit}
+
+
+def data_digest(claim: Claim) -> str:
+    """A digest of the per-unit values a claim judged, the same for any order of its samples.
+
+    Two rows with one digest grade the same data (e.g. a Table 1 row and the chapter 02
+    contrast it repeats); "" where no values were kept.
+    """
+    samples = claim.measure.samples
+    if not samples:
+        return ""
+    canon = sorted(json.dumps([round(x, 9) for x in sample]) for sample in samples)
+    return hashlib.sha256("|".join(canon).encode()).hexdigest()[:16]
 
 
 def counts_line(grades: Sequence[str]) -> str:
@@ -153,8 +171,9 @@ def box(claims: Sequence[Claim], *, headlines: Sequence[Headline] | None = None,
     return "\n".join([f":::{{admonition}} {title}", ":class: tip findings", "",
                       counts_line([seen.headline(c) for c in claims]), "", intro, "", *lines,
                       "", f"Each number is the estimate with its {round(100 * LEVEL)} % "
-                      "interval; the table at the end gives the rule and the reason for every "
-                      f"grade. {CSV_LINK}", ":::"])
+                      "interval; grades are Holm-adjusted over the chapter's claims (methods, "
+                      "\"Many claims at once\"); the table at the end gives the rule and the "
+                      f"reason for every grade, and what would flip it. {CSV_LINK}", ":::"])
 
 
 def publish_findings(claims: Sequence[Claim], *, key: str = SCORECARD_KEY,

@@ -101,7 +101,8 @@ def replayable(claim: Claim) -> str:
     m = claim.measure
     est = m.estimate
     if m.recipe is None or not m.samples or est is None or not est.method:
-        return "its interval was computed elsewhere and cannot be read at another level here"
+        return ("no per-unit values or interval method kept: its interval cannot be read at "
+                "another level")
     lo, hi = interval_at(claim, est.level)
     if not (math.isclose(lo, est.lo, rel_tol=1e-9, abs_tol=1e-12)
             and math.isclose(hi, est.hi, rel_tol=1e-9, abs_tol=1e-12)):

@@ -19,13 +19,16 @@ models and ViTs that chapters 08-10 train; rows whose units cannot grow offline 
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
+from scipy import stats as sps
 
 from llmdyn.claims.claim import Claim
+from llmdyn.claims.measure import METHOD_NAMES
 from llmdyn.claims.units import UNITS, counted
-from llmdyn.stats import planner
+from llmdyn.stats import coverage, planner
 
 N_DRAWS = 200  # simulated samples per n: the share's Monte Carlo error is ≤ 3.5 points
 ASKED = ("inconclusive", "no verdict")  # the grades whose row says what would decide it
@@ -154,7 +157,74 @@ def decision(claim: Claim, *, n_draws: int = N_DRAWS, seed: int = 0) -> tuple[st
         n = planner.MIN_UNITS if plan.observed < planner.MIN_UNITS else None
         text = plan.reason + (f"; measure at least {n}" if n else "")
         return _with_where(text, n, claim)
-    return _with_where(plan.text(UNITS[m.sampling_unit]), plan.n, claim)
+    text = "; ".join(x for x in (plan.text(UNITS[m.sampling_unit]), coverage_label(claim, plan.n),
+                                 over_interval(claim, plan.n)) if x)
+    return _with_where(text, plan.n, claim)
+
+
+def coverage_label(claim: Claim, n: int) -> str:
+    """The interval the plan's n would be judged with, and its simulated coverage from the table.
+
+    The label is the table's number ("93.5 % simulated coverage"), not the nominal 95 %.
+    """
+    recipe = claim.measure.recipe
+    kind = "independent_difference" if recipe.kind == "difference" and not recipe.paired \
+        else recipe.kind
+    if kind not in coverage.KINDS:
+        return ""
+    method, _ = coverage.choose(kind, n, recipe.method)
+    found = coverage.simulated(kind, n, method) if method else None
+    if found is None:
+        return ""
+    size = max(x for x in coverage.SIZES if x <= n)
+    return (f"judged with the {METHOD_NAMES.get(method, method)} ({100 * found:.1f} % "
+            f"simulated coverage at n = {size}, data/coverage.csv)")
+
+
+def over_interval(claim: Claim, observed_n: int) -> str:
+    """The n needed over the effect's own interval: a range, with the observed effect's n in it.
+
+    The plan assumes the observed effect is the true one. Over its 95 % interval the n runs
+    from the one an effect at the interval's far end from the threshold needs, to none at all
+    where the interval reaches the threshold (an effect at the threshold is never decided).
+    The far end's n is the normal approximation (z_{0.975} + z_{0.8})² (SE·√n / Δ)², the
+    standard error read from the interval's own half-width; it is a prediction like the plan.
+    """
+    est, rule = claim.measure.estimate, claim.rule
+    if rule is None or rule.op == "within" or est is None or not est.has_interval:
+        return ""
+    half = (est.hi - est.lo) / 2
+    se = half / float(sps.t.ppf(0.975, max(est.n - 1, 1)))
+    far = max(abs(est.lo - rule.threshold), abs(est.hi - rule.threshold))
+    if not (se > 0 and far > 0):
+        return ""
+    z = float(sps.norm.ppf(0.975) + sps.norm.ppf(planner.TARGET))
+    n_far = max(planner.MIN_UNITS, math.ceil((z * se * math.sqrt(est.n) / far) ** 2))
+    m = claim.measure
+    end = est.lo if abs(est.lo - rule.threshold) >= abs(est.hi - rule.threshold) else est.hi
+    reaches = min(est.lo, est.hi) <= rule.threshold <= max(est.lo, est.hi)
+    upper = ("no n where the effect sits at the threshold, which the interval contains"
+             if reaches else "more where the effect is nearer the threshold")
+    return (f"over the effect's 95 % interval the n runs from about {n_far} (an effect at "
+            f"{m.number(end)}) to {upper}; {observed_n} assumes the observed effect")
+
+
+#: the chapters whose prompts are SQuAD questions, drawn from the largest article first
+SQUAD_CHAPTERS = ("02_geometry_along_depth", "03_uncertainty", "04_jacobian_alignment",
+                  "05_depth_coupling")
+ONE_ARTICLE = 71  # questions of the largest packaged SQuAD article (llmdyn.data.squad_prompts)
+
+
+def population_note(chapter: str, unit: str, n: int | None) -> str:
+    """A warning where a plan leaves the sampled population ("" where it does not).
+
+    A chapter of SQuAD questions draws up to 71 of them from one article (Super_Bowl_50);
+    past that, more prompts come from other articles, which the estimate never sampled.
+    """
+    if unit != "prompt" or chapter not in SQUAD_CHAPTERS or n is None or n <= ONE_ARTICLE:
+        return ""
+    return (f"warning: past {ONE_ARTICLE} prompts the draw leaves the one SQuAD article the "
+            "estimate sampled; the plan assumes other articles' questions vary as these do")
 
 
 def _with_where(text: str, n: int | None, claim: Claim) -> tuple[str, int | None]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from llmdyn.claims.claim import Claim
 from llmdyn.claims.multiplicity import Adjusted, holm
-from llmdyn.claims.robustness import Robustness, assess_all
+from llmdyn.claims.robustness import Robustness, assess_all, threshold_note
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,11 @@ class Review:
     adjusted: Mapping[str, Adjusted] = field(default_factory=dict)
     robustness: Mapping[str, Robustness] = field(default_factory=dict)
     variants: Mapping[str, Mapping[str, Claim]] = field(default_factory=dict)
+
+    def variant_of(self, claim: Claim) -> str:
+        """The id of the claim this one is a specification of, where it is published as one."""
+        return next((mine for mine, specs in self.variants.items()
+                     if any(v.id == claim.id for v in specs.values())), "")
 
     def headline(self, claim: Claim) -> str:
         """The grade the summary pages lead with: Holm-adjusted where the claim is in the family."""
@@ -52,6 +57,9 @@ class Review:
             parts.append(rob.text())
             if rob.flip_points:
                 parts.append(rob.flip_points)
+            chosen = threshold_note(claim)
+            if chosen:
+                parts.append(chosen)
         return "; ".join(parts)
 
     def verdict_text(self, claim: Claim) -> str:

@@ -122,6 +122,27 @@ def moved_rules(claim: Claim) -> list[tuple[str, Rule]]:
             for d in (-step, step)]
 
 
+def threshold_note(claim: Claim) -> str:
+    """The tag of a chosen threshold at its row, and whether the grade fails only that choice.
+
+    "" where the threshold is the quantity's "no effect" or the kind has none. A row that does
+    not hold, or is inconclusive, while its interval lies wholly on the paper's side of no
+    effect, says so: the effect is there, short of the book's bar.
+    """
+    rule, m = claim.rule, claim.measure
+    if rule is None or rule.op == "within" or m.kind != "estimate" or not chosen_threshold(claim):
+        return ""
+    null, est = no_effect(claim), m.estimate
+    if null is None or est is None or not est.has_interval:
+        return ""
+    text = f"{m.number(rule.threshold)} is the book's choice, not no effect ({m.number(null)})"
+    strict = Rule({">=": ">", "<=": "<"}.get(rule.op, rule.op), null)
+    if claim.verdict.grade != "holds" and strict.clears(est.lo) and strict.clears(est.hi):
+        text += ("; it fails only that choice: its interval excludes no effect on the "
+                 "paper's side")
+    return text
+
+
 def flip_points(claim: Claim) -> str:
     """The thresholds at which the claim's 95 % grade would flip: the ends of its interval.
 

@@ -3,6 +3,8 @@
 Both are generated from the claim records the executed chapters glued
 (:mod:`llmdyn.claims.collected`), never typed:
 
+- the **headline count**: the distinct claims of the papers the build tests
+  (`llmdyn.claims.counting`), facts, variants, re-grades and the book's own checks apart;
 - the **summary grid**: one row per chapter table and model, one column per grade
   (`llmdyn.claims.GRADES`, those that occur), each count a link to the chapter's section on the
   scorecard page (the label ``scorecard-<chapter>`` or ``scorecard-<key>``);
@@ -23,6 +25,7 @@ from collections.abc import Sequence
 from llmdyn.claims.chips import chip
 from llmdyn.claims.claim import GRADES, JUDGED, slug
 from llmdyn.claims.collected import Published, Record, build_models
+from llmdyn.claims.counting import count
 from llmdyn.claims.findings import SCORECARD_KEY
 from llmdyn.claims.headlines import best, headline_map
 from llmdyn.core.tables import Html, html_table
@@ -78,8 +81,9 @@ def summary(published: Sequence[Published]) -> str:
         rows.append([Html("<strong>all chapters</strong>"), model,
                      *(Html(f"<strong>{n[g]}</strong>") if g in JUDGED else n[g] for g in grades),
                      Html(f"<strong>{sum(n.values())}</strong>")])
-    return html_table(["chapter", "model", *grades, "all"], rows,
-                      css_class="table scorecard-summary") + "\n"
+    return (f'<p class="scorecard-count">{count(published).sentence()}</p>'
+            + html_table(["chapter", "model", *grades, "all"], rows,
+                         css_class="table scorecard-summary") + "\n")
 
 
 def code_spans(text: str) -> str:
@@ -100,6 +104,7 @@ def _row(rec: Record, table: Published) -> list[str]:
     statement = f"{rec.statement} ({split.replace('_', ' ')} split)" if split else rec.statement
     reason = f"<br><small>({esc(rec.reason)})</small>" if rec.reason else ""
     stand_in = f"<br><em>stand-in: {esc(rec.stand_in)}</em>" if rec.stand_in else ""
+    reason += f"<br><small>{esc(rec.review)}</small>" if rec.review else ""
     return [rec.paper, esc(table_name(table)), esc(rec.model),
             f'{esc(statement)} <small>({esc(rec.section)}; <a href="{table.href}">'
             f"chapter {table.chapter[:2]}</a>)</small>", esc(rec.paper_value),
