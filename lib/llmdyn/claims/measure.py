@@ -8,7 +8,11 @@ judges that kind over this many independent units, from the one committed table
 - a closed-form or exact interval where one is calibrated (t for a mean or a paired difference,
   Welch for independent ones, the linearised t for a ratio of means, OLS t for a slope, Fisher z
   for R², Clopper–Pearson for a fraction, order statistics for a median);
-- else the BCa bootstrap (``scipy.stats.bootstrap``), never with 5 units or fewer;
+- else the BCa bootstrap (``scipy.stats.bootstrap``), never with 5 units or fewer; where BCa
+  is undefined the percentile interval is shown, labelled so, with no verdict;
+- a few-valued statistic (at most ``FEW_VALUES`` distinct per-unit values) has no median
+  interval: ties break the table's calibration, so such a claim is judged in the sign test's
+  form (`Measure.share_on_side`, Clopper–Pearson on the share);
 - else none: the value is shown with no interval and **no verdict**, and the reason names the
   coverage table.
 
