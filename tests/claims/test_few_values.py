@@ -1,6 +1,7 @@
 """Few-valued statistics: no median interval from ties, no percentile fallback labelled BCa."""
 
 import numpy as np
+import pytest
 
 from llmdyn.claims import Claim, Measure, above, at_most, within
 from llmdyn.stats import bootstrap
@@ -40,3 +41,21 @@ def test_the_median_of_a_few_valued_statistic_is_refused_and_the_share_is_judged
     got = Claim("w", "B", "§5", "s", "p",
                 Measure.median(continuous, "x", sampling_unit="prompt"), within(0.5, 0.5))
     assert got.measure.estimate.method == "order" and got.verdict.grade == "holds"
+
+
+def test_prompts_in_tasks_are_judged_over_the_task_means():
+    from llmdyn.claims import per_cluster
+
+    # 3 tasks of 4 prompts: the task explains the spread; over prompts the interval would be
+    # 12 units wide of it, over tasks it is the t interval of the 3 task means
+    tasks = [t for t in ("arc", "gsm8k", "mmlu") for _ in range(4)]
+    values = np.array([1.0, 1.1, 0.9, 1.0, 3.0, 3.1, 2.9, 3.0, 5.0, 5.1, 4.9, 5.0])
+    means = per_cluster(values, tasks)
+    assert means == {"arc": 1.0, "gsm8k": 3.0, "mmlu": 5.0}
+    assert per_cluster(values, tasks, np.max) == {"arc": 1.1, "gsm8k": 3.1, "mmlu": 5.1}
+    m = Measure.mean(means, "x", sampling_unit="task", members="12 prompts")
+    half = 4.302653 * 2.0 / np.sqrt(3)  # t(0.975, 2) · sd 2 / √3
+    assert (m.estimate.lo, m.estimate.hi) == pytest.approx((3 - half, 3 + half))
+    assert m.interval_text() == "n = 12 prompts in 3 tasks, t interval"
+    pooled = Measure.mean(values, "x", sampling_unit="prompt")
+    assert pooled.estimate.hi - pooled.estimate.lo < (m.estimate.hi - m.estimate.lo) / 3
