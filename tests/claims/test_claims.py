@@ -517,6 +517,10 @@ def test_units_that_do_not_vary_are_not_graded_and_narrow_ones_are():
     tiny = Measure.mean(-8.6e-5 + 4e-5 * np.linspace(-1, 1, 20), "x", fmt=".2f",
                         sampling_unit="prompt")
     assert _claim(tiny, below(0)).verdict.grade == "holds"
+    # a difference of two 5-nat entropies that varies by 1e-9: the inputs' precision decides
+    same = Measure.difference(5.0 + 1e-9 * np.arange(8), np.full(8, 4.9996), "d",
+                              sampling_unit="prompt")
+    assert same.zero_width() and same.estimate.value == pytest.approx(4e-4, rel=1e-4)
 
 
 def test_an_interval_narrower_than_one_digit_prints_one_digit_finer_never_two():

@@ -56,7 +56,8 @@ def test_publish_refuses_a_row_the_rules_do_not_allow(row, change, message):
 def test_an_unknown_unit_and_an_asymmetric_interval():
     values = {k: v for c in _real_rows() for k, v in glue_values(c).items()}
     assert guard_breaks({**values, "mean_unit": "token"}) == [
-        "mean: unknown sampling unit 'token'; one of ['ViT', 'model', 'prompt', 'run', 'seed']"]
+        "mean: unknown sampling unit 'token'; one of ['ViT', 'model', 'prompt', 'run', 'seed', "
+        "'task']"]
     # a BCa or Clopper–Pearson interval need not be centred on its estimate
     skewed = {**values, "mean_method": "bca", "mean_lo": values["mean_value"] - 0.1,
               "mean_hi": values["mean_value"] + 0.5}

@@ -16,7 +16,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "render": ["COLUMNS", "SCORECARD_KEY", "claims_table", "scorecard_html", "glue_values",
                    "read_glued", "rule_breaks", "grade_breaks", "publish", "part_source",
                    "split_grid", "split_flips", "refuse_broken"],
-        "units": ["UNITS", "keyed"],
+        "units": ["UNITS", "keyed", "per_cluster"],
         "review": ["Review", "review"],
         "robustness": ["across", "split_identified"],
         "multiplicity": ["holm"],

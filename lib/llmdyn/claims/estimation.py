@@ -18,6 +18,8 @@ from llmdyn import LlmdynError
 from llmdyn.stats import bootstrap, coverage
 from llmdyn.stats.bootstrap import Estimate
 
+FEW_VALUES = 5  # a per-unit statistic with at most this many distinct values is few-valued
+
 
 def interval_estimate(kind: str, statistic, *samples, paired: bool = True, seed: int = 0,
                       method: str | None = None, signed: bool = False,
@@ -52,6 +54,11 @@ def interval_estimate(kind: str, statistic, *samples, paired: bool = True, seed:
     if chosen == "bca":
         boot = bootstrap.bootstrap_rows if rows else bootstrap.bootstrap
         est = boot(statistic, *samples, paired=paired, seed=seed)
+        if est.method == "percentile":
+            return est, ("BCa is undefined here (the resampled statistic takes too few values) "
+                         "and the percentile interval shown was never calibrated "
+                         "(data/coverage.csv); judge the share of units on the paper's side "
+                         "instead (the sign test)")
         return est, "" if est.has_interval else "the bootstrap gives no interval here"
     arrays = [np.asarray(s, dtype=np.float64) if rows else
               np.asarray(s, dtype=np.float64).ravel() for s in samples]
@@ -59,6 +66,12 @@ def interval_estimate(kind: str, statistic, *samples, paired: bool = True, seed:
         value = float(statistic(*arrays) if rows else statistic(*[a[None] for a in arrays])[0])
     if chosen is None:
         return Estimate(value, math.nan, math.nan, n), reason
+    values = np.unique(arrays[0][np.isfinite(arrays[0])]) if kind == "median" else ()
+    if 0 < len(values) <= FEW_VALUES < n:
+        return Estimate(value, math.nan, math.nan, n), (
+            f"the median of a statistic with {len(values)} values over {n} units: ties make "
+            "its interval uncalibrated (data/coverage.csv simulates continuous values); judge "
+            "the share of units on the paper's side instead (the sign test)")
     lo, hi = coverage.interval(kind, chosen, *arrays, paired=paired, signed=signed)
     est = Estimate(value, float(lo), float(hi), n, method=chosen)
     return est, "" if est.has_interval else f"the {chosen} interval is undefined here"

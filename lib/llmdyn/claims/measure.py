@@ -8,7 +8,11 @@ judges that kind over this many independent units, from the one committed table
 - a closed-form or exact interval where one is calibrated (t for a mean or a paired difference,
   Welch for independent ones, the linearised t for a ratio of means, OLS t for a slope, Fisher z
   for R², Clopper–Pearson for a fraction, order statistics for a median);
-- else the BCa bootstrap (``scipy.stats.bootstrap``), never with 5 units or fewer;
+- else the BCa bootstrap (``scipy.stats.bootstrap``), never with 5 units or fewer; where BCa
+  is undefined the percentile interval is shown, labelled so, with no verdict;
+- a few-valued statistic (at most ``FEW_VALUES`` distinct per-unit values) has no median
+  interval: ties break the table's calibration, so such a claim is judged in the sign test's
+  form (`Measure.share_on_side`, Clopper–Pearson on the share);
 - else none: the value is shown with no interval and **no verdict**, and the reason names the
   coverage table.
 
@@ -38,7 +42,7 @@ from llmdyn.stats import bootstrap, coverage
 from llmdyn.stats.bootstrap import Estimate
 
 Kind = Literal["estimate", "fact"]
-_SHOWN = ("fmt", "unit", "detail", "sampling_unit")  # fields an unmeasured measure keeps
+_SHOWN = ("fmt", "unit", "detail", "sampling_unit", "members")  # fields an unmeasured measure keeps
 UNVARYING = 1e-6  # an interval narrower than this share of its ends: units that do not vary
 STATISTIC_KINDS = {bootstrap.mean: "mean", bootstrap.median: "median",
                    bootstrap.ratio_of_means: "ratio", bootstrap.difference_of_means: "difference",
@@ -76,6 +80,9 @@ class Measure:
             tuple per sample: two for a paired ratio or difference); empty where not kept.
         recipe: how the estimate was computed from ``samples`` (to recompute it at another n,
             `llmdyn.claims.planning`); None where it cannot be replayed.
+        members: what the units summarise, where each unit is a cluster (e.g. "120 prompts"
+            for 6 tasks): shown as "n = 120 prompts in 6 tasks"; "" where the units are the
+            sampled items themselves.
     """
 
     quantity: str
@@ -90,6 +97,7 @@ class Measure:
     unit_ids: tuple[str, ...] = ()
     samples: tuple[tuple[float, ...], ...] = ()
     recipe: Recipe | None = None
+    members: str = ""
 
     def __post_init__(self) -> None:
         """A fact names the paper's case; an estimate has none; a unit is an independent one."""
@@ -326,19 +334,28 @@ class Measure:
     def zero_width(self) -> bool:
         """Whether the units do not vary: the interval's width is within float32's precision.
 
-        The states are float32, so units that agree to ``UNVARYING`` of the value (about ten
-        float32 steps) are one number computed several times, not independent evidence. Units
-        that differ by more are graded from the unrounded interval, however few digits print.
+        The states are float32, so units that agree to ``UNVARYING`` of the numbers they were
+        computed from (about ten float32 steps of the largest per-unit value, or of the
+        interval's ends where the values were not kept) are one number computed several
+        times, not independent evidence: a difference of two entropies of 5 nats that varies
+        by 1e-8 does not vary. Units that differ by more are graded from the unrounded
+        interval, however few digits print.
         """
         est = self.estimate
         if est is None or not est.has_interval:
             return False
-        return est.hi - est.lo <= UNVARYING * max(abs(est.lo), abs(est.hi))
+        scale = max(abs(est.lo), abs(est.hi), *(abs(x) for s in self.samples for x in s))
+        return est.hi - est.lo <= UNVARYING * scale
 
     def interval_text(self) -> str:
-        """"n = 20 prompts, t interval": the units and how the interval was computed."""
+        """"n = 20 prompts, t interval": the units and how the interval was computed.
+
+        Clusters as units read "n = 120 prompts in 6 tasks, t interval".
+        """
         est = self.estimate
         text = f"n = {units.counted(self.sampling_unit, est.n)}"
+        if self.members:
+            text = f"n = {self.members} in {units.counted(self.sampling_unit, est.n)}"
         if est.has_interval and est.method:
             text += f", {METHOD_NAMES.get(est.method, est.method)}"
         return text

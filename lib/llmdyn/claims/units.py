@@ -1,7 +1,10 @@
 """The independent units a verdict is computed over, and per-unit values keyed by unit id.
 
 A claim's interval is taken over one number per **independent unit**: a prompt, a model, a
-training run, a seed or a ViT (`UNITS`). Tokens, tiles, layers, noise draws, passages and
+training run, a seed, a ViT or a task (`UNITS`). Prompts drawn from a few tasks are not
+independent of each other: where the task explains much of their spread (chapter 07's six
+leaderboard tasks), each task is summarised first (`per_cluster`) and the interval is taken over
+the tasks. Tokens, tiles, layers, noise draws, passages and
 checkpoints are never units (`NOT_UNITS`): they share their prompt's, model's or run's
 randomness, so an interval over them is too narrow. A chapter first summarises them within
 their unit (e.g. the median over a prompt's tokens, `llmdyn.stats` for the summaries) and
@@ -21,7 +24,7 @@ import numpy as np
 from llmdyn import LlmdynError
 
 UNITS = {"prompt": "prompts", "model": "models", "run": "runs", "seed": "seeds",
-         "ViT": "ViTs"}  # singular -> plural, as "n = 20 prompts" shows it
+         "ViT": "ViTs", "task": "tasks"}  # singular -> plural, as "n = 20 prompts" shows it
 NOT_UNITS = ("token", "tile", "layer", "layer pair", "noise draw", "passage", "checkpoint")
 
 
@@ -41,6 +44,26 @@ def counted(unit: str, n: int) -> str:
     if not unit:
         return f"{n} item{'s' if n != 1 else ''}"
     return f"{n} {unit if n == 1 else UNITS[unit]}"
+
+
+def per_cluster(values, clusters: Sequence[str], statistic=np.mean) -> dict[str, float]:
+    """One number per cluster: ``statistic`` of the values of its members, keyed by cluster.
+
+    Args:
+        values: ``[member]`` one value per member (e.g. per prompt).
+        clusters: ``[member]`` each member's cluster (e.g. its task), in the order of values.
+        statistic: ``[member] -> float`` (default the mean).
+
+    Returns:
+        ``{cluster: statistic of its members}``, clusters in order of first appearance.
+    """
+    values = np.asarray(values, dtype=np.float64).ravel()
+    clusters = [str(c) for c in clusters]
+    if len(clusters) != values.size or values.size == 0:
+        raise LlmdynError(f"per_cluster needs one cluster per value, got {len(clusters)} "
+                          f"clusters for {values.size} values")
+    names = list(dict.fromkeys(clusters))
+    return {c: float(statistic(values[[k == c for k in clusters]])) for c in names}
 
 
 def keyed(ids: Sequence[str], values) -> dict[str, float]:

@@ -167,13 +167,8 @@ def table1_claims(name: str, split: PhaseSplit, *, lss: np.ndarray, equidistance
             lens's CONFIDENT row gets no verdict and the other carries it.
         lens: the name of ``entropy``'s lens.
     """
-    refused = {}
-    if other_entropy is not None:
-        mine, theirs = (lens_saturation(entropy, split),
-                        lens_saturation(other_entropy[1], split))
-        refused = {"CONFIDENT": saturated_lens(mine, theirs, lens, other_entropy[0]),
-                   f"CONFIDENT ({other_entropy[0]} lens)": saturated_lens(
-                       theirs, mine, other_entropy[0], lens)}
+    refused = {("CONFIDENT" if name == lens else f"CONFIDENT ({name} lens)"): reason
+               for name, reason in _refusals(entropy, other_entropy, split, lens).items()}
     means = {"LINEAR": phase_means_per_prompt(lss, split),
              "EQUISPACED": phase_means_per_prompt(equidistance, split),
              "ALIGNED": np.array([pair_phase_means(M, split) for M in ratios]).T,
@@ -198,6 +193,28 @@ def table1_claims(name: str, split: PhaseSplit, *, lss: np.ndarray, equidistance
     return claims
 
 
+def _refusals(entropy: np.ndarray, other_entropy: tuple[str, np.ndarray] | None,
+              split: PhaseSplit, lens: str) -> dict[str, str]:
+    """`lens_refusals` of ``entropy``'s lens and the other one ({} when no other was read)."""
+    if other_entropy is None:
+        return {}
+    return lens_refusals({lens: lens_saturation(entropy, split),
+                          other_entropy[0]: lens_saturation(other_entropy[1], split)})
+
+
+def _entropy_spread(name: str, split: PhaseSplit, entropy: np.ndarray,
+                    other_entropy: tuple[str, np.ndarray] | None, lens: str) -> Claim:
+    """`contrast_claims`' entropy row: Thought / Fixation spread over prompts (§4.4, Fig 5)."""
+    refused = _refusals(entropy, other_entropy, split, lens).get(lens, "")
+    return Claim(f"geo_entropy_spread_{slug(name)}_{split.name}", "B", "§4.4, Fig 5",
+                 f"{name}: prompts agree in confidence in Thought, disagree in Fixation",
+                 "low variation in Thought", unless_saturated(Measure.ratio(
+                     *phase_deviations(entropy, split), quantity="Thought / Fixation mean "
+                     "absolute deviation of the entropy from the prompt mean",
+                     detail=split.label(), sampling_unit="prompt", fmt=".2f"), refused),
+                 below(1))
+
+
 def contrast_claims(name: str, split: PhaseSplit, *, norms: np.ndarray, lss: np.ndarray,
                     equidistance: np.ndarray, entropy: np.ndarray,
                     other_entropy: tuple[str, np.ndarray] | None = None,
@@ -211,9 +228,8 @@ def contrast_claims(name: str, split: PhaseSplit, *, norms: np.ndarray, lss: np.
         lss: windowed LSS ``[prompt, layer+1]``, on the same prompts.
         equidistance: windowed equidistance ``[prompt, layer+1]``.
         entropy: logit-lens entropy ``[prompt, layer+1]``.
-        other_entropy: (lens name, ``[prompt, layer+1]``) of the other logit lens on the same
-            prompts: where ``entropy``'s lens saturates and this one does not
-            (`saturated_lens`), the entropy row gets no verdict.
+        other_entropy: (lens name, ``[prompt, layer+1]``) of the other logit lens: where
+            ``entropy``'s lens saturates and it does not, the entropy row has no verdict.
         lens: the name of ``entropy``'s lens.
 
     Returns:
@@ -227,13 +243,9 @@ def contrast_claims(name: str, split: PhaseSplit, *, norms: np.ndarray, lss: np.
     sid = f"{slug(name)}_{split.name}"
     lss_t, lss_f = phase_means_per_prompt(lss, split)
     eq_t, eq_f = phase_means_per_prompt(equidistance, split)
-    norm_dev, entropy_dev = (phase_deviations(norms, split, relative=True),
-                             phase_deviations(entropy, split))
+    norm_dev = phase_deviations(norms, split, relative=True)
     where, per = split.label(), {"sampling_unit": "prompt", "fmt": ".2f"}
     band = fraction_in_band(lss, split, low=2.0, high=3.0)
-    refused = "" if other_entropy is None else saturated_lens(
-        lens_saturation(entropy, split), lens_saturation(other_entropy[1], split), lens,
-        other_entropy[0])
     return [
         Claim(f"geo_norm_prompts_{sid}", "B", "§4.1, Fig 2", f"{name}: the norm is "
               "prompt-independent in Thought, prompt-dependent in Fixation",
@@ -257,12 +269,7 @@ def contrast_claims(name: str, split: PhaseSplit, *, norms: np.ndarray, lss: np.
         Claim(f"geo_eq_level_{sid}", "B", "§4.3, Fig 4", f"{name}: equidistance is about 0.1 "
               "in Fixation", "≈ 0.1", Measure.mean(eq_f, "mean Fixation equidistance",
                                                    detail=where, **per), at_most(0.15)),
-        Claim(f"geo_entropy_spread_{sid}", "B", "§4.4, Fig 5", f"{name}: prompts agree in "
-              "confidence in Thought, disagree in Fixation", "low variation in Thought",
-              unless_saturated(Measure.ratio(
-                  *entropy_dev, quantity="Thought / Fixation mean absolute deviation of the "
-                  "entropy from the prompt mean", detail=where, **per), refused),
-              below(1)),
+        _entropy_spread(name, split, entropy, other_entropy, lens),
         Claim(f"geo_fixation_lss_{sid}", "B", "§5.4, Fig 12", f"{name}: over the Fixation "
               "layers LSS is lower than over all layers", "for every model",
               Measure.difference(lss_f, _row_means(lss), "mean LSS, Fixation − all layers",

@@ -101,6 +101,20 @@ def bca(statistic: Statistic, *samples: np.ndarray, paired: bool = True, seed: i
         ``(lo, hi)``, each of the batch shape; where BCa is undefined, the percentile interval
         of the finite draws (NaN when fewer than half are finite).
     """
+    lo, hi, _ = bca_or_percentile(statistic, *samples, paired=paired, seed=seed,
+                                  n_resamples=n_resamples, level=level)
+    return lo, hi
+
+
+def bca_or_percentile(statistic: Statistic, *samples, paired: bool = True, seed: int = 0,
+                      n_resamples: int = N_RESAMPLES, level: float = LEVEL
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`bca`'s ends and where they are the percentile fallback (BCa undefined there).
+
+    Returns:
+        ``(lo, hi, percentile)``: ``percentile`` is True where BCa is undefined (every draw
+        gives one value, or some none) and the ends are the percentile interval's.
+    """
     def stat(*a, axis=-1):
         return statistic(*a)
 
@@ -116,7 +130,7 @@ def bca(statistic: Statistic, *samples: np.ndarray, paired: bool = True, seed: i
         draws = np.moveaxis(np.asarray(res.bootstrap_distribution, dtype=np.float64), -1, 0)
         p_lo, p_hi = _percentiles(draws, level)  # draws [draw, ...] → [...] each
         lo, hi = np.where(bad, p_lo, lo), np.where(bad, p_hi, hi)
-    return lo, hi
+    return lo, hi, bad
 
 
 def _percentiles(draws: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
@@ -144,7 +158,8 @@ def bootstrap(statistic: Statistic, *samples, paired: bool = True, seed: int = 0
 
     Returns:
         The estimate on the full samples and its BCa interval (the percentile interval where
-        BCa is undefined); no interval (NaN ends) with fewer than ``MIN_ITEMS`` items.
+        BCa is undefined, and then its method says "percentile"); no interval (NaN ends) with
+        fewer than ``MIN_ITEMS`` items.
     """
     _check(level, n_resamples)
     arrays = _samples(samples, paired)
@@ -152,15 +167,17 @@ def bootstrap(statistic: Statistic, *samples, paired: bool = True, seed: int = 0
     n = min(a.size for a in arrays)
     if n < MIN_ITEMS:
         return Estimate(value, float("nan"), float("nan"), n, level)
-    lo, hi = bca(statistic, *arrays, paired=paired, seed=seed, n_resamples=n_resamples,
-                 level=level)
-    return _estimate(value, float(lo), float(hi), n, level)
+    lo, hi, fallback = bca_or_percentile(statistic, *arrays, paired=paired, seed=seed,
+                                         n_resamples=n_resamples, level=level)
+    return _estimate(value, float(lo), float(hi), n, level, bool(fallback))
 
 
-def _estimate(value: float, lo: float, hi: float, n: int, level: float) -> Estimate:
-    """An Estimate whose method says "bca" (NaN ends: no interval, no method)."""
+def _estimate(value: float, lo: float, hi: float, n: int, level: float,
+              fallback: bool) -> Estimate:
+    """An Estimate whose method says "bca", or "percentile" for the fallback (NaN: none)."""
     ok = np.isfinite(lo) and np.isfinite(hi)
-    return Estimate(value, lo, hi, n, level, method="bca" if ok else "")
+    return Estimate(value, lo, hi, n, level,
+                    method=("percentile" if fallback else "bca") if ok else "")
 
 
 def bootstrap_rows(statistic: Callable[..., float], *samples, paired: bool = True,
@@ -205,8 +222,9 @@ def bootstrap_rows(statistic: Callable[..., float], *samples, paired: bool = Tru
 
     index = [np.arange(n, dtype=np.float64)] if paired else \
         [np.arange(len(a), dtype=np.float64) for a in arrays]
-    lo, hi = bca(on_rows, *index, paired=paired, seed=seed, n_resamples=n_resamples, level=level)
-    return _estimate(value, float(lo), float(hi), n, level)
+    lo, hi, fallback = bca_or_percentile(on_rows, *index, paired=paired, seed=seed,
+                                         n_resamples=n_resamples, level=level)
+    return _estimate(value, float(lo), float(hi), n, level, bool(fallback))
 
 
 def _percentile_interval(value: float, stats: np.ndarray, n: int, n_resamples: int,
