@@ -19,7 +19,7 @@ from transformers import AutoConfig
 from llmdyn import LlmdynError
 from llmdyn.core.checks import torch_device
 from llmdyn.core.store import ResultStore
-from llmdyn.models.architectures import ARCHITECTURES, TINY_CONFIGS, Architecture
+from llmdyn.models.architectures import ARCHITECTURES, TINY_CONFIGS, Architecture, config_value
 from llmdyn.models.files import NEEDS, check_model_dir, dir_digest, local_key, looks_like_path
 from llmdyn.models.packaged import PACKAGED, local_gguf, packaged_safetensors
 from llmdyn.models.pretrained import load_pretrained
@@ -60,8 +60,35 @@ class LoadedModel:
 
     @property
     def final_norm(self) -> torch.nn.Module:
-        """The norm applied to the last block's output before the head."""
-        return _getattr_path(self.hf, self.arch.final_norm)
+        """The norm applied to the last block's output before the head.
+
+        The identity where the model has none (post-LN OPT: each block ends in its own norm,
+        and ``final_layer_norm`` is None).
+        """
+        norm = _getattr_path(self.hf, self.arch.final_norm)
+        return torch.nn.Identity() if norm is None else norm
+
+    def read_out(self, h: torch.Tensor) -> torch.Tensor:
+        """The model's logits from final-normed states, ``[..., d_model] -> [..., vocab]``.
+
+        ``ℓ = s(M P h)`` as the family's forward computes it: P a projection before the head
+        (OPT's ``project_out``) or none, M the unembedding, s the family's read-out transform:
+        multiplied by Cohere's ``logit_scale``, divided by Granite's ``logits_scaling``, or
+        soft-capped, ``cap · tanh(ℓ / cap)`` (Gemma 2 and 3).
+        """
+        into = None if self.arch.head_in is None else _getattr_path(self.hf, self.arch.head_in)
+        logits = self.head(h if into is None else into(h))  # [..., vocab]
+        config = self.hf.config
+        scale = config_value(config, self.arch.logit_scale)
+        if scale is not None:
+            logits = logits * scale
+        divisor = config_value(config, self.arch.logit_divisor)
+        if divisor is not None:
+            logits = logits / divisor
+        cap = config_value(config, self.arch.softcap)
+        if cap:
+            logits = torch.tanh(logits / cap) * cap
+        return logits
 
     @property
     def head(self) -> torch.nn.Module:
@@ -159,10 +186,10 @@ def load_model(
     hf, tokenizer, config, identity = _read(spec, untrained, seed)
     arch = _architecture(spec, config.model_type)
     if untrained:  # a twin needs only the trained model's config (its weights are not read)
-        config = twin_config(spec, config)
+        config = twin_config(spec, config, arch.init_field)
         hf = fresh_twin(config, seed)
         identity = {**identity, "untrained_seed": seed,
-                    "initializer_range": float(config.initializer_range)}
+                    "initializer_range": float(getattr(config, arch.init_field))}
     identity["key"] = _identity_key(identity)
     identity["transformers"] = transformers.__version__
     # Analysis only: no parameter gradients, so Jacobian products never build a graph that
