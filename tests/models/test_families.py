@@ -108,3 +108,21 @@ def test_every_family_has_a_tiny_model_and_its_twin_loads():
         twin = load_model(name, untrained=True, seed=1)
         arch = twin.arch
         assert twin.identity["initializer_range"] == getattr(twin.hf.config, arch.init_field)
+
+
+def test_a_models_routes_are_logged_once_and_kept_in_its_provenance(caplog):
+    import logging
+
+    from llmdyn.models import loading
+
+    loading._ROUTES_LOGGED.discard(("tiny-gemma3", "gemma3_text"))
+    with caplog.at_level(logging.INFO, logger="llmdyn.models.loading"):
+        trained = load_model("tiny-gemma3")
+        twin = load_model("tiny-gemma3", untrained=True)
+    lines = [r.getMessage() for r in caplog.records if "Jacobian routes" in r.getMessage()]
+    assert lines == ["tiny-gemma3 (gemma3_text): Jacobian routes last_token "
+                     "frozen-prefix+mlp-start, diagonal own-position"]
+    assert trained.identity["routes"] == twin.identity["routes"] == {
+        "last_token": "frozen-prefix+mlp-start", "diagonal": "own-position"}
+    assert load_model("tiny-mpt").identity["routes"] == {"last_token": "generic",
+                                                         "diagonal": "exact"}

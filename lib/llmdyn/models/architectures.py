@@ -79,6 +79,22 @@ class Architecture:
     float32_inside: bool = False
 
 
+    def routes(self) -> dict[str, str]:
+        """The Jacobian routes the family takes, for provenance and the log.
+
+        ``last_token``: ``"frozen-prefix"`` (attention against the unbatched key/value prefix,
+        :mod:`llmdyn.jacobians.attention`), with ``"+mlp-start"`` where reverse products start
+        at the MLP's output projection (:mod:`llmdyn.jacobians.mlp_start`), else ``"generic"``
+        (the family's own attention on the concatenated prefix). ``diagonal``: the J_tt of a
+        whole prompt from ``"own-position"`` attention, or from the ``"exact"`` route.
+        """
+        last = "frozen-prefix" if self.standard_eager else "generic"
+        if self.mlp_output is not None:
+            last += "+mlp-start"
+        return {"last_token": last,
+                "diagonal": "own-position" if self.attention_interface else "exact"}
+
+
 def config_value(config: Any, path: str | None) -> Any:
     """The config field at dotted ``path`` (None where the path or a part of it is missing)."""
     if path is None:

@@ -7,6 +7,7 @@ The family table lives in :mod:`llmdyn.models.architectures`, checkpoint reading
 from __future__ import annotations
 
 import gc
+import logging
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,8 @@ from llmdyn.models.packaged import PACKAGED, local_gguf, packaged_safetensors
 from llmdyn.models.pretrained import load_pretrained
 from llmdyn.models.tokenizers import byte_tokenizer
 from llmdyn.models.twins import fresh_twin, twin_config
+
+log = logging.getLogger(__name__)
 
 __all__ = ["LoadedModel", "ModelShape", "collect_if_alive", "each_model", "known_models",
            "load_model", "model_shape"]
@@ -192,6 +195,8 @@ def load_model(
                     "initializer_range": float(getattr(config, arch.init_field))}
     identity["key"] = _identity_key(identity)
     identity["transformers"] = transformers.__version__
+    identity["routes"] = arch.routes()
+    _log_routes(spec, config.model_type, identity["routes"])
     # Analysis only: no parameter gradients, so Jacobian products never build a graph that
     # reaches the weights (that graph would keep every vmapped intermediate alive).
     hf = hf.to(device=device, dtype=dtype).eval().requires_grad_(False)
@@ -277,6 +282,17 @@ def _architecture(spec: str, model_type: str) -> Architecture:
                           f"not map yet; known: {', '.join(sorted(ARCHITECTURES))}. Add a row "
                           "to llmdyn.models.ARCHITECTURES.")
     return ARCHITECTURES[model_type]
+
+
+_ROUTES_LOGGED: set[tuple[str, str]] = set()
+
+
+def _log_routes(spec: str, model_type: str, routes: dict[str, str]) -> None:
+    """Log the Jacobian routes once per model spec (twins and reloads take the same ones)."""
+    if (spec, model_type) not in _ROUTES_LOGGED:
+        _ROUTES_LOGGED.add((spec, model_type))
+        log.info("%s (%s): Jacobian routes %s", spec, model_type,
+                 ", ".join(f"{k} {v}" for k, v in routes.items()))
 
 
 def _check_device(device: str) -> str:
