@@ -126,3 +126,19 @@ def test_a_models_routes_are_logged_once_and_kept_in_its_provenance(caplog):
         "last_token": "frozen-prefix+mlp-start", "diagonal": "own-position"}
     assert load_model("tiny-mpt").identity["routes"] == {"last_token": "generic",
                                                          "diagonal": "exact"}
+
+
+def test_the_readme_and_the_book_list_every_family():
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    rows = [line for line in readme.splitlines()
+            if re.match(r"\| `[a-z0-9_]+`", line) and "`tiny-" in line]
+    families = {t for row in rows for t in re.findall(r"`([a-z0-9_]+)`", row.split("|")[1])}
+    tiny = {t for row in rows for t in re.findall(r"`(tiny-[a-z0-9-]+)`", row.split("|")[3])}
+    assert families == set(ARCHITECTURES)
+    assert tiny == set(TINY_CONFIGS)
+    methods = (Path(__file__).resolve().parents[2] / "book" / "methods.md").read_text()
+    listed = methods[methods.index("- **Families.**"):].split("\n\n")[0]
+    assert set(re.findall(r"`([a-z0-9_]+)`", listed)) >= set(ARCHITECTURES)
