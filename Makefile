@@ -82,7 +82,9 @@ pdf: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n auto
 
-# Every model-taking chapter on every test model with only `-p model`; not in CI.
+# Every model-taking chapter on every test model with only `-p model`, and every family of
+# llmdyn.models.ARCHITECTURES saved as a checkpoint through `measure coupling` and chapters 01
+# and 05 (smoke size); .ci/run runs it after `make test`.
 test-models: $(STAMP)
 	$(BIN)/python -m pytest -q --models tests/runner/test_any_model.py
 

@@ -249,8 +249,9 @@ def with_final_norm(model: LoadedModel, states: torch.Tensor) -> torch.Tensor:
 def unembed(model: LoadedModel, x: torch.Tensor, *, normed: bool) -> torch.Tensor:
     """Logits ``M x`` (``normed=False``) or ``M norm(x)`` (``normed=True``) of ``[..., d_model]``.
 
-    The model's final logit soft-capping, if it has one, is applied in both cases: it is part
-    of the model's read-out, and keeping it makes the last layer reproduce the model's logits.
+    The model's read-out transform (:meth:`LoadedModel.read_out`: a projection before the
+    head, a logit scale or divisor, soft-capping) is applied in both cases: it is part of the
+    model's read-out, and keeping it makes the last layer reproduce the model's logits.
 
     Returns:
         Logits ``[..., vocab]`` on the CPU.
@@ -259,10 +260,7 @@ def unembed(model: LoadedModel, x: torch.Tensor, *, normed: bool) -> torch.Tenso
         raise LlmdynError(f"states must end in d_model={model.d_model}, got {tuple(x.shape)}")
     with torch.no_grad():
         x = x.to(device=model.device, dtype=_dtype(model))
-        logits = model.head(model.final_norm(x) if normed else x)  # [..., vocab]
-        cap = getattr(model.hf.config, "final_logit_softcapping", None)
-        if cap:
-            logits = torch.tanh(logits / cap) * cap
+        logits = model.read_out(model.final_norm(x) if normed else x)  # [..., vocab]
     _check_finite(logits, f"logit-lens logits of {model.name}")
     return logits.cpu()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from pathlib import Path
 
 import pytest
 
@@ -111,3 +112,48 @@ def test_chapter_runs_with_only_the_model_given(chapter, model, request, tmp_pat
             raise error
         return
     _run(chapter, model, request.getfixturevalue("local_models"), tmp_path)
+
+
+# Every family of llmdyn.models.ARCHITECTURES end to end, as a user runs it: its tiny model saved
+# with save_pretrained, then `llmdyn measure coupling --model DIR` and the chapter 01 and 05
+# smoke runs with `-p model DIR`. The families are read from the records.
+FAMILY_CHAPTERS = ["01_trajectories", "05_depth_coupling"]
+SMOKE = Path(__file__).resolve().parents[1] / "smoke"
+
+
+def _family_params():
+    from llmdyn.models.architectures import TINY_CONFIGS
+
+    for name in sorted(TINY_CONFIGS):
+        yield pytest.param(name, marks=[pytest.mark.slow, pytest.mark.models], id=name)
+
+
+def _smoke(chapter: str) -> dict:
+    import yaml
+
+    params = yaml.safe_load((SMOKE / f"{chapter}.yaml").read_text())
+    return {**params, "compare_models": []}  # the family alone
+
+
+@pytest.mark.parametrize("family", list(_family_params()))
+def test_every_family_measures_and_runs_chapters_01_and_05(family, tmp_path, capsys):
+    from llmdyn.cli import main
+    from llmdyn.models import load_model
+    from llmdyn.runner.build import run_chapter
+    from llmdyn.sweep import read_result
+
+    saved = tmp_path / family
+    m = load_model(family, seed=3)
+    m.hf.save_pretrained(saved)
+    m.tokenizer.save_pretrained(saved)
+    out = tmp_path / "coupling.json"
+    assert main(["measure", "coupling", "--model", str(saved), "--out", str(out), "--k", "4",
+                 "--n-per-task", "1", "--tasks", "mmlu", "--max-chars", "40", "--no-cache"]) == 0
+    result = read_result(out)
+    assert result.model["routes"] == m.identity["routes"], family  # recorded in provenance
+    for chapter in FAMILY_CHAPTERS:
+        executed = run_chapter(chapter, tmp_path / "executed", {**_smoke(chapter),
+                                                                 "model": str(saved)},
+                               cwd=tmp_path)
+        verdicts = {k: v for k, v in read_glued(executed).items() if k.endswith("_verdict")}
+        assert verdicts and all(isinstance(v, str) and v.strip() for v in verdicts.values())

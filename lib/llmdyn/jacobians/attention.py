@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from transformers import AttentionInterface
 
+from llmdyn.models.architectures import ARCHITECTURES
 from llmdyn.models.loading import LoadedModel
 
 OWN_POSITION_ATTENTION = "llmdyn_own_position"
@@ -25,9 +26,9 @@ FROZEN_PREFIX_ATTENTION = "llmdyn_frozen_prefix"
 
 # Modules whose eager attention is exactly softmax(q k^T * scaling [softcapped] + mask) v with
 # grouped keys and values (repeat_kv); :func:`_own_position_direct` rebuilds it. Others take the
-# generic route. Adding a module here needs its tiny model in the own-position tests.
-STANDARD_EAGER = frozenset({"transformers.models.llama.modeling_llama",
-                            "transformers.models.gemma3.modeling_gemma3"})
+# generic route. A family is marked in its record (``Architecture.standard_eager``); the
+# per-family tests then check both routes against autograd on its tiny model.
+STANDARD_EAGER = frozenset(a.module for a in ARCHITECTURES.values() if a.standard_eager)
 
 
 def _own_position_attention(module, query, key, value, attention_mask, *args, **kwargs):

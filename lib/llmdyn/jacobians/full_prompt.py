@@ -44,11 +44,19 @@ def full_prompt_jacobians(model: LoadedModel, calls: list[BlockCall], blocks: li
         ``[layer, pair, d_model, d_model]`` (rows = output coordinates), detached.
     """
     diagonal = all(t1 == t2 for t1, t2 in token_pairs)
+    # Own-position attention replaces the attention function a family looks up in
+    # transformers' AttentionInterface; a family that computes attention inline (Falcon, GPT-J,
+    # MPT) would ignore it and return the full-prompt J_tt, so it takes the exact route.
+    interface = model.arch.attention_interface
     if method == "auto":
-        method = "own_position" if diagonal and len(token_pairs) > 1 else "exact"
+        method = "own_position" if diagonal and len(token_pairs) > 1 and interface else "exact"
     if method == "own_position" and not diagonal:
         raise LlmdynError("method='own_position' gives diagonal pairs (t, t) only; "
                           "use method='exact' for t1 != t2")
+    if method == "own_position" and not interface:
+        raise LlmdynError(f"method='own_position' needs attention through transformers' "
+                          f"AttentionInterface, which {model.hf.config.model_type} does not "
+                          "use; use method='exact' (or 'auto')")
     if method == "exact":
         functions = [block_function(model, b, last_point) for b in range(model.n_layers)]
         return stack_jacobians(functions, calls, blocks, token_pairs, chunk_size=chunk_size,

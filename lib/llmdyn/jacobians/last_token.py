@@ -14,6 +14,7 @@ from llmdyn.jacobians.attention import frozen_prefix, supports_frozen_prefix
 from llmdyn.jacobians.blocks import BlockCall, block_function, progress_bar, resolve_layers
 from llmdyn.jacobians.mlp_start import mlp_output
 from llmdyn.jacobians.step import FrozenPrefix, capture_last_step, merge_calls
+from llmdyn.models.architectures import config_value
 from llmdyn.models.loading import LoadedModel
 from llmdyn.trace import LastPoint, check_last_point, encode
 
@@ -32,6 +33,16 @@ def _pullback(model: LoadedModel, f, x: torch.Tensor, call: BlockCall):
             return vjp(f, x, has_aux=True)[1:]
     finally:
         frozen.lazy = False
+
+
+def _check_batches(model: LoadedModel, per: int, n_prompts: int) -> None:
+    """Refuse ``per`` < 1, and a batch of several prompts on a model with ALiBi biases."""
+    if int(per) < 1:
+        raise LlmdynError(f"prompts_per_batch must be >= 1, got {per!r}")
+    if per > 1 and n_prompts > 1 and config_value(model.hf.config, model.arch.alibi):
+        raise LlmdynError(f"{model.name} adds ALiBi position biases to attention, which the "
+                          "batched route cannot merge across prompts; pass "
+                          "prompts_per_batch=1")
 
 
 def _batch_jacobian(model: LoadedModel, b: int, call: BlockCall, eye: torch.Tensor,
@@ -89,7 +100,8 @@ def last_token_jacobians_batched(
         model: a loaded model.
         prompts: texts, each tokenised as ``model.tokenizer(prompt, return_tensors="pt")``.
         layers: 0-based blocks (None: all); negative indices count from the end.
-        prompts_per_batch: prompts per batch (1: one at a time).
+        prompts_per_batch: prompts per batch (1: one at a time; the only choice on models
+            with ALiBi position biases, Falcon with ``alibi`` and MPT).
         chunk_size: reverse products run at once (None: all d_model).
         progress: show a progress bar over batches and blocks.
         last_point: ``"final_norm"`` (the papers': the last block includes the final norm) or
@@ -103,10 +115,9 @@ def last_token_jacobians_batched(
     check_last_point(last_point)
     if isinstance(prompts, str) or not prompts:
         raise LlmdynError(f"prompts must be a non-empty list of texts, got {prompts!r:.60}")
-    if int(prompts_per_batch) < 1:
-        raise LlmdynError(f"prompts_per_batch must be >= 1, got {prompts_per_batch!r}")
     checks.positive_int(chunk_size, "chunk_size", none_means="all d_model products at once")
     blocks = resolve_layers(model, layers)
+    _check_batches(model, prompts_per_batch, len(prompts))
     d, per = model.d_model, int(prompts_per_batch)
     out = []
     for i in range(0, len(prompts), per):

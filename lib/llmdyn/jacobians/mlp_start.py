@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
+from llmdyn.models.architectures import ARCHITECTURES
 from llmdyn.models.loading import LoadedModel
 from llmdyn.trace import LastPoint
 
@@ -22,11 +23,9 @@ from llmdyn.trace import LastPoint
 # from the rows of J_N W at a rather than from e_k at the output, which skips the product of
 # the d cotangents with W: a third of the MLP's multiply-adds. Without a norm the rows are
 # W[k] (Llama); after Gemma's RMS norm they are a diagonal minus a rank one times W, which
-# costs O(d·d_mlp) in all. Module -> (projection path, norm path or None).
-MLP_OUTPUT = {
-    "transformers.models.llama.modeling_llama": ("mlp.down_proj", None),
-    "transformers.models.gemma3.modeling_gemma3": ("mlp.down_proj", "post_feedforward_layernorm"),
-}
+# costs O(d·d_mlp) in all. Module -> (projection path, norm path or None), from each family's
+# record (``Architecture.mlp_output``).
+MLP_OUTPUT = {a.module: a.mlp_output for a in ARCHITECTURES.values() if a.mlp_output}
 
 
 @dataclass(frozen=True)

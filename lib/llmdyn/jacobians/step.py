@@ -34,6 +34,13 @@ class FrozenPrefix:
         self.prefix = prefix
         self.lazy = False  # True: return the new key and value; attention adds the prefix
 
+    def get_seq_length(self, layer_idx: int = 0) -> int:
+        """Keys the step attends to, as a real cache reports after its update: prefix and token.
+
+        MPT reads it after ``update`` to place its ALiBi bias.
+        """
+        return int(self.prefix[layer_idx][0].shape[-2]) + 1
+
     def update(self, key: torch.Tensor, value: torch.Tensor, layer_idx: int, *args: Any,
                **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
         """``cat(prefix, new)`` along the token axis, for keys and values (lazy: ``new``)."""

@@ -7,6 +7,7 @@ The family table lives in :mod:`llmdyn.models.architectures`, checkpoint reading
 from __future__ import annotations
 
 import gc
+import logging
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,12 +20,14 @@ from transformers import AutoConfig
 from llmdyn import LlmdynError
 from llmdyn.core.checks import torch_device
 from llmdyn.core.store import ResultStore
-from llmdyn.models.architectures import ARCHITECTURES, TINY_CONFIGS, Architecture
+from llmdyn.models.architectures import ARCHITECTURES, TINY_CONFIGS, Architecture, config_value
 from llmdyn.models.files import NEEDS, check_model_dir, dir_digest, local_key, looks_like_path
 from llmdyn.models.packaged import PACKAGED, local_gguf, packaged_safetensors
 from llmdyn.models.pretrained import load_pretrained
 from llmdyn.models.tokenizers import byte_tokenizer
 from llmdyn.models.twins import fresh_twin, twin_config
+
+log = logging.getLogger(__name__)
 
 __all__ = ["LoadedModel", "ModelShape", "collect_if_alive", "each_model", "known_models",
            "load_model", "model_shape"]
@@ -60,8 +63,35 @@ class LoadedModel:
 
     @property
     def final_norm(self) -> torch.nn.Module:
-        """The norm applied to the last block's output before the head."""
-        return _getattr_path(self.hf, self.arch.final_norm)
+        """The norm applied to the last block's output before the head.
+
+        The identity where the model has none (post-LN OPT: each block ends in its own norm,
+        and ``final_layer_norm`` is None).
+        """
+        norm = _getattr_path(self.hf, self.arch.final_norm)
+        return torch.nn.Identity() if norm is None else norm
+
+    def read_out(self, h: torch.Tensor) -> torch.Tensor:
+        """The model's logits from final-normed states, ``[..., d_model] -> [..., vocab]``.
+
+        ``ℓ = s(M P h)`` as the family's forward computes it: P a projection before the head
+        (OPT's ``project_out``) or none, M the unembedding, s the family's read-out transform:
+        multiplied by Cohere's ``logit_scale``, divided by Granite's ``logits_scaling``, or
+        soft-capped, ``cap · tanh(ℓ / cap)`` (Gemma 2 and 3).
+        """
+        into = None if self.arch.head_in is None else _getattr_path(self.hf, self.arch.head_in)
+        logits = self.head(h if into is None else into(h))  # [..., vocab]
+        config = self.hf.config
+        scale = config_value(config, self.arch.logit_scale)
+        if scale is not None:
+            logits = logits * scale
+        divisor = config_value(config, self.arch.logit_divisor)
+        if divisor is not None:
+            logits = logits / divisor
+        cap = config_value(config, self.arch.softcap)
+        if cap:
+            logits = torch.tanh(logits / cap) * cap
+        return logits
 
     @property
     def head(self) -> torch.nn.Module:
@@ -159,12 +189,14 @@ def load_model(
     hf, tokenizer, config, identity = _read(spec, untrained, seed)
     arch = _architecture(spec, config.model_type)
     if untrained:  # a twin needs only the trained model's config (its weights are not read)
-        config = twin_config(spec, config)
+        config = twin_config(spec, config, arch.init_field)
         hf = fresh_twin(config, seed)
         identity = {**identity, "untrained_seed": seed,
-                    "initializer_range": float(config.initializer_range)}
+                    "initializer_range": float(getattr(config, arch.init_field))}
     identity["key"] = _identity_key(identity)
     identity["transformers"] = transformers.__version__
+    identity["routes"] = arch.routes()
+    _log_routes(spec, config.model_type, identity["routes"])
     # Analysis only: no parameter gradients, so Jacobian products never build a graph that
     # reaches the weights (that graph would keep every vmapped intermediate alive).
     hf = hf.to(device=device, dtype=dtype).eval().requires_grad_(False)
@@ -250,6 +282,17 @@ def _architecture(spec: str, model_type: str) -> Architecture:
                           f"not map yet; known: {', '.join(sorted(ARCHITECTURES))}. Add a row "
                           "to llmdyn.models.ARCHITECTURES.")
     return ARCHITECTURES[model_type]
+
+
+_ROUTES_LOGGED: set[tuple[str, str]] = set()
+
+
+def _log_routes(spec: str, model_type: str, routes: dict[str, str]) -> None:
+    """Log the Jacobian routes once per model spec (twins and reloads take the same ones)."""
+    if (spec, model_type) not in _ROUTES_LOGGED:
+        _ROUTES_LOGGED.add((spec, model_type))
+        log.info("%s (%s): Jacobian routes %s", spec, model_type,
+                 ", ".join(f"{k} {v}" for k, v in routes.items()))
 
 
 def _check_device(device: str) -> str:

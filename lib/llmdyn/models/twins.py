@@ -16,30 +16,41 @@ from llmdyn.models.packaged import PACKAGED
 __all__ = ["fresh_twin", "twin_config"]
 
 
-def twin_config(spec: str, config: Any) -> Any:
+def twin_config(spec: str, config: Any, init_field: str = "initializer_range") -> Any:
     """The configuration an untrained twin is initialised from: the architecture's own.
 
-    A packaged GGUF carries no ``initializer_range``, so transformers fills in its class
-    default (0.02 for Llama), not the value the model was trained from (SmolLM2-135M: 1/24).
-    For packaged models the fields of :attr:`PackagedModel.published` (from the model's
-    published ``config.json``, cited there) replace the defaults; local and hub checkpoints
-    already carry their own config and keep it.
+    Transformers draws a family's weights from N(0, σ²) with σ its config's ``init_field``
+    (``initializer_range`` in most families, ``init_std`` in OPT's). A packaged GGUF carries
+    no such field, so transformers fills in its class default (0.02 for Llama), not the value
+    the model was trained from (SmolLM2-135M: 1/24). For packaged models the fields of
+    :attr:`PackagedModel.published` (from the model's published ``config.json``, cited there)
+    replace the defaults; local and hub checkpoints already carry their own config and keep it.
 
     Args:
         spec: the model spec as given to :func:`~llmdyn.models.loading.load_model`.
         config: the trained model's config (not modified).
+        init_field: the family's field holding σ (``Architecture.init_field``).
 
     Returns:
         A copy of ``config`` with the published initialisation fields.
+
+    Raises:
+        LlmdynError: the config has no usable σ; the message names the field and the file to
+            add it to.
     """
     out = copy.deepcopy(config)
     published = PACKAGED[spec].published if spec in PACKAGED else {}
     for key, value in published.items():
         setattr(out, key, value)
-    if not hasattr(out, "initializer_range"):
-        raise LlmdynError(f"model {spec!r}: its config has no initializer_range, so its "
-                          "untrained twin's initialisation is unknown; add the published value "
-                          "to llmdyn.models.packaged.PACKAGED[...].published.")
+    std = getattr(out, init_field, None)
+    if isinstance(std, bool) or not isinstance(std, int | float) or not std > 0:
+        where = (f"add it to llmdyn.models.packaged.PACKAGED[{spec!r}].published"
+                 if spec in PACKAGED else
+                 f"add \"{init_field}\": <the std it was trained from> to the config.json "
+                 "of the checkpoint")
+        raise LlmdynError(f"model {spec!r}: its config gives no {init_field} (got {std!r}), the "
+                          "standard deviation its untrained twin's weights are drawn from; "
+                          f"{where}, or leave twins out (twin_seeds = [] where a chapter allows)")
     return out
 
 

@@ -39,17 +39,19 @@ import threading
 import time
 from collections.abc import Sequence
 
+from llmdyn.models.architectures import ARCHITECTURES
+
 # Imported by the server before it forks; what a chapter kernel imports that reads nothing of
 # its environment at import but the variables fingerprinted below.
 # transformers imports most of itself lazily, so its parts a chapter loads are named; with
 # them torch.distributed.tensor and torch._dynamo. ipykernel is not preloaded: its traitlets
-# read JPY_PARENT_PID at import, as class defaults.
+# read JPY_PARENT_PID at import, as class defaults. The families' modules are those their
+# records mark (``Architecture.preload``: the packaged models' and the smoke runs' families).
 PRELOAD = ("numpy", "scipy.stats", "torch", "safetensors.torch", "transformers",
            "transformers.modeling_utils", "transformers.conversion_mapping",
            "transformers.integrations.flash_attention", "transformers.integrations.finegrained_fp8",
-           "transformers.models.auto.modeling_auto", "transformers.models.llama.modeling_llama",
-           "transformers.models.gemma3.modeling_gemma3", "transformers.models.gpt2.modeling_gpt2",
-           "transformers.models.gpt_neox.modeling_gpt_neox")
+           "transformers.models.auto.modeling_auto",
+           *(a.module for a in ARCHITECTURES.values() if a.preload))
 FINGERPRINT_PREFIXES = ("PYTHON", "LANG", "LC_", "HOME", "XDG_", "TMPDIR", "PATH", "LD_",
                         "HF_", "HUGGINGFACE", "TRANSFORMERS", "TOKENIZERS", "SAFETENSORS",
                         "TORCH", "PYTORCH", "CUDA", "CUBLAS", "NVIDIA", "OMP_", "MKL_", "KMP_",
