@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from llmdyn.claims.claim import GRADES, JUDGED, Claim, slug
 from llmdyn.claims.headlines import Headline, best, headline_map
 from llmdyn.claims.planning import decision
+from llmdyn.core.escape import markdown_text
 from llmdyn.stats.bootstrap import LEVEL
 
 SCORECARD_KEY = "scorecard"  # render.SCORECARD_KEY, repeated here: render imports this module
@@ -109,9 +110,10 @@ def statement_models(claims: Sequence[Claim]) -> set[str]:
 
 def _line(claim: Claim, about: str = "") -> str:
     """One verdict line of the box."""
-    about = f"{about}: " if about else ""
-    stand_in = f" · *stand-in: {claim.stand_in}*" if claim.stand_in else ""
-    return f"- **{claim.verdict.grade}** · {about}{claim.statement} · {short(claim)}{stand_in}"
+    about = f"{markdown_text(about)}: " if about else ""
+    stand_in = f" · *stand-in: {markdown_text(claim.stand_in)}*" if claim.stand_in else ""
+    return (f"- **{markdown_text(claim.verdict.grade)}** · {about}{markdown_text(claim.statement)}"
+            f" · {markdown_text(short(claim))}{stand_in}")
 
 
 def box(claims: Sequence[Claim], *, headlines: Sequence[Headline] | None = None,
