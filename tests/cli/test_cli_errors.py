@@ -145,8 +145,8 @@ def test_train_on_cuda_without_cuda_is_refused_before_any_work(tmp_path, capsys)
 ], ids=lambda v: " ".join(v) if isinstance(v, list) else v)
 def test_an_empty_argument_is_refused_naming_its_option(argv, option, tmp_path, monkeypatch,
                                                         capsys):
-    # `--model "$MODEL"` with MODEL unset ran the default model; `--corpus ''` trained on every
-    # .txt under the working directory; `book --model ''` built the working directory
+    # `--model "$MODEL"` with MODEL unset passes '': read as the default model, or (a path) as
+    # the working directory, and `--corpus ''` as every .txt under it
     monkeypatch.chdir(tmp_path)
     assert main(argv) == 2
     err = capsys.readouterr().err
