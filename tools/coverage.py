@@ -15,7 +15,7 @@ import csv
 import sys
 from pathlib import Path
 
-from llmdyn.core.tables import markdown_table
+from llmdyn.core.tables import Md, markdown_table
 from llmdyn.stats import coverage
 
 METHODS_MD = Path(__file__).resolve().parents[1] / "book" / "methods.md"
@@ -45,7 +45,7 @@ def markdown(rows: list[dict]) -> str:
                 text = f"{100 * float(r['coverage']):.1f} %"
                 if r["status"] == "undercovers":
                     text += " ✗"
-                cells.append(f"**{text}**" if chosen[(kind, n)] == method else text)
+                cells.append(Md(f"**{text}**") if chosen[(kind, n)] == method else text)
             table.append({"statistic": kind, "interval": NAMES[method],
                           **dict(zip(columns, cells, strict=True))})
     return markdown_table(table, align=dict.fromkeys(columns, "right"))

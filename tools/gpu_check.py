@@ -28,7 +28,8 @@ from pathlib import Path
 import torch
 import yaml
 
-from llmdyn.core.tables import escape_cell, markdown_table
+from llmdyn.core.escape import markdown_code
+from llmdyn.core.tables import markdown_table
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = "What is the capital of France? The capital is"
@@ -148,7 +149,8 @@ def _chapter_table(chapters: list[dict]) -> str:
     """Each chapter run: its parameters, whether it finished, its seconds."""
     if not chapters:
         return "No chapter ran."
-    return markdown_table([{"chapter": r["chapter"], "parameters": f"`{json.dumps(r['params'])}`",
+    return markdown_table([{"chapter": r["chapter"],
+                            "parameters": markdown_code(json.dumps(r["params"])),
                             "finished": "yes" if r["ok"] else "NO",
                             "seconds": f"{r['seconds']:.0f}"} for r in chapters],
                           align={"seconds": "right"})
@@ -163,7 +165,7 @@ def _jacobian_table(jacobians: list[dict]) -> str:
         row = {"model": r["model"], "route": r["route"], "dtype": r["dtype"],
                "CPU s (fp32)": f"{r['cpu_s']:.2f}"}
         if "error" in r:
-            row |= {"GPU s": f"not supported: {escape_cell(r['error'][:80])}", "speed-up": "",
+            row |= {"GPU s": f"not supported: {r['error'][:80]}", "speed-up": "",
                     "rel. error vs CPU fp32": ""}
         else:
             row |= {"GPU s": f"{r['gpu_s']:.3f}", "speed-up": f"{r['speedup']:.1f}×",

@@ -24,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from glued_values import glued_values  # noqa: E402
 
+from llmdyn.core.escape import markdown_code  # noqa: E402
 from llmdyn.core.tables import markdown_table  # noqa: E402
 
 # llmdyn.claims.GRADES with the retired "partly", written out so no commit's library is imported.
@@ -92,8 +93,8 @@ def report(before: dict, after: dict) -> str:
             grade_a = a["grade"] if a else "(absent)"
             grade_b = b["grade"] if b else "(absent)"
             if grade_a != grade_b:
-                changed.append({"chapter": chapter[:2], "claim": f"`{cid}`", "before": grade_a,
-                                "after": grade_b, "numbers before": _numbers(a),
+                changed.append({"chapter": chapter[:2], "claim": markdown_code(cid),
+                                "before": grade_a, "after": grade_b, "numbers before": _numbers(a),
                                 "numbers after": _numbers(b)})
     return counts + "\n\n" + (markdown_table(changed) if changed else _NO_CHANGE)
 

@@ -131,3 +131,43 @@ def test_train_on_cuda_without_cuda_is_refused_before_any_work(tmp_path, capsys)
     assert main(["train-vit", "--grid", "tiny", "--device", "cuda",
                  "--root", str(tmp_path)]) == 2
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(("argv", "option"), [
+    (["workflow", "--model", ""], "--model"),
+    (["book", "--model", "", "--out", "x"], "--model"),
+    (["book", "--out", ""], "--out"),
+    (["train", "--corpus", ""], "--corpus"),
+    (["train", "--suite", "tiny", "--root", "  "], "--root"),
+    (["lab", "--root="], "--root"),
+    (["workflow", "--directory", ""], "--directory"),
+    (["workflow", "--only", "05_depth_coupling", ""], "--only"),
+], ids=lambda v: " ".join(v) if isinstance(v, list) else v)
+def test_an_empty_argument_is_refused_naming_its_option(argv, option, tmp_path, monkeypatch,
+                                                        capsys):
+    # `--model "$MODEL"` with MODEL unset passes '': read as the default model, or (a path) as
+    # the working directory, and `--corpus ''` as every .txt under it
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"llmdyn: error: {option} is given an empty value") \
+        and err.count("\n") == 1, err
+    assert not any(tmp_path.iterdir())
+
+
+def test_the_library_refuses_an_empty_model_corpus_or_root(tmp_path, monkeypatch):
+    from llmdyn import LlmdynError
+    from llmdyn.core.checks import check_root
+    from llmdyn.runner.build import resolve_model
+    from llmdyn.training.corpus import load_documents
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.txt").write_text("words " * 50)  # what an empty corpus would train on
+    with pytest.raises(LlmdynError, match="--model is empty"):
+        resolve_model("")
+    with pytest.raises(LlmdynError, match="corpus is empty"):
+        load_documents("")
+    with pytest.raises(LlmdynError, match="--root is empty"):
+        check_root(" ")
+    monkeypatch.setenv("LLMDYN_RESULTS", "")
+    assert main(["workflow", "--model", "tiny-llama", "--only", "05_depth_coupling"]) == 2

@@ -423,3 +423,29 @@ def test_sigkill_mid_write_leaves_nothing_after_the_next_open(tmp_path):
     store = ResultStore("m", root=tmp_path)
     assert list(tmp_path.rglob(".*.tmp")) == []
     assert store.load("jac", {}, "p0") is None
+
+
+def test_a_long_item_is_recorded_by_digest_and_length(store):
+    import hashlib
+
+    prompt = "What is the capital of France? " * 40_000  # 1.2 MB of prompt
+    store.cached("jac", PARAMS, prompt, lambda: {"J": np.eye(2)})
+    meta = json.loads(store.path("jac", PARAMS, prompt).with_suffix(".json").read_text())
+    assert meta["item"] == {"sha256": hashlib.sha256(prompt.encode()).hexdigest(),
+                            "chars": len(prompt)}
+    assert store.path("jac", PARAMS, prompt).with_suffix(".json").stat().st_size < 4000
+    again = store.cached("jac", PARAMS, prompt, lambda: pytest.fail("should not recompute"))
+    np.testing.assert_array_equal(again["J"], np.eye(2))
+    assert store.load("jac", PARAMS, prompt[:-1]) is None  # another prompt, another entry
+
+
+@pytest.mark.parametrize("where", ["measurement", "model"])
+def test_a_file_where_a_store_directory_belongs_is_refused_in_one_line(store, tmp_path, where):
+    entry = store.directory("jac", PARAMS)
+    blocked = entry if where == "measurement" else entry.parent
+    blocked.parent.mkdir(parents=True, exist_ok=True)
+    blocked.write_text("not a directory")
+    with pytest.raises(LlmdynError, match=f"{blocked} is a file, not a directory of results; "
+                                          "move it away"):
+        store.cached("jac", PARAMS, "p0", lambda: {"J": np.eye(2)})
+    assert blocked.read_text() == "not a directory"

@@ -263,3 +263,17 @@ def test_prompts_then_questions_fills_from_the_shared_question_set_and_refuses_t
         D.prompts_then_questions([example, "United States of"], 3, questions=False)
     with pytest.raises(LlmdynError, match="n_lin must be a positive int"):
         D.prompts_then_questions([example], 0, name="n_lin")
+
+
+@pytest.mark.parametrize("draw", [
+    lambda seed: D.question_texts(5, seed=seed),
+    lambda seed: D.squad_prompts(5, seed=seed),
+    lambda seed: D.prompts_then_questions(["a prompt"], 1, seed=seed),
+    lambda seed: D.question_stems(seed=seed),
+    lambda seed: D.sample_leaderboard(2, tasks=("gsm8k",), seed=seed),
+])
+@pytest.mark.parametrize("seed", [-1, 1.0, True, "1"])
+def test_a_seed_that_is_not_an_int_from_zero_is_refused(draw, seed):
+    # random.Random(-1) is random.Random(1): a negative seed would give seed 1's draw
+    with pytest.raises(LlmdynError, match=r"seed must be an int >= 0, got .*; pass e\.g\. seed=0"):
+        draw(seed)

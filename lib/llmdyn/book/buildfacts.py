@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from llmdyn import LlmdynError, __version__
+from llmdyn.core.escape import markdown_code, markdown_text
 
 
 class BuildFacts(NamedTuple):
@@ -67,9 +68,9 @@ def render(facts: BuildFacts, *, measured: Sequence[str] = ()) -> str:
 
     ``measured``: the models whose claims the build holds (the columns of the intro's tables).
     """
-    models = ", ".join(f"`{m}`" for m in facts.models)
-    columns = (f" Its claims are about {_and([f'**{m}**' for m in measured])}; the tables "
-               "below have one column for each.") if measured else ""
+    models = ", ".join(markdown_code(m) for m in facts.models)
+    columns = (f" Its claims are about {_and([f'**{markdown_text(m)}**' for m in measured])}; the "
+               "tables below have one column for each.") if measured else ""
     span = (facts.finished - facts.started).total_seconds()
     return (
         ":::{admonition} This build\n:class: tip\n\n"

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from llmdyn.core.escape import Md, markdown_code
 from llmdyn.core.tables import markdown_table
 
 BENCHMARKS = Path("logs") / "benchmarks"
@@ -176,8 +177,8 @@ def render(jobs: Sequence[Job], cells: Sequence[Cell],
              else "–", "wall s (summed over jobs)": _seconds(t.wall_s), "from": t.source}
             for t in totals]
     if totals:
-        rows.append({"job kind": "**all**", "jobs": sum(t.jobs for t in totals),
-                     "CPU s": f"**{_seconds(cpu_all)}**", "share of CPU": "",
+        rows.append({"job kind": Md("**all**"), "jobs": sum(t.jobs for t in totals),
+                     "CPU s": Md(f"**{_seconds(cpu_all)}**"), "share of CPU": "",
                      "wall s (summed over jobs)": _seconds(sum(t.wall_s for t in totals)),
                      "from": ""})
         lines = [markdown_table(rows, align=numbers)]
@@ -192,8 +193,9 @@ def render(jobs: Sequence[Job], cells: Sequence[Cell],
         hot = sorted(mine, key=lambda c: -c.seconds)[:HOT_CELLS]
         rows.append({"chapter": ch, "cells s (papermill)": f"{sum(c.seconds for c in mine):,.0f}",
                      "CPU s (benchmark)": _seconds(chapter_cpu.get(ch)),
-                     "hottest cells (s)": "; ".join(f"[{c.index}] `{_code(c.first_line)}` "
-                                                    f"{c.seconds:.0f}" for c in hot)})
+                     "hottest cells (s)": Md("; ".join(
+                         f"[{c.index}] {markdown_code(_code(c.first_line))} {c.seconds:.0f}"
+                         for c in hot))})
     if rows:
         lines += ["", markdown_table(rows, align={"cells s (papermill)": "right",
                                                   "CPU s (benchmark)": "right"})]
@@ -222,7 +224,7 @@ def _kind_rows(before: Sequence[Job], after: Sequence[Job]) -> list[dict]:
 
     rows = [row(k, [side[k].jobs if k in side else 0 for side in totals],
                 [side[k].cpu_s if k in side else None for side in totals]) for k in kinds]
-    rows.append(row("**all**", [sum(t.jobs for t in side.values()) for side in totals],
+    rows.append(row(Md("**all**"), [sum(t.jobs for t in side.values()) for side in totals],
                     [sum(t.cpu_s or 0 for t in side.values()) for side in totals]))
     return rows
 

@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 from llmdyn import LlmdynError
 from llmdyn.book.figure_files import ChapterFigures, chapter_figures
+from llmdyn.core.escape import markdown_text
 from llmdyn.data.figures import (
     DATA,
     PAPERS,
@@ -118,12 +119,12 @@ def _card(row: GalleryRow, chapters: Sequence[str], first_shown: dict[str, str])
         lines += [f"**Ours:** the same figure as {shown_by}.", ""]
     lines += [f"**The paper:** {fig.paper_caption}", ""]
     status = f"{{{BADGES[fig.status]}}}`{fig.status}`"
-    lines += [status + (f" {fig.reason}" if fig.reason else "")]
+    lines += [status + (f" {markdown_text(fig.reason)}" if fig.reason else "")]
     if in_book:
         lines += ["", "In " + ", ".join(f"{{doc}}`executed/{c}`" for c in in_book)]
     for f in (f for f in drawn if f.name in row.not_drawn):
         said = "Not drawn for this model" if f.chapter in chapters else "Not in this book"
-        lines += ["", f"{said}: `{f.name}`, {row.not_drawn[f.name].rstrip('.')}."]
+        lines += ["", f"{said}: `{f.name}`, {markdown_text(row.not_drawn[f.name].rstrip('.'))}."]
     return "\n".join([*lines, ":::"])
 
 

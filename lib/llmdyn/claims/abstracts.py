@@ -18,6 +18,7 @@ from llmdyn.claims.chips import record_chip
 from llmdyn.claims.claim import slug
 from llmdyn.claims.collected import Published, Record, build_models
 from llmdyn.claims.headlines import Headline, best, headline_map
+from llmdyn.core.escape import markdown_text
 from llmdyn.core.tables import Cell, Html, html_or_markdown, html_table
 from llmdyn.stats.bootstrap import LEVEL
 
@@ -150,9 +151,10 @@ def open_questions(published: Sequence[Published], headlines: Sequence[Headline]
     for line in (h for h in headlines if h.templates):
         for rec, table in found.get((line.paper, line.item), []):
             if rec.to_decide:
-                lines.append(f"- Paper {line.paper}, {line.label} ({rec.model}): "
-                             f"{rec.statement} is **{rec.grade}** at {rec.number}; to decide: "
-                             f"{html.escape(rec.to_decide)} "
+                lines.append(f"- Paper {line.paper}, {line.label} ({markdown_text(rec.model)}): "
+                             f"{markdown_text(rec.statement)} is **{markdown_text(rec.grade)}** "
+                             f"at {markdown_text(rec.number)}; to decide: "
+                             f"{markdown_text(rec.to_decide)} "
                              f'(<a href="{table.href}">chapter {table.chapter[:2]}</a>)')
     return "\n".join(lines) or "No claim of the abstracts is open in this build."
 
@@ -178,7 +180,7 @@ def markdown(published: Sequence[Published], headlines: Sequence[Headline] | Non
     """The section for the intro page (MyST with raw HTML tables)."""
     headlines = tuple(headline_map() if headlines is None else headlines)
     models = build_models(published)
-    where = ", ".join(f"**{m}**" for m in models)
+    where = ", ".join(f"**{markdown_text(m)}**" for m in models)
     return "\n".join([
         "## The abstracts, checked", "",
         f"Each sentence of the two abstracts that states a finding, and the claims of this "

@@ -30,6 +30,7 @@ from llmdyn.claims.claim import GRADES, JUDGED, Claim, slug
 from llmdyn.claims.headlines import Headline, best, headline_map
 from llmdyn.claims.planning import decision
 from llmdyn.claims.review import Review
+from llmdyn.core.escape import markdown_text
 from llmdyn.stats.bootstrap import LEVEL
 
 SCORECARD_KEY = "scorecard"  # render.SCORECARD_KEY, repeated here: render imports this module
@@ -137,17 +138,22 @@ def statement_models(claims: Sequence[Claim]) -> set[str]:
 
 
 def _line(claim: Claim, about: str = "", seen: Review | None = None) -> str:
-    """One verdict line of the box: the headline grade, marked fragile where it is."""
+    """One verdict line of the box: the headline grade, marked fragile where it is.
+
+    The statement, its numbers and the stand-in's name are outside text (a model's name, a
+    token): written as literal Markdown.
+    """
     seen = seen or Review()
-    about = f"{about}: " if about else ""
+    about = f"{markdown_text(about)}: " if about else ""
     grade = seen.headline(claim)
     fragile = " · *fragile*" if seen.word(claim) == "fragile" else ""
     unadjusted = (f" · *unadjusted: {claim.verdict.grade}*"
                   if grade != claim.verdict.grade else "")
+    what = f"{about}{markdown_text(claim.statement)} · {markdown_text(short(claim))}"
     if claim.stand_in:  # not a test on the paper's kind of model: not in the bold of one
-        return (f"- *{grade}, on a stand-in*{fragile}{unadjusted} · {about}{claim.statement} · "
-                f"{short(claim)} · *stand-in: {claim.stand_in}*")
-    return f"- **{grade}**{fragile}{unadjusted} · {about}{claim.statement} · {short(claim)}"
+        return (f"- *{grade}, on a stand-in*{fragile}{unadjusted} · {what} · "
+                f"*stand-in: {markdown_text(claim.stand_in)}*")
+    return f"- **{grade}**{fragile}{unadjusted} · {what}"
 
 
 def box(claims: Sequence[Claim], *, headlines: Sequence[Headline] | None = None,

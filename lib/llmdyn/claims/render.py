@@ -41,7 +41,7 @@ from llmdyn.claims.chips import record_chip
 from llmdyn.claims.claim import GRADES, JUDGED, Claim, Rule
 from llmdyn.claims.glue_keys import glue_values
 from llmdyn.claims.review import Review, review
-from llmdyn.core.tables import Html, escape_cell, html_table, markdown_grid, markdown_table
+from llmdyn.core.tables import Html, Md, escape_cell, html_table, markdown_grid, markdown_table
 from llmdyn.stats.bootstrap import LEVEL, Estimate
 
 COLUMNS = ("claim", "paper", "this run", "verdict", "rule")
@@ -95,7 +95,7 @@ def claims_table(claims: Sequence[Claim], seen: Review | None = None) -> str:
     rows = []
     for claim in claims:
         row = dict(zip(COLUMNS, map(escape_cell, _cells(claim, seen)), strict=True))
-        row["verdict"] = f"**{row['verdict']}**"
+        row["verdict"] = Md(f"**{row['verdict']}**")
         rows.append(row)
     return f"{RULE_ONCE}\n\n{markdown_table(rows)}"
 
@@ -402,7 +402,7 @@ def _grid_cell(claim: Claim) -> str:
     """One cell of `split_grid`: value [interval] **grade**."""
     est = claim.measure.estimate
     value = claim.measure.number(est.value) if est else "n/a"
-    return f"{value}{_interval(claim)} **{claim.verdict.grade}**"
+    return Md(f"{escape_cell(value + _interval(claim))} **{escape_cell(claim.verdict.grade)}**")
 
 
 def split_flips(claims: Mapping[str, Sequence[Claim]], chosen: str) -> list[Claim]:

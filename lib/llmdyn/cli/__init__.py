@@ -78,8 +78,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     safe_streams()  # a print after a finished result must never fail the job
     argv = sys.argv[1:] if argv is None else list(argv)
+    empty = empty_argument(argv)
+    if empty:
+        print(f"llmdyn: error: {empty}", file=sys.stderr)
+        return 2
     command = next((a for a in argv if not a.startswith("-")), None)
     args = build_parser(command).parse_args(argv)
     name = " ".join(filter(None, (args.command, getattr(args, "measurement", None))))
     module = importlib.import_module(COMMAND_MODULES[args.command])
     return one_line(name, lambda: module.run(args))
+
+
+def empty_argument(argv: Sequence[str]) -> str | None:
+    """Why an empty argument is refused, naming its option (None if every argument has a value).
+
+    ``--model "$MODEL"`` with ``MODEL`` unset passes ``''``: read as a path it is the working
+    directory, read as a name it falls back to a default, and either way the run is not the one
+    asked for.
+    """
+    for i, arg in enumerate(argv):
+        option, eq, value = arg.partition("=")
+        if arg.startswith("--") and eq and not value.strip():
+            name = option
+        elif not arg.strip():
+            name = next((a.partition("=")[0] for a in reversed(argv[:i]) if a.startswith("-")),
+                        f"argument {i + 1}")
+        else:
+            continue
+        return (f"{name} is given an empty value; an empty string never means the default or the "
+                f"working directory: leave {name} out for its default, or give it a value (is "
+                "the shell variable that should hold it unset?)")
+    return None

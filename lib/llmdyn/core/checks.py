@@ -212,6 +212,8 @@ def check_root(root: str | os.PathLike, arg: str = "--root") -> Path:
     Raises:
         LlmdynError: ``root``, or a folder on its way, is a file (or a device, FIFO, socket).
     """
+    if not str(root).strip():  # Path("") is the working directory
+        raise LlmdynError(f"{arg} is empty; give a directory (it is created if missing)")
     root = Path(root)
     found = next((p for p in (root, *root.parents) if p.exists()), None)
     if found is not None and not found.is_dir():

@@ -203,7 +203,7 @@ class ResultStore:
         params = canonical_params(params)  # bad params raise; only reading is guarded below
         try:
             meta = json.loads(npz.with_suffix(".json").read_text())
-            if (meta.get("format") != _FORMAT or meta.get("item") != item
+            if (meta.get("format") != _FORMAT or meta.get("item") != item_record(item)
                     or meta.get("params") != params
                     or _what(meta.get("model")) != _what(self.provenance)
                     or meta.get("code") != code_hash(meta.get("computed_by"))):
@@ -235,7 +235,7 @@ class ResultStore:
             "measurement": measurement,
             "params": canonical_params(params),
             "params_hash": params_hash(params),
-            "item": item,
+            "item": item_record(item),
             "model_id": self.model_id,
             "model": self.provenance,
             "arrays": {k: {"dtype": str(a.dtype), "shape": list(a.shape)}
@@ -247,6 +247,7 @@ class ResultStore:
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
         try:
+            _check_directories(npz.parent, self.root)
             npz.parent.mkdir(parents=True, exist_ok=True)
             sidecar = npz.with_suffix(".json")
             sidecar.unlink(missing_ok=True)  # a stale sidecar must never vouch for the new npz
@@ -339,6 +340,32 @@ def _check_items(items: Sequence[str]) -> list[str]:
     if isinstance(items, str) or not all(isinstance(it, str) and it for it in items):
         raise LlmdynError(f"items must be a sequence of non-empty str, got {items!r:.80}")
     return list(items)
+
+
+ITEM_CHARS = 256  # an item longer than this (a whole prompt) is recorded by digest and length
+
+
+def item_record(item: str) -> str | dict[str, Any]:
+    """What a sidecar records of its item: the item itself, or a long one's digest and length.
+
+    A prompt can be megabytes; every sidecar of every measurement of it would hold a copy.
+    """
+    if len(item) <= ITEM_CHARS:
+        return item
+    return {"sha256": hashlib.sha256(item.encode()).hexdigest(), "chars": len(item)}
+
+
+def _check_directories(directory: Path, root: Path) -> None:
+    """Refuse a store path on which a file (not a directory) stands where a directory must be.
+
+    ``mkdir`` would stop with ``FileExistsError``; the message names the entry and what to do.
+    """
+    for entry in (directory, *directory.parents):
+        if entry.exists() and not entry.is_dir():
+            raise LlmdynError(f"results cache {root}: {entry} is a file, not a directory of "
+                              "results; move it away (or delete it) and run again")
+        if entry == root:
+            return
 
 
 def _item_key(item: str) -> str:

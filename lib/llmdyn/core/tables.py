@@ -4,9 +4,12 @@ The chapters, the library's summaries (chapters 01–11, ``claims``, ``emergence
 ``generalization``, ``vision.analysis``, the build times) and the reports of ``tools/`` and
 ``bench/`` print their Markdown tables through :func:`markdown_table` (rows of named cells: the
 header is written once, as the rows' keys, and a row cannot have a cell too many) or, where a
-header repeats a name, :func:`markdown_grid`. The HTML tables (the scorecard's, the abstracts'
-and the summary grid, which carry classes, row attributes and cells of markup) go through
-:func:`html_table`. No other module writes a ``| a | b |`` line or a ``<tr>``;
+header repeats a name, :func:`markdown_grid`. Both write every cell and header name as literal
+text (`llmdyn.core.escape.markdown_text`: a token's text or a model's directory name never
+becomes markup) unless it is `Md`, composed by the caller from escaped parts. The HTML
+tables (the scorecard's, the abstracts' and the summary grid, which carry classes, row
+attributes and cells of markup) go through :func:`html_table`, which escapes every cell that is
+not `Html`. No other module writes a ``| a | b |`` line or a ``<tr>``;
 ``tests/core/test_tables.py`` checks that.
 """
 
@@ -20,13 +23,17 @@ from html.parser import HTMLParser
 from typing import Any
 
 from llmdyn import LlmdynError
+from llmdyn.core.escape import Md, markdown_text
 
 _RULE = {"left": "---", "right": "---:", "center": ":---:"}
 
 
 def markdown_table(rows: Sequence[Mapping[str, Any]], *,
                    align: Mapping[str, str] | None = None) -> str:
-    """``| a | b |`` lines: the first row's keys as the header, each value as ``str(value)``.
+    """``| a | b |`` lines: the first row's keys as the header, each value as literal text.
+
+    A value is written as ``str(value)`` with Markdown's active characters escaped
+    (`markdown_text`), or as it is if it is `Md`.
 
     Args:
         rows: one mapping per row, every row with the same keys in the same order.
@@ -51,8 +58,9 @@ def markdown_grid(header: Sequence[str], rows: Sequence[Sequence[Any]], *,
     For column groups such as ``R² | p | slope`` under each of several measures.
 
     Args:
-        header: the column names, shown as given (repeats allowed).
-        rows: one sequence of cells per row, each as long as ``header``.
+        header: the column names, shown as literal text (repeats allowed).
+        rows: one sequence of cells per row, each as long as ``header``: literal text, or
+            `Md` written as it is (its line breaks spaced).
         align: ``{column: "right" | "center"}``; a repeated name aligns every column so named.
 
     Raises:
@@ -71,14 +79,21 @@ def markdown_grid(header: Sequence[str], rows: Sequence[Sequence[Any]], *,
     if unknown:
         raise LlmdynError(f"align: {unknown} names no column of {header} or no alignment of "
                           f"{sorted(_RULE)}")
-    lines = [header, [_RULE[align.get(h, "left")] for h in header]]
-    lines += [[str(cell) for cell in row] for row in rows]
+    lines = [list(map(_md_cell, header)), [_RULE[align.get(h, "left")] for h in header]]
+    lines += [list(map(_md_cell, row)) for row in rows]
     return "\n".join("| " + " | ".join(cells) + " |" for cells in lines)
 
 
-def escape_cell(text: str) -> str:
-    """A cell's text made safe inside a Markdown table row: pipes escaped, line breaks spaced."""
-    return text.replace("|", r"\|").replace("\n", " ")
+def _md_cell(cell: Any) -> str:
+    """One Markdown cell: `Md` with its line breaks spaced, anything else escaped text."""
+    if isinstance(cell, Md):
+        return " ".join(cell.splitlines())
+    return markdown_text(cell)
+
+
+def escape_cell(text: str) -> Md:
+    """A cell's text as literal Markdown on one line: markup escaped, pipes too, breaks spaced."""
+    return markdown_text(text)
 
 
 class Html(str):

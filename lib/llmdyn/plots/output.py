@@ -23,6 +23,7 @@ from IPython.display import display
 from matplotlib.figure import Figure
 
 from llmdyn import LlmdynError
+from llmdyn.core.escape import markdown_text
 from llmdyn.data import figures
 from llmdyn.data.figures import METADATA_KEY, NOT_DRAWN_KEY
 
@@ -71,5 +72,6 @@ def not_drawn(name: str, reason: str) -> None:
     if not reason.strip():
         raise LlmdynError(f"plots.not_drawn({name!r}): give the reason the figure is not drawn")
     text = f"{entry.lead()} ({name}) is not drawn for this model: {reason.strip()}"
-    display({"text/markdown": f"**Not drawn.** {text}", "text/plain": f"Not drawn. {text}"},
+    display({"text/markdown": f"**Not drawn.** {markdown_text(text)}",
+             "text/plain": f"Not drawn. {text}"},
             raw=True, metadata={METADATA_KEY: {"name": entry.name, NOT_DRAWN_KEY: reason.strip()}})

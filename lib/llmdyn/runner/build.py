@@ -280,6 +280,8 @@ def resolve_model(model: str, base: Path | None = None, what: str = "--model") -
     Names and hub ids pass through; a path that does not exist is refused before any run.
     ``base``: what a relative path is relative to (None: the cwd); ``what``: where it was given.
     """
+    if not model.strip():  # Path("") is the working directory
+        raise LlmdynError(f"{what} is empty; give a model name, a hub id or a local directory")
     path = Path(base or ".") / Path(model).expanduser()
     if path.exists():
         return str(path.resolve())

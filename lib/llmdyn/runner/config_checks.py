@@ -72,9 +72,20 @@ def check_measure_models(config: dict[str, Any]) -> None:
 
 
 def _check_params_file(file: Path, base: Path) -> None:
-    """A chapter's params file: YAML holding a mapping, its local models existing under base."""
+    """A chapter's params file: YAML holding a mapping, its local models existing under base.
+
+    An alias (``*name``) is refused before the file is loaded: aliases nested a few levels
+    deep stand for gigabytes once anything (the Snakefile's ``json.dumps``) writes them out.
+    """
+    text = file.read_text()
     try:
-        given = yaml.safe_load(file.read_text()) or {}
+        alias = next((e for e in yaml.parse(text) if isinstance(e, yaml.AliasEvent)), None)
+        if alias is not None:
+            raise LlmdynError(f"workflow config chapter_params: {file} uses a YAML alias "
+                              f"(*{alias.anchor}, line {alias.start_mark.line + 1}); write the "
+                              "value out in full: an alias can stand for gigabytes of "
+                              "parameters")
+        given = yaml.safe_load(text) or {}
     except yaml.YAMLError as err:
         where = getattr(err, "problem_mark", None)
         raise LlmdynError(f"workflow config chapter_params: {file} is not valid YAML"

@@ -84,11 +84,47 @@ def resource_arguments(set_resources: Sequence[str], resources: Sequence[str],
             raise LlmdynError(f"--set-resources {item!r}: the workflow has no rule "
                               f"{match.group(1)!r}; rules: {', '.join(rules)}")
         check_resource_value(match.group(1), match.group(2), match.group(3))
+        check_resource_number(item, match.group(2), match.group(3))
     for item in resources:
         if not _LIMIT.match(item):
             raise LlmdynError(f"--resources takes NAME=INTEGER, e.g. gpu=1, got {item!r}")
     return ([*(["--set-resources", *set_resources] if set_resources else []),
              *(["--resources", *resources] if resources else [])])
+
+
+# Snakemake's resources that must come to a number; mem, disk and runtime may be sizes and
+# durations ("8GB", "2h"), which Snakemake converts when it parses them.
+NUMBER_RESOURCES = frozenset({"mem", "mem_mb", "mem_mib", "disk", "disk_mb", "disk_mib",
+                              "runtime", "cpus_per_task", "threads", "nodes", "tasks", "gpu"})
+
+
+def check_resource_number(item: str, name: str, value: str) -> None:
+    """Refuse a numeric resource whose value is a word, before Snakemake starts.
+
+    Snakemake evaluates ``chapter:mem_mb=abc`` (or ``=os``, a module) only when it plans the
+    job, and stops then with a ``ResourceConversionError`` report.
+
+    Raises:
+        LlmdynError: naming the item and what the resource takes.
+    """
+    if name not in NUMBER_RESOURCES:
+        return
+    # Snakemake's parser (imported here: a heavy import only --set-resources needs) turns a
+    # number, a size or a duration into a constant, and anything else into an expression
+    from snakemake.resources import Resources
+
+    try:
+        parsed = Resources.parse([f"{name}={value}"], allow_expressions=True)
+        constant = not any(res.is_evaluable() for res in parsed._data.values())
+    except Exception:  # noqa: BLE001 - any refusal of Snakemake's parser is the same refusal
+        constant = False
+    if not constant:
+        kind = name.split("_")[0]
+        takes = ({"mem": "a size, e.g. chapter:mem=8GB", "disk": "a size, e.g. chapter:disk=8GB",
+                  "runtime": "whole minutes or a duration, e.g. chapter:runtime=2h"}.get(name)
+                 or (f"whole MB, e.g. chapter:{name}=8000 (or a size: chapter:{kind}=8GB)"
+                     if kind in ("mem", "disk") else f"a whole number, e.g. chapter:{name}=2"))
+        raise LlmdynError(f"--set-resources {item!r}: {name} takes {takes}")
 
 
 def check_resource_value(rule: str, name: str, value: object) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import difflib
 import functools
 import json
 import os
@@ -176,7 +177,24 @@ def check_config(config: dict[str, Any], root: Path = REPO,
                               "notebook parameters, e.g. tests/smoke, or '' for none")
         check_params_files(path, root, base)
     check_measure_models(config)
+    check_suite(config.get("suite"))
     return config
+
+
+def check_suite(suite: Any) -> None:
+    """Refuse a ``suite`` the training package does not define (None or "": the chapters').
+
+    The Snakefile refuses it too, but only while Snakemake plans, after its start-up.
+    """
+    if not suite:
+        return
+    from llmdyn.training.suite import SUITES  # here: it imports torch, which few runs need
+
+    if suite not in SUITES:
+        close = difflib.get_close_matches(str(suite), list(SUITES), n=1)
+        hint = f"did you mean suite={close[0]}? " if close else ""
+        raise LlmdynError(f"workflow config suite: unknown suite {suite!r}; {hint}suites: "
+                          f"{', '.join(SUITES)}")
 
 
 def snakemake_command(*, model: str | None = None, profile: str | None = None,

@@ -160,6 +160,9 @@ def load_documents(corpus: str | Path | None = None) -> list[Document]:
             if corpus in (None, "stdlib", source.source):
                 docs += _npm_documents(source, path)
         return docs
+    if not str(corpus).strip():  # Path("") is the working directory: every .txt under it
+        raise LlmdynError("corpus is empty; pass a directory of .txt files, or None for the "
+                          "default corpus")
     directory = Path(corpus)
     if not directory.is_dir():
         raise LlmdynError(f"corpus {str(corpus)!r} is not a directory; pass a directory of "

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 from llmdyn import LlmdynError
 from llmdyn.book.params.relative import relative_blocks, relative_window
 from llmdyn.core.declared import carried, param, parameter_fields, violation
+from llmdyn.core.escape import markdown_code, markdown_text
 from llmdyn.core.tables import markdown_table
 from llmdyn.coupling.default_k import coupling_k
 from llmdyn.models.packaged import other_packaged
@@ -146,11 +147,13 @@ class ChapterParams:
 
     def _repr_markdown_(self) -> str:
         """The parameters in effect, as a table (shown collapsed on each chapter page)."""
-        rows = markdown_table([{"parameter": f"`{f.name}`", "value": f"`{getattr(self, f.name)!r}`"}
+        rows = markdown_table([{"parameter": markdown_code(f.name),
+                                "value": markdown_code(repr(getattr(self, f.name)))}
                                for f in parameter_fields(self)])
         done = self.resolution
         note = (f"\n\n{', '.join(f'`{n}`' for n in done.names)}: relative to the model, set for "
-                f"{self.model} ({done.n_layers} blocks, d_model {done.d_model}); see methods, "
+                f"{markdown_text(self.model)} ({done.n_layers} blocks, d_model {done.d_model}); "
+                "see methods, "
                 "\"Defaults relative to the model\"" if done and done.names else "")
         return rows + note
 
