@@ -106,7 +106,7 @@ def data_digest(claim: Claim) -> str:
     if not samples:
         return ""
     canon = sorted(json.dumps([round(x, 9) for x in sample]) for sample in samples)
-    return hashlib.sha256("|".join(canon).encode()).hexdigest()[:16]
+    return hashlib.sha256("\n".join(canon).encode()).hexdigest()[:16]
 
 
 def counts_line(grades: Sequence[str]) -> str:
