@@ -82,7 +82,7 @@ pdf: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n auto
 
-# Every model-taking chapter on every test model with only `-p model`; not in CI.
+# Every model-taking chapter on every test model with only `-p model` (issue 24); not in CI.
 test-models: $(STAMP)
 	$(BIN)/python -m pytest -q --models tests/runner/test_any_model.py
 
