@@ -22,6 +22,7 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
         "suite_summary": ["suite_table", "EmergenceTiming", "emergence_timing",
                           "adjacent_over_distant"],
         "over_runs": ["run_means", "emergence_claim", "falls_claims", "timing_lag", "run_lags",
-                      "timing_claims", "direction_claim", "run_locality", "locality_claims"],
+                      "timing_claims", "direction_claim", "run_locality", "locality_claims",
+                      "size_of", "one_size", "size_trend"],
     },
 )
