@@ -194,7 +194,7 @@ SUITES: dict[str, Suite] = {
     "tiny": Suite(
         "tiny",
         runs=(Run(SIZES["t1"], 0, lr=3e-3), Run(SIZES["t2"], 0, lr=3e-3),
-              Run(SIZES["t1"], 1, lr=3e-3)),
+              Run(SIZES["t1"], 1, lr=3e-3), Run(SIZES["t1"], 2, lr=3e-3)),  # 3 seeds of t1
         steps=8, batch_size=2, seq_len=32, vocab_size=320, warmup_fraction=0.25,
         eval_sequences=4, max_documents=24, note="for tests: a few steps on a tiny corpus"),
     "tiny-population": Suite(
