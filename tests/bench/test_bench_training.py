@@ -29,11 +29,12 @@ def test_mfu_is_model_flops_over_the_peak_of_its_own_rounds():
     assert xs["mfu_palm"] == pytest.approx(7e6 * 1024 / 0.1 / 100e9)
     assert m["mfu_6n"] == pytest.approx(6e6 * 1024 / 0.4 / 50e9)
     whole = out[-1]
-    # runs xs, s, m, s: 512 updates each; the suite's FLOPs over what each size's peak could do
-    seconds = 512 * (0.1 + 0.2 + 0.4 + 0.2)
-    capacity = 512 * (0.1 * 100e9 + 0.2 * 100e9 + 0.4 * 50e9 + 0.2 * 100e9)
+    # runs xs, s, m and 4 more seeds of s: 512 updates each; the suite's FLOPs over what each
+    # size's peak could do
+    seconds = 512 * (0.1 + 0.2 + 0.4 + 4 * 0.2)
+    capacity = 512 * (0.1 * 100e9 + 0.2 * 100e9 + 0.4 * 50e9 + 4 * 0.2 * 100e9)
     assert whole["predicted_train_s"] == pytest.approx(seconds)
-    assert whole["mfu_6n"] == pytest.approx(4 * 512 * 1024 * 6e6 / capacity)
+    assert whole["mfu_6n"] == pytest.approx(7 * 512 * 1024 * 6e6 / capacity)
     text = bench.markdown({**META, "rows": out})
     assert "| xs | 2 × 128 | 0.100 | 10240 | 100 | 61 % |" in text and "whole suite" in text
     assert "with 1 thread," in text and "medians of 5 rounds" in text

@@ -30,12 +30,16 @@ def tiny_suite(tmp_path_factory):
 
 
 def test_fit_window():
-    assert window_that_fits(11, 30) == 11
-    assert window_that_fits(11, 6) == 7  # 7 points of a 6-block model's 7
-    assert window_that_fits(11, 5) == 5  # 6 points: the largest odd window is 5
-    assert window_that_fits(3, 10) == 3
+    # chapter 08's whole trajectories keep x^L: the points are x^0 … x^L
+    assert window_that_fits(11, 30, include_last=True) == 11
+    assert window_that_fits(11, 6, include_last=True) == 7  # 7 points of a 6-block model's 7
+    assert window_that_fits(11, 5, include_last=True) == 5  # 6 points: the largest odd is 5
+    assert window_that_fits(3, 10, include_last=True) == 3
+    assert window_that_fits(11, 6) == 5  # x^L apart (paper B's windows): 6 points
     with pytest.raises(LlmdynError, match="n_layers >= 2"):
-        window_that_fits(3, 1)
+        window_that_fits(3, 1, include_last=True)
+    with pytest.raises(LlmdynError, match="n_layers >= 3"):
+        window_that_fits(3, 2)
 
 
 def test_half_rise_step_interpolates():
@@ -94,7 +98,7 @@ def test_suite_checkpoints_and_measurement(tiny_suite, tmp_path, monkeypatch):
     assert all([c.step for c in cs] == [0, 1, 2, 4, 8] for cs in runs.values())
     assert all(c.params and np.isfinite(c.heldout_loss) for c in ckpts)
     few = suite_checkpoints("tiny", root=tiny_suite, steps=[0, 8])
-    assert len(few) == 6
+    assert len(few) == 2 * len(SUITES["tiny"].runs)  # steps 0 and 8 of each run
     with pytest.raises(LlmdynError, match=r"steps \[3\] are not saved"):
         suite_checkpoints("tiny", root=tiny_suite, steps=[3])
     monkeypatch.setenv("LLMDYN_RESULTS", str(tmp_path / "results"))

@@ -119,3 +119,26 @@ def test_locality_claims_use_deep_runs_one_number_each():
     two = locality_claims({r: runs[r] for r in "ab"})
     assert two[0].verdict.grade == "no verdict"  # 2 runs: below the smallest tested n
     assert locality_claims({"shallow": runs["shallow"]})[0].verdict.grade == "not run"
+
+
+def test_verdicts_are_taken_over_the_runs_of_one_size_and_sizes_are_shown_apart():
+    from dataclasses import replace
+
+    from llmdyn.emergence.over_runs import one_size, size_trend
+
+    shares = {"xs-seed0": [0.1, 0.2], "s-seed0": [0.1, 0.5], "m-seed0": [0.1, 0.9],
+              **{f"s-seed{k}": [0.1, 0.4 + 0.05 * k] for k in range(1, 5)}}
+    params = {"xs": 100, "s": 200, "m": 300}
+    series = {run: replace(_run(v, [8, 4], steps=(0, 4)), params=params[run.split("-")[0]])
+              for run, v in shares.items()}
+    same = one_size(series)
+    assert sorted(same) == [f"s-seed{k}" for k in range(5)]  # 5 seeds of s; xs and m apart
+    ratios = [5.0, 4.5, 5.0, 5.5, 6.0]  # last/first share of s-seed0 … s-seed4
+    over = emergence_claim(same).measure.estimate
+    assert over.n == 5 and over.value == pytest.approx(np.exp(np.mean(np.log(ratios))))
+    trend = size_trend(series)
+    assert trend.verdict.grade == "for comparison"  # one run per size: no pooled verdict
+    assert trend.measure.unit_ids == ("xs-seed0", "s-seed0", "m-seed0")  # by parameters
+    assert trend.measure.samples[0] == pytest.approx((2.0, 5.0, 9.0))
+    tied = {"a-seed0": series["xs-seed0"], "b-seed0": series["m-seed0"]}
+    assert list(one_size(tied)) == ["b-seed0"]  # one seed each: the larger size

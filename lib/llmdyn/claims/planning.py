@@ -48,6 +48,9 @@ WHERE = {
     "model": f"a population of {{n}} models: {_SUITE}",
     "ViT": f"a grid with {{n}} ViTs: {_GRID}",
     "seed": f"a grid with {{n}} seeds: {_GRID}",
+    "task": (f"to run it: {{n}} tasks in the chapter's `tasks` in DIR/{CHAPTER}.yaml (the six "
+             "leaderboard tasks packaged here are the most that load offline), then `llmdyn "
+             f"workflow --only {CHAPTER} --config chapter_params=DIR`"),
 }
 #: claims whose units cannot grow here, by id: pretrained models (chapters 02 and 09)
 _OFFLINE = "more pretrained models, the papers' 7B ones among them, do not load offline"

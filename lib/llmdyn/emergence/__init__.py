@@ -23,6 +23,6 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
                           "adjacent_over_distant"],
         "over_runs": ["run_means", "emergence_claim", "falls_claims", "timing_lag", "run_lags",
                       "timing_claims", "direction_claim", "run_locality", "locality_claims",
-                      "suite_stand_in", "on_suite"],
+                      "suite_stand_in", "on_suite", "size_of", "one_size", "size_trend"],
     },
 )

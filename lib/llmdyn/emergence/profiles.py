@@ -134,7 +134,8 @@ def measure_checkpoint(model: LoadedModel, prompts: Sequence[str], *, k: int, wi
     if isinstance(prompts, str) or not prompts:
         raise LlmdynError("prompts must be a non-empty list of texts")
     check_last_point(last_point)
-    w = window_that_fits(window, model.n_layers)
+    # paper A's whole trajectories end at x^L (where `last_point` says): windows may hold it
+    w = window_that_fits(window, model.n_layers, include_last=True)
     # the coupling's last block ends where the trajectories do (its cache key holds last_point)
     coupling = depth_coupling(model, prompts, k=k, store=store, last_point=last_point)
 
