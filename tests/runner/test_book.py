@@ -598,7 +598,14 @@ def test_scorecard_fits_thirty_screens_and_links_every_claim_as_csv(built_book):
         _viewport(session)
         open_page(session, html_dir / "book" / "scorecard.html", "div.dtsp-searchPane")
         height = session.execute_script("return document.documentElement.scrollHeight")
+        header = session.execute_script("""  // scrolled half-way down the summary grid
+            const grid = document.querySelector('table.scorecard-summary');
+            const box = grid.getBoundingClientRect();
+            window.scrollTo(0, window.scrollY + box.top + box.height / 2);
+            return [grid.getBoundingClientRect().top,
+                    grid.querySelector('thead th').getBoundingClientRect().top];""")
     assert height / (SCREEN[1] - 64) <= 30, height
+    assert header[0] < 0 <= header[1] <= 100, header  # its header stays in view
     page = (html_dir / "book" / "scorecard.html").read_text()
     assert 'id="every-claim-as-csv"' in page  # where each chapter's findings box links
     links = dict(re.findall(r'href="(\.\./_downloads/[0-9a-f]+/([\w.]+\.csv))"', page))
