@@ -83,7 +83,8 @@ def interval(kind: str, method: str, samples: list[np.ndarray], paired: bool, si
         return ratio - half, ratio + half
     if method == "log_t":
         res = sps.ttest_1samp(np.log(a / samples[1]), 0.0).confidence_interval(level)
-        return math.exp(res.low), math.exp(res.high)
+        with np.errstate(over="ignore"):
+            return float(np.exp(res.low)), float(np.exp(res.high))
     if method == "ols_t":
         fit = sps.linregress(a, samples[1])
         half = _t(level, n - 2) * fit.stderr

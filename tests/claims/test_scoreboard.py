@@ -17,10 +17,10 @@ def test_the_summary_grid_links_each_count_and_totals_each_model():
     no_verdict = f'{link}<span class="chip chip-no-verdict" title="no verdict">1</span></a>'
     assert summary([table]) == (
         '<p class="scorecard-count">This build tests <strong>1 distinct claims of the papers'
-        "</strong> (2 tests graded by an interval, a claim tested once per model). Of its 3 "
-        "rows, 2 carry a grade; not counted as tests: 0 facts about one case, 0 variants of "
-        "another row (another split or lens), 0 re-grades of another row's per-unit values and "
-        "0 checks of the book's own.</p>"
+        "</strong> (2 tests graded by an interval; a claim tested on two models counts once). "
+        "Of its 3 rows, 2 carry a grade; not counted as tests: 0 facts about one case, "
+        "0 variants of another row (another split or lens), 0 re-grades of another row's "
+        "per-unit values and 0 checks of the book's own.</p>"
         '<table class="table scorecard-summary"><thead><tr>'
         "<th>chapter</th><th>model</th><th>holds</th><th>no verdict</th><th>all</th></tr></thead>"
         f"<tbody><tr><td>05 Coupling across depth</td><td>m</td><td>{holds}</td>"

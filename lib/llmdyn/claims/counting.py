@@ -52,7 +52,8 @@ class Counts:
     def sentence(self) -> str:
         """The scorecard's headline, in words (HTML: the summary grid is one raw HTML block)."""
         return (f"This build tests <strong>{self.claims} distinct claims of the papers</strong> "
-                f"({self.tests} tests graded by an interval, a claim tested once per model). "
+                f"({self.tests} tests graded by an interval; a claim tested on two models "
+                "counts once). "
                 f"Of its {self.rows} rows, {self.graded} carry a grade; not counted as tests: "
                 f"{self.facts} facts about one case, {self.variants} variants of another row "
                 f"(another split or lens), {self.regrades} re-grades of another row's per-unit "
