@@ -252,6 +252,9 @@ def _read(spec: str, untrained: bool, seed: int) -> tuple[Any, Any, Any, dict[st
     if spec in PACKAGED:
         path, identity = packaged_safetensors(spec)
         return *load_pretrained(str(path), spec, weights=not untrained), identity
+    if spec.endswith(".gguf") and Path(spec).exists() and not Path(spec).is_file():
+        raise LlmdynError(f"model {spec!r}: {Path(spec).resolve()} is not a regular file (a "
+                          "device, a FIFO or a directory); give the path of a .gguf file")
     if spec.endswith(".gguf") and Path(spec).is_file():
         path, identity = local_gguf(spec)
         return *load_pretrained(str(path), spec, weights=not untrained), identity
