@@ -79,6 +79,27 @@ class Architecture:
     float32_inside: bool = False
 
 
+    def read_out(self, hf: Any, h: Any) -> Any:
+        """Logits ``[..., vocab]`` of final-normed states ``h [..., d_model]`` of model ``hf``.
+
+        ``ℓ = s(M P h)`` as the family's forward computes it: P a projection before the head
+        (OPT's ``project_out``) or none, M the unembedding, s the family's read-out transform:
+        multiplied by Cohere's ``logit_scale``, divided by Granite's ``logits_scaling``, or
+        soft-capped, ``cap · tanh(ℓ / cap)`` (Gemma 2 and 3).
+        """
+        into = None if self.head_in is None else config_value(hf, self.head_in)
+        logits = config_value(hf, self.head)(h if into is None else into(h))  # [..., vocab]
+        scale = config_value(hf.config, self.logit_scale)
+        if scale is not None:
+            logits = logits * scale
+        divisor = config_value(hf.config, self.logit_divisor)
+        if divisor is not None:
+            logits = logits / divisor
+        cap = config_value(hf.config, self.softcap)
+        if cap:
+            logits = (logits / cap).tanh() * cap
+        return logits
+
     def routes(self) -> dict[str, str]:
         """The Jacobian routes the family takes, for provenance and the log.
 
@@ -96,7 +117,7 @@ class Architecture:
 
 
 def config_value(config: Any, path: str | None) -> Any:
-    """The config field at dotted ``path`` (None where the path or a part of it is missing)."""
+    """The attribute at dotted ``path`` of a config (or a model): None where a part is missing."""
     if path is None:
         return None
     for part in path.split("."):

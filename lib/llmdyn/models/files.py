@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,14 +18,15 @@ from llmdyn.core.atomic import check_regular_file
 from llmdyn.core.paths import env_dir
 from llmdyn.core.store import apply_umask, safe_name
 
-__all__ = ["cache_dir", "check_model_dir", "dir_digest", "file_sha256", "files_sha256", "local_key",
-           "looks_like_path", "remember", "sha256_of"]
+__all__ = ["cache_dir", "check_model_dir", "checkpoint_files", "dir_digest", "file_sha256",
+           "files_sha256", "local_key", "looks_like_path", "remember", "sha256_of",
+           "weight_files"]
 
 _INDEX = "file-hashes.json"  # {resolved path: {size, mtime_ns, ctime_ns, ino, sha256}}
 # Files that change what a checkpoint computes. Training logs (metrics.json) and generation
 # settings are left out, so rewriting them never invalidates cached results.
 _CONFIG_FILES = ("config.json",)
-_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
                     "vocab.json", "merges.txt", "tokenizer.model", "added_tokens.json")
 _PICKLED = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl")
 NEEDS = ("a model directory must hold config.json and model.safetensors (what transformers' "
@@ -150,7 +152,8 @@ def check_model_dir(directory: Path, spec: str) -> None:
     if not (directory / "config.json").is_file():
         raise LlmdynError(f"model {spec!r}: {directory.resolve()} has no config.json, so it is "
                           f"not a model directory; {NEEDS}.")
-    if any(directory.glob("*.safetensors")):
+    if any(directory.glob("*.safetensors")) or any(directory.glob("*.safetensors.index.json")):
+        weight_files(directory, spec)  # before any is opened: a FIFO would hang the reader
         return
     pickled = sorted(p.name for pattern in _PICKLED for p in directory.glob(pattern))
     if pickled:
@@ -164,6 +167,65 @@ def check_model_dir(directory: Path, spec: str) -> None:
                       f"model.safetensors; {NEEDS}.")
 
 
+def _index_files(directory: Path, spec: str) -> list[Path]:
+    """The weight files the directory's ``*.safetensors.index.json`` name, each inside it.
+
+    Raises:
+        LlmdynError: an index that is not JSON with a ``weight_map``, or names a file outside
+            the directory (transformers would read it, and the directory's hash would miss it).
+    """
+    named: set[Path] = set()
+    root = directory.resolve()
+    for index in sorted(directory.glob("*.safetensors.index.json")):
+        try:
+            weight_map = json.loads(index.read_text())["weight_map"]
+            names = {str(v) for v in weight_map.values()}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+            raise LlmdynError(f"model {spec!r}: {index} is not a safetensors index (JSON with a "
+                              f"weight_map: {type(err).__name__}); write it again with "
+                              "save_pretrained, or delete it") from None
+        for name in sorted(names):
+            path = (directory / name).resolve()
+            if path.parent != root:
+                raise LlmdynError(f"model {spec!r}: {index} names {name!r}, which is not a file "
+                                  f"of {root}; a checkpoint's weights must lie in its directory "
+                                  "(copy the file there and name it without a directory)")
+            named.add(directory / name)
+    return sorted(named)
+
+
+def weight_files(directory: Path, spec: str) -> list[Path]:
+    """The safetensors files loading reads: the directory's own and those its index names.
+
+    Raises:
+        LlmdynError: an index naming a file outside the directory, or a weight file that is not
+            a regular file (a FIFO would hang the reader, a device never ends).
+    """
+    files = sorted(set(directory.glob("*.safetensors")) | set(_index_files(directory, spec)))
+    for path in files:
+        try:
+            regular = stat.S_ISREG(path.stat().st_mode)
+        except OSError as err:
+            raise LlmdynError(f"model {spec!r}: cannot read the weight file {path} "
+                              f"({err.strerror}); restore it or remove it from the index") from None
+        if not regular:
+            raise LlmdynError(f"model {spec!r}: the weight file {path} is not a regular file (a "
+                              "FIFO, a device or a directory); put the safetensors file there")
+    return files
+
+
+def checkpoint_files(directory: Path, spec: str, *, weights: bool = True) -> list[Path]:
+    """Every file loading a checkpoint reads: config, tokenizer files and (by default) weights.
+
+    The model's identity (:func:`dir_digest`) and the workflow's inputs are made of these.
+    """
+    names = [directory / n for n in _CONFIG_FILES + TOKENIZER_FILES if (directory / n).is_file()]
+    if weights:
+        names += weight_files(directory, spec)
+        names += list(directory.glob("*.safetensors.index.json"))
+    return sorted(set(names))
+
+
 def dir_digest(directory: Path, *, weights: bool = True) -> str:
     """Sha256 over the files that define a checkpoint: config, tokenizer and (by default) weights.
 
@@ -175,11 +237,7 @@ def dir_digest(directory: Path, *, weights: bool = True) -> str:
     Returns:
         Hex digest of the sorted ``name: file sha256`` pairs.
     """
-    names = [n for n in _CONFIG_FILES + _TOKENIZER_FILES if (directory / n).is_file()]
-    if weights:
-        names += [p.name for p in directory.glob("*.safetensors")]
-        names += [p.name for p in directory.glob("*.safetensors.index.json")]
-    names = sorted(set(names))
+    names = [p.name for p in checkpoint_files(directory, str(directory), weights=weights)]
     files = dict(zip(names, files_sha256([directory / name for name in names]), strict=True))
     text = json.dumps(files, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()

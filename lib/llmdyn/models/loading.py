@@ -20,7 +20,7 @@ from transformers import AutoConfig
 from llmdyn import LlmdynError
 from llmdyn.core.checks import torch_device
 from llmdyn.core.store import ResultStore
-from llmdyn.models.architectures import ARCHITECTURES, TINY_CONFIGS, Architecture, config_value
+from llmdyn.models.architectures import ARCHITECTURES, TINY_CONFIGS, Architecture
 from llmdyn.models.files import NEEDS, check_model_dir, dir_digest, local_key, looks_like_path
 from llmdyn.models.packaged import PACKAGED, local_gguf, packaged_safetensors
 from llmdyn.models.pretrained import load_pretrained
@@ -74,24 +74,9 @@ class LoadedModel:
     def read_out(self, h: torch.Tensor) -> torch.Tensor:
         """The model's logits from final-normed states, ``[..., d_model] -> [..., vocab]``.
 
-        ``ℓ = s(M P h)`` as the family's forward computes it: P a projection before the head
-        (OPT's ``project_out``) or none, M the unembedding, s the family's read-out transform:
-        multiplied by Cohere's ``logit_scale``, divided by Granite's ``logits_scaling``, or
-        soft-capped, ``cap · tanh(ℓ / cap)`` (Gemma 2 and 3).
+        As the family's forward computes them (:meth:`Architecture.read_out`).
         """
-        into = None if self.arch.head_in is None else _getattr_path(self.hf, self.arch.head_in)
-        logits = self.head(h if into is None else into(h))  # [..., vocab]
-        config = self.hf.config
-        scale = config_value(config, self.arch.logit_scale)
-        if scale is not None:
-            logits = logits * scale
-        divisor = config_value(config, self.arch.logit_divisor)
-        if divisor is not None:
-            logits = logits / divisor
-        cap = config_value(config, self.arch.softcap)
-        if cap:
-            logits = torch.tanh(logits / cap) * cap
-        return logits
+        return self.arch.read_out(self.hf, h)
 
     @property
     def head(self) -> torch.nn.Module:
@@ -252,6 +237,9 @@ def _read(spec: str, untrained: bool, seed: int) -> tuple[Any, Any, Any, dict[st
     if spec in PACKAGED:
         path, identity = packaged_safetensors(spec)
         return *load_pretrained(str(path), spec, weights=not untrained), identity
+    if spec.endswith(".gguf") and Path(spec).exists() and not Path(spec).is_file():
+        raise LlmdynError(f"model {spec!r}: {Path(spec).resolve()} is not a regular file (a "
+                          "device, a FIFO or a directory); give the path of a .gguf file")
     if spec.endswith(".gguf") and Path(spec).is_file():
         path, identity = local_gguf(spec)
         return *load_pretrained(str(path), spec, weights=not untrained), identity

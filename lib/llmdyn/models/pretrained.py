@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import re
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 from llmdyn import LlmdynError
 from llmdyn.models.architectures import ARCHITECTURES
-from llmdyn.models.files import NEEDS
+from llmdyn.models.files import NEEDS, TOKENIZER_FILES
 from llmdyn.models.hub import check_hub
 from llmdyn.models.quiet import quiet_transformers
 
@@ -43,7 +44,9 @@ def load_pretrained(path_or_id: str, spec: str, revision: str | None = None, *,
             ) if weights else None
             config = hf.config if weights else AutoConfig.from_pretrained(
                 path_or_id, revision=revision, trust_remote_code=False)
-            tokenizer = _tokenizer(path_or_id, revision, _files_stamp(path_or_id))
+            if not weights and local:  # the twin is built later: its config must build now
+                with torch.device("meta"):
+                    AutoModelForCausalLM.from_config(config, attn_implementation="eager")
     except SafetensorError as err:
         files = ", ".join(str(p) for p in sorted(Path(path_or_id).glob("*.safetensors")))
         raise LlmdynError(f"model {spec!r}: cannot read its safetensors ({files or path_or_id}): "
@@ -51,15 +54,79 @@ def load_pretrained(path_or_id: str, spec: str, revision: str | None = None, *,
                           "save_pretrained, or delete it.") from None
     except LlmdynError:
         raise
-    except (OSError, ValueError, RuntimeError, AssertionError, StrictDataclassError) as err:
+    except (OSError, ValueError, RuntimeError, AssertionError, StrictDataclassError,
+            AttributeError, ZeroDivisionError, RecursionError, TypeError) as err:
         if not local:  # a hub id: transformers' own message
             raise
-        if isinstance(err, AssertionError | StrictDataclassError):  # the config's own values
+        if isinstance(err, AssertionError | StrictDataclassError | AttributeError
+                      | ZeroDivisionError | RecursionError | TypeError):  # the config's values
+            raise _config_values_error(spec, Path(path_or_id), err) from None
+        if "negative dimension" in str(err):  # a negative size in the config
             raise _config_values_error(spec, Path(path_or_id), err) from None
         raise _local_load_error(spec, Path(path_or_id), err, report) from None
-    for record in report:  # loaded after all: show transformers' report (missing keys, …)
-        logging.getLogger(record.name).handle(record)
+    _check_load_report(spec, path_or_id, report)
+    tokenizer = _read_tokenizer(spec, path_or_id, revision)
     return hf, tokenizer, config
+
+
+def _read_tokenizer(spec: str, path_or_id: str, revision: str | None) -> Any:
+    """The checkpoint's tokenizer; a local file that cannot be read is named."""
+    try:
+        with quiet_transformers():
+            return _tokenizer(path_or_id, revision, _files_stamp(path_or_id))
+    except Exception as err:  # noqa: BLE001 -- any reader's error: name the file it read
+        directory = Path(path_or_id)
+        if not directory.is_dir():
+            raise
+        present = [directory / n for n in TOKENIZER_FILES if (directory / n).exists()]
+        bad = next((p for p in present if p.suffix == ".json" and not _is_json(p)), None)
+        why = (str(err).splitlines() or [""])[0][:200]
+        what = (f"{bad} is not JSON" if bad else
+                f"its tokenizer files ({', '.join(p.name for p in present) or 'none'}) cannot "
+                f"be read ({type(err).__name__}: {why})")
+        raise LlmdynError(f"model {spec!r}: {what}; restore the files tokenizer.save_pretrained "
+                          f"wrote into {directory}") from None
+
+
+def _is_json(path: Path) -> bool:
+    try:
+        json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _report_keys(report: list[logging.LogRecord]) -> dict[str, list[str]]:
+    """Keys of transformers' LOAD REPORT by status (``MISSING``, ``UNEXPECTED``, ``MISMATCH``)."""
+    keys: dict[str, list[str]] = {}
+    for record in report:
+        for line in record.getMessage().splitlines():
+            cells = [c.strip() for c in re.sub(r"\x1b\[[0-9;]*m", "", line).split("|")]
+            if len(cells) >= 2 and cells[1] in ("MISSING", "UNEXPECTED", "MISMATCH"):
+                keys.setdefault(cells[1], []).append(cells[0])
+    return keys
+
+
+def _check_load_report(spec: str, path_or_id: str, report: list[logging.LogRecord]) -> None:
+    """Refuse weights transformers drew at random (missing) or did not use (unexpected).
+
+    transformers loads such a checkpoint and only prints a table: a missing block weight or
+    untied head would be random, and every number computed from it wrong.
+    """
+    keys = _report_keys(report)
+    where = path_or_id if not Path(path_or_id).is_dir() else \
+        ", ".join(str(p) for p in sorted(Path(path_or_id).glob("*.safetensors"))) or path_or_id
+    if keys.get("MISSING"):
+        missing = keys["MISSING"]
+        raise LlmdynError(f"model {spec!r}: the weights in {where} lack {len(missing)} the config "
+                          f"needs (e.g. {missing[0]}), which transformers would draw at random; "
+                          "restore the safetensors saved with the config (save_pretrained "
+                          "writes both)")
+    if keys.get("UNEXPECTED"):
+        extra = keys["UNEXPECTED"]
+        raise LlmdynError(f"model {spec!r}: the weights in {where} hold {len(extra)} the model "
+                          f"does not use (e.g. {extra[0]}): the config and the weights come "
+                          "from different models; restore the config.json saved with the weights")
 
 
 def _config_depth(directory: Path) -> tuple[int, str] | None:
