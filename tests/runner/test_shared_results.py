@@ -1,4 +1,4 @@
-"""Runs in two directories that share one results root never keep a measurement of other parameters."""
+"""Two directories sharing one results root never keep a measurement of other parameters."""
 
 from __future__ import annotations
 
