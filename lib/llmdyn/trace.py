@@ -229,9 +229,12 @@ def context_note(model: LoadedModel, prompts: list[str], *, cut_long_prompts: bo
         which = "the prompt fits" if len(prompts) == 1 else f"all {len(prompts)} prompts fit"
         return f"{model.name}: {which} in its context of {model.n_ctx} tokens"
     lost = sorted(n - model.n_ctx for _, n in over)
+    # a prompt tokenised from its end only (`_token_ids`) loses more than its count says
+    more = ("; more for a prompt far longer than the context"
+            if any(not _count(model, p)[1] for p, _ in over) else "")
     return (f"{model.name}: {len(over)} of {len(prompts)} prompts are longer than its context of "
             f"{model.n_ctx} tokens and keep their last {model.n_ctx} (they lose {lost[0]}–"
-            f"{lost[-1]} tokens, median {statistics.median(lost):g})")
+            f"{lost[-1]} tokens, median {statistics.median(lost):g}{more})")
 
 
 def one_logit(model: LoadedModel) -> dict[str, int]:

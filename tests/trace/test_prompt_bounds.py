@@ -43,5 +43,6 @@ def test_a_long_prompt_not_cut_is_refused_naming_its_size(tiny):
         encode(tiny, prompt)
     with pytest.raises(LlmdynError, match="far more than 64 tokens"):
         check_prompts_fit(tiny, ["short", prompt], cut_long_prompts=False)
-    assert "1 of 2 prompts are longer" in context_note(tiny, ["short", prompt],
-                                                       cut_long_prompts=True)
+    note = context_note(tiny, ["short", prompt], cut_long_prompts=True)
+    assert "1 of 2 prompts are longer" in note and "more for a prompt far longer" in note
+    assert "more for" not in context_note(tiny, ["short", "word " * 20], cut_long_prompts=True)
