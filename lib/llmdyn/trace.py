@@ -13,6 +13,7 @@ Two conventions where the papers can be read two ways (``book/methods.md``, "Con
 from __future__ import annotations
 
 import statistics
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from inspect import signature
@@ -86,16 +87,76 @@ def check_cut_long_prompts(cut_long_prompts: bool) -> bool:
     return cut_long_prompts
 
 
+MAX_PROMPT_CHARS = 1_000_000  # no model here reads a prompt this long: a mistake, refused
+# Tokens beyond the context read before cutting, so that the boundary of a tokenised tail
+# (where a token may be split) lies far before the tokens kept.
+_TAIL_SLACK = 64
+_LONGEST: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def check_prompt_size(prompt: str) -> str:
+    """``prompt`` if it is a non-empty string of at most `MAX_PROMPT_CHARS` characters.
+
+    Raises:
+        LlmdynError: naming its length and the bound.
+    """
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise LlmdynError(f"prompt must be a non-empty string, got {prompt!r}")
+    if len(prompt) > MAX_PROMPT_CHARS:
+        raise LlmdynError(f"prompt has {len(prompt):,} characters, more than the "
+                          f"{MAX_PROMPT_CHARS:,} llmdyn reads; a model's context holds a few "
+                          "thousand tokens: give a shorter prompt (its end, for a question)")
+    return prompt
+
+
+def _longest_token(tokenizer) -> int:
+    """The most characters one token of ``tokenizer``'s vocabulary can stand for (at least 1).
+
+    Its token strings are an upper bound: a byte-level token's string has one character per
+    byte, and a byte-fallback token (``<0xE2>``) stands for less than its string.
+    """
+    try:
+        return _LONGEST[tokenizer]
+    except (KeyError, TypeError):
+        pass
+    tokens = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+    longest = max([len(t) for t in tokens if t] or [1])
+    try:
+        _LONGEST[tokenizer] = longest
+    except TypeError:  # a tokenizer that takes no weak reference is measured each time
+        pass
+    return longest
+
+
+def _token_ids(model: LoadedModel, prompt: str) -> tuple[torch.Tensor, bool]:
+    """``(ids [1, tok], whole)``: the prompt's ids, or only its end's when it is far too long.
+
+    A prompt whose characters hold more than ``n_ctx + _TAIL_SLACK`` tokens for sure (each
+    token stands for at most `_longest_token` characters) is tokenised from its last that many
+    characters only (``whole`` False): a 1 MB prompt costs no more than one at the context's
+    length, and its last ``n_ctx`` tokens are those of the whole prompt.
+    """
+    check_prompt_size(prompt)
+    tail = (model.n_ctx + _TAIL_SLACK) * _longest_token(model.tokenizer)
+    if len(prompt) > tail:
+        ids = model.tokenizer(prompt[-tail:], return_tensors="pt").input_ids
+        if ids.shape[1] > model.n_ctx + _TAIL_SLACK // 2:  # else a tokenizer that drops text
+            return ids, False
+    return model.tokenizer(prompt, return_tensors="pt").input_ids, True
+
+
 def _prefix_ids(model: LoadedModel) -> list[int]:
     """The ids the tokenizer puts before any text (e.g. Llama's BOS); kept when cutting."""
     return model.tokenizer("").input_ids
 
 
-def _too_long(model: LoadedModel, prompt: str, n_tok: int) -> LlmdynError:
+def _too_long(model: LoadedModel, prompt: str, n_tok: int, whole: bool = True) -> LlmdynError:
     # max_prompt_chars is not advised: it cuts some chapters' question prompts, not every
     # prompt (example_prompt), and 01, 02, 06 do not have it
+    has = (f"{n_tok} tokens" if whole else
+           f"{len(prompt):,} characters, far more than {model.n_ctx} tokens")
     return LlmdynError(
-        f"prompt has {n_tok} tokens but {model.name} accepts at most {model.n_ctx}. In a "
+        f"prompt has {has} but {model.name} accepts at most {model.n_ctx}. In a "
         f"chapter, set cut_long_prompts = True (keeps each prompt's last {model.n_ctx} tokens) "
         "or give shorter prompts; in code, shorten the prompt or pass cut_long_prompts=True")
 
@@ -117,16 +178,16 @@ def encode(model: LoadedModel, prompt: str, *, cut_long_prompts: bool = False) -
     Raises:
         LlmdynError: the prompt is empty, or longer than the model's context (unless cut).
     """
-    if not isinstance(prompt, str) or not prompt.strip():
-        raise LlmdynError(f"prompt must be a non-empty string, got {prompt!r}")
     check_cut_long_prompts(cut_long_prompts)
-    ids = model.tokenizer(prompt, return_tensors="pt").input_ids
+    ids, whole = _token_ids(model, prompt)
     if ids.shape[1] == 0:
         raise LlmdynError(f"prompt {prompt[:40]!r} tokenises to no tokens")
     if ids.shape[1] > model.n_ctx:
         if not cut_long_prompts:
-            raise _too_long(model, prompt, ids.shape[1])
+            raise _too_long(model, prompt, ids.shape[1], whole)
         prefix = _prefix_ids(model)
+        if not whole:  # the tail's own leading ids are not the prompt's: put the prefix back
+            ids = torch.cat([torch.tensor([prefix], dtype=ids.dtype), ids], 1)
         n_prefix = len(prefix) if ids[0, : len(prefix)].tolist() == prefix else 0
         ids = torch.cat([ids[:, :n_prefix], ids[:, ids.shape[1] - model.n_ctx + n_prefix:]], 1)
     return ids.to(model.device)
@@ -141,11 +202,18 @@ def check_prompts_fit(model: LoadedModel, prompts: Sequence[str], *,
             the parameters that fix it.
     """
     check_cut_long_prompts(cut_long_prompts)
-    counts = [(p, len(model.tokenizer(p).input_ids)) for p in prompts]
-    over = [(p, n) for p, n in counts if n > model.n_ctx]
+    counts = [(p, *_count(model, p)) for p in prompts]
+    over = [(p, n) for p, n, _ in counts if n > model.n_ctx]
     if over and not cut_long_prompts:
-        raise _too_long(model, *max(over, key=lambda pn: pn[1]))
+        p, n, whole = max(counts, key=lambda pnw: pnw[1])
+        raise _too_long(model, p, n, whole)
     return over
+
+
+def _count(model: LoadedModel, prompt: str) -> tuple[int, bool]:
+    """``(tokens, whole)``: the prompt's token count, or its tail's where `_token_ids` cut it."""
+    ids, whole = _token_ids(model, prompt)
+    return ids.shape[1], whole
 
 
 def context_note(model: LoadedModel, prompts: list[str], *, cut_long_prompts: bool = False
@@ -161,9 +229,12 @@ def context_note(model: LoadedModel, prompts: list[str], *, cut_long_prompts: bo
         which = "the prompt fits" if len(prompts) == 1 else f"all {len(prompts)} prompts fit"
         return f"{model.name}: {which} in its context of {model.n_ctx} tokens"
     lost = sorted(n - model.n_ctx for _, n in over)
+    # a prompt tokenised from its end only (`_token_ids`) loses more than its count says
+    more = ("; more for a prompt far longer than the context"
+            if any(not _count(model, p)[1] for p, _ in over) else "")
     return (f"{model.name}: {len(over)} of {len(prompts)} prompts are longer than its context of "
             f"{model.n_ctx} tokens and keep their last {model.n_ctx} (they lose {lost[0]}–"
-            f"{lost[-1]} tokens, median {statistics.median(lost):g})")
+            f"{lost[-1]} tokens, median {statistics.median(lost):g}{more})")
 
 
 def one_logit(model: LoadedModel) -> dict[str, int]:

@@ -171,3 +171,33 @@ def test_the_library_refuses_an_empty_model_corpus_or_root(tmp_path, monkeypatch
         check_root(" ")
     monkeypatch.setenv("LLMDYN_RESULTS", "")
     assert main(["workflow", "--model", "tiny-llama", "--only", "05_depth_coupling"]) == 2
+
+
+def test_too_little_memory_to_import_torch_is_one_line(tmp_path):
+    import resource
+
+    def low_limit():  # 300 MB of address space: torch's libraries cannot be mapped
+        resource.setrlimit(resource.RLIMIT_AS, (300 * 2**20, resource.RLIM_INFINITY))
+
+    env = {**os.environ, "PYTHONPATH": str(REPO / "lib")}
+    done = subprocess.run([sys.executable, "-m", "llmdyn", "models"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120, preexec_fn=low_limit)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith("llmdyn models: error: out of memory") \
+        and "ulimit -v unlimited" in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_a_memory_error_is_one_line_and_another_import_error_a_bug(capsys):
+    from llmdyn.cli.report import one_line
+
+    def short_of_memory():
+        raise MemoryError
+
+    assert one_line("train", short_of_memory) == 1
+    assert capsys.readouterr().err.startswith("llmdyn train: error: out of memory: ")
+
+    def broken_import():
+        raise ImportError("No module named 'nothing'")
+
+    with pytest.raises(ImportError):
+        one_line("train", broken_import)

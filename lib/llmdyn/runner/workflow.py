@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from llmdyn import LlmdynError
-from llmdyn.core.paths import REPO
+from llmdyn.core.paths import REPO, results_root
 from llmdyn.runner import sources
 from llmdyn.runner.build import build_html, chapters, resolve_model, run_chapter, stage
 from llmdyn.runner.config_checks import INVOKED_FROM, check_measure_models, check_params_files
@@ -284,8 +284,11 @@ def run_workflow(*, model: str | None = None, profile: str | None = None,
             log).
     """
     model = resolve_model(model) if model else model  # a path, not one under --directory
-    _check_run(model, profile, chapters, directory, config, dry_run)
+    checked = _check_run(model, profile, chapters, directory, config, dry_run)
     extra = [*resource_arguments(set_resources, resources, SNAKEFILE), *extra]
+    stale = stale_measurements(checked, Path(directory or REPO))
+    if stale:  # measured with other parameters (another directory's run): measure them again
+        extra = ["--forcerun", *stale, *extra]
     targets = [*(f"book/executed/{c}.ipynb" for c in chapters), *targets]
     if chapters:  # chapters alone: 05 and 11 then do not pull in chapter 04 (see the Snakefile)
         config = {**(config or {}), "only_chapters": list(chapters)}
@@ -345,19 +348,54 @@ def _on_slurm(profile: str | None) -> bool:
 
 
 def _check_run(model: str | None, profile: str | None, chapters: Sequence[str],
-               directory: Path | None, config: dict[str, Any] | None, dry_run: bool) -> None:
-    """Refuse a run that cannot start: chapters, directory, config, profile, SLURM."""
+               directory: Path | None, config: dict[str, Any] | None,
+               dry_run: bool) -> dict[str, Any]:
+    """Refuse a run that cannot start: chapters, directory, config, profile, SLURM.
+
+    Returns the checked config (:func:`check_config`).
+    """
     check_chapters(chapters)
     if directory is not None and not Path(directory).is_dir():
         what = "is a file" if Path(directory).exists() else "does not exist"
         raise LlmdynError(f"directory (--directory) {directory} {what}; create it first "
                           f"(mkdir -p {directory}) or leave it out to write into the repository")
-    check_config(merged_config({**(config or {}), **({"model": model} if model else {})}),
-                 base=Path.cwd())
+    checked = check_config(merged_config({**(config or {}), **({"model": model} if model
+                                                                 else {})}), base=Path.cwd())
     if profile:
         profile_dir(profile)
         if _on_slurm(profile) and not dry_run:
             check_slurm()
+    return checked
+
+
+def stale_measurements(config: dict[str, Any], directory: Path) -> list[str]:
+    """The measured models' result files that hold other parameters than ``config`` asks for.
+
+    Snakemake keeps a job's parameters under its working directory (``.snakemake``), so a
+    run in another ``--directory`` sharing one ``LLMDYN_RESULTS`` would take a file measured
+    with another ``k`` as up to date; :func:`run_workflow` has Snakemake measure these again.
+    Paths are as the Snakefile writes them from ``directory`` (relative inside it).
+    """
+    from llmdyn.sweep.job import MeasureParams, result_path  # here: it imports torch
+
+    asked = config["measure"]
+    want = MeasureParams(k=asked["k"], n_per_task=asked["n_per_task"],
+                         tasks=tuple(asked["tasks"]), seed=asked["seed"],
+                         max_chars=asked.get("max_chars")).as_dict()
+    root = Path(directory).absolute() / results_root()  # an absolute root stays as it is
+    stale = []
+    for model in dict.fromkeys([*config.get("sweep_models", []),
+                                *config.get("measure_models", [])]):
+        path = result_path(model, root / "measure")
+        try:
+            have = json.loads(path.read_text()).get("params")
+        except (OSError, ValueError, AttributeError):
+            continue  # none yet, or unreadable: Snakemake's own rules decide
+        if have != want:
+            inside = path.is_relative_to(Path(directory).absolute())
+            stale.append((path.relative_to(Path(directory).absolute()) if inside
+                          else path).as_posix())
+    return stale
 
 
 def _failure(output: str, returncode: int, directory: Path) -> LlmdynError:
