@@ -110,3 +110,13 @@ def test_scale_names_models_machine_and_populations():
                            "`tiny` on a 2-core CPU with no access to the model hub")
     assert "trains its own small populations here" in text
     assert "populations" not in answer.scale_sentence(["tiny"], {}, cores=2, trained_here=False)
+
+
+def test_a_fragile_grade_is_never_shown_as_a_plain_chip():
+    held = rec("a1", "holds", "m")
+    one = answer.counts([replace(held, robustness="fragile")], answer.html_chip)
+    assert 'class="chip chip-holds chip-fragile"' in one and "holds · fragile</span>" in one
+    two = answer.counts([held, replace(held, id="a2", robustness="fragile")], answer.html_chip)
+    assert ">1 holds</span>" in two and ">1 holds · fragile</span>" in two
+    assert answer.counts([replace(held, robustness="fragile")], answer.text_chip).startswith(
+        "**holds · fragile**")

@@ -31,17 +31,17 @@ from llmdyn.claims.collected import OWN, Published, Record, build_models
 from llmdyn.claims.headlines import Headline, headline_map
 from llmdyn.claims.units import UNITS
 
-Chip = Callable[[str, str, str], str]  # (grade, stand_in, label) -> the grade as shown
+Chip = Callable[[str, str, str, bool], str]  # (grade, stand_in, label, fragile) -> as shown
 
 
-def html_chip(grade: str, stand_in: str, label: str) -> str:
+def html_chip(grade: str, stand_in: str, label: str, fragile: bool = False) -> str:
     """A chip for the HTML page."""
-    return record_chip(grade, stand_in, label=label)
+    return record_chip(grade, stand_in, fragile=fragile, label=label)
 
 
-def text_chip(grade: str, stand_in: str, label: str) -> str:
+def text_chip(grade: str, stand_in: str, label: str, fragile: bool = False) -> str:
     """The grade in bold, for the PDF (no raw HTML)."""
-    return f"**{label}{' · stand-in' if stand_in else ''}**"
+    return f"**{label}{' · stand-in' if stand_in else ''}{' · fragile' if fragile else ''}**"
 
 
 def outcome(grades: Sequence[str]) -> str:
@@ -68,14 +68,19 @@ def _verb(grades: Sequence[str]) -> str:
 
 
 def counts(recs: Sequence[Record], show: Chip) -> str:
-    """One chip per grade that occurs, "2 holds" (a single claim: its estimate beside it)."""
+    """One chip per grade that occurs, "2 holds" (a single claim: its estimate beside it).
+
+    Fragile grades (`llmdyn.claims.robustness`) get chips of their own, marked fragile.
+    """
     if len(recs) == 1 and recs[0].number not in ("", "—"):
         rec = recs[0]
         number = rec.number.split(" (")[0]  # the units and method are the line's evidence
-        return f"{show(rec.grade, rec.stand_in, rec.grade)} {_escape(number, show)}"
-    n = Counter(r.grade for r in recs)
+        fragile = rec.robustness == "fragile"
+        return f"{show(rec.grade, rec.stand_in, rec.grade, fragile)} {_escape(number, show)}"
+    n = Counter((r.grade, r.robustness == "fragile") for r in recs)
     stand_in = recs[0].stand_in if recs and all(r.stand_in for r in recs) else ""
-    return " ".join(show(g, stand_in, f"{n[g]} {g}") for g in GRADES if n[g])
+    return " ".join(show(g, stand_in, f"{n[g, fragile]} {g}", fragile)
+                    for g in GRADES for fragile in (False, True) if n[g, fragile])
 
 
 def _escape(text: str, show: Chip) -> str:
