@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import yaml
 
 from llmdyn import LlmdynError
-from llmdyn.core.paths import REPO
+from llmdyn.core.paths import REPO, results_root
 from llmdyn.core.store import safe_name
 from llmdyn.runner.build import chapters, resolve_model
 
@@ -99,3 +100,49 @@ def _check_params_file(file: Path, base: Path) -> None:
     for model in [given.get("model"), *(compare if isinstance(compare, list) else [])]:
         if isinstance(model, str):
             resolve_model(model, base, f"model in {file}")
+
+
+def check_suite(suite: Any) -> None:
+    """Refuse a ``suite`` the training package does not define (None or "": the chapters').
+
+    The Snakefile refuses it too, but only while Snakemake plans, after its start-up.
+    """
+    if not suite:
+        return
+    from llmdyn.training.suite import SUITES  # here: it imports torch, which few runs need
+
+    if suite not in SUITES:
+        close = difflib.get_close_matches(str(suite), list(SUITES), n=1)
+        hint = f"did you mean suite={close[0]}? " if close else ""
+        raise LlmdynError(f"workflow config suite: unknown suite {suite!r}; {hint}suites: "
+                          f"{', '.join(SUITES)}")
+
+
+def stale_measurements(config: dict[str, Any], directory: Path) -> list[str]:
+    """The measured models' result files that hold other parameters than ``config`` asks for.
+
+    Snakemake keeps a job's parameters under its working directory (``.snakemake``), so a
+    run in another ``--directory`` sharing one ``LLMDYN_RESULTS`` would take a file measured
+    with another ``k`` as up to date; :func:`run_workflow` has Snakemake measure these again.
+    Paths are as the Snakefile writes them from ``directory`` (relative inside it).
+    """
+    from llmdyn.sweep.job import MeasureParams, result_path  # here: it imports torch
+
+    asked = config["measure"]
+    want = MeasureParams(k=asked["k"], n_per_task=asked["n_per_task"],
+                         tasks=tuple(asked["tasks"]), seed=asked["seed"],
+                         max_chars=asked.get("max_chars")).as_dict()
+    root = Path(directory).absolute() / results_root()  # an absolute root stays as it is
+    stale = []
+    for model in dict.fromkeys([*config.get("sweep_models", []),
+                                *config.get("measure_models", [])]):
+        path = result_path(model, root / "measure")
+        try:
+            have = json.loads(path.read_text()).get("params")
+        except (OSError, ValueError, AttributeError):
+            continue  # none yet, or unreadable: Snakemake's own rules decide
+        if have != want:
+            inside = path.is_relative_to(Path(directory).absolute())
+            stale.append((path.relative_to(Path(directory).absolute()) if inside
+                          else path).as_posix())
+    return stale
