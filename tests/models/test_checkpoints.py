@@ -129,3 +129,13 @@ def test_the_identity_covers_every_file_loading_reads(copy):
     before = dir_digest(copy)
     (copy / "merges.txt").write_text("#version: 0.2\na b\n")
     assert dir_digest(copy) != before
+
+
+@pytest.mark.parametrize("name", ["tokenizer.json", "config.json"])
+def test_a_config_or_tokenizer_file_that_is_a_device_or_fifo_is_never_read(copy, name):
+    (copy / name).unlink()
+    if name == "config.json":
+        os.mkfifo(copy / name)
+    else:
+        os.symlink("/dev/zero", copy / name)  # a reader would never reach its end
+    _refused(copy, f"the file {copy / name} is not a regular file")

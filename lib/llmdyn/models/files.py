@@ -149,6 +149,9 @@ def check_model_dir(directory: Path, spec: str) -> None:
                           f"directory; {NEEDS}.")
     if not directory.is_dir():
         raise LlmdynError(f"model {spec!r}: directory {directory} does not exist; {NEEDS}.")
+    present = [directory / n for n in _CONFIG_FILES + TOKENIZER_FILES
+               if os.path.lexists(directory / n)]
+    _check_regular(present, spec, "file")  # before the loaders read them
     if not (directory / "config.json").is_file():
         raise LlmdynError(f"model {spec!r}: {directory.resolve()} has no config.json, so it is "
                           f"not a model directory; {NEEDS}.")
@@ -202,16 +205,21 @@ def weight_files(directory: Path, spec: str) -> list[Path]:
             a regular file (a FIFO would hang the reader, a device never ends).
     """
     files = sorted(set(directory.glob("*.safetensors")) | set(_index_files(directory, spec)))
-    for path in files:
+    _check_regular(files, spec, "weight file")
+    return files
+
+
+def _check_regular(paths: list[Path], spec: str, what: str) -> None:
+    """Refuse a path that is not a regular file (reading a FIFO waits, a device never ends)."""
+    for path in paths:
         try:
             regular = stat.S_ISREG(path.stat().st_mode)
         except OSError as err:
-            raise LlmdynError(f"model {spec!r}: cannot read the weight file {path} "
-                              f"({err.strerror}); restore it or remove it from the index") from None
+            raise LlmdynError(f"model {spec!r}: cannot read the {what} {path} ({err.strerror}); "
+                              "restore it, or remove it and any index naming it") from None
         if not regular:
-            raise LlmdynError(f"model {spec!r}: the weight file {path} is not a regular file (a "
-                              "FIFO, a device or a directory); put the safetensors file there")
-    return files
+            raise LlmdynError(f"model {spec!r}: the {what} {path} is not a regular file (a FIFO, "
+                              "a device or a directory); put the file save_pretrained wrote there")
 
 
 def checkpoint_files(directory: Path, spec: str, *, weights: bool = True) -> list[Path]:

@@ -143,7 +143,7 @@ def load_model(
 
     Args:
         spec: a packaged offline model (``smollm2-135m``, ``gemma3-270m``), a tiny random test
-            model (``tiny-gpt2``, ``tiny-llama``, ``tiny-neox``, ``tiny-gemma3``), a local
+            model (one per family, :data:`TINY_CONFIGS`: ``tiny-llama``, ``tiny-mpt``, …), a local
             directory with ``config.json`` and safetensors, a local ``.gguf`` file (converted
             once), or a Hugging Face hub id.
         untrained: return the "at initialisation" twin: same config, fresh weights from ``seed``,
@@ -161,8 +161,10 @@ def load_model(
 
     Raises:
         LlmdynError: unknown spec (the message lists known names), a directory that is not a
-            checkpoint (no config.json, only pickled weights, corrupt safetensors), missing
-            package, bad digest, or a device that does not exist here.
+            checkpoint (no config.json, only pickled weights, corrupt safetensors, missing or
+            unexpected weights, an index naming a file outside it, a file that is not a
+            regular file, a config that builds no model, an unreadable tokenizer file),
+            missing package, bad digest, or a device that does not exist here.
     """
     if not isinstance(spec, str) or not spec.strip():
         raise LlmdynError(f"model spec must be a non-empty string, got {spec!r}; "
