@@ -36,3 +36,24 @@ def test_the_compare_models_of_a_book_on_gemma_are_the_other_packaged_models(tmp
                        dry_run=True)
     assert re.search(r"Chapter 05_depth_coupling with model gemma3-270m .*\nReason: [^\n]*"
                      r"results/models/smollm2-135m.json", out), out
+
+
+def test_an_edited_tokenizer_file_of_a_local_model_reruns_its_chapters(tmp_path, monkeypatch):
+    # The workflow's inputs are the files the model's identity hashes
+    # (llmdyn.models.files.checkpoint_files): merges.txt as much as the weights.
+    from llmdyn.models import load_model
+
+    model = tmp_path / "model"
+    m = load_model("tiny-llama")
+    m.hf.save_pretrained(model)
+    m.tokenizer.save_pretrained(model)
+    (model / "merges.txt").write_text("#version: 0.2\n")
+    directory = tmp_path / "book"
+    directory.mkdir()
+    monkeypatch.delenv("LLMDYN_RESULTS", raising=False)  # results under the directory
+    run = {"model": str(model), "directory": directory,
+           "targets": ["results/sources/05_depth_coupling.sha256"]}  # the chapter's input digest
+    run_workflow(**run)
+    assert "Nothing to be done" in run_workflow(**run, dry_run=True)
+    (model / "merges.txt").write_text("#version: 0.2\na b\n")
+    assert "Digest the sources of chapter 05_depth_coupling" in run_workflow(**run, dry_run=True)
