@@ -96,7 +96,7 @@ def test_modules_and_functions_stay_readable_in_one_sitting():
 
 
 def test_only_the_cli_package_parses_arguments():
-    """No module outside ``llmdyn.cli`` imports argparse (issue 47, item 3): options are built
+    """No module outside ``llmdyn.cli`` imports argparse: options are built
     there, and the library takes typed arguments (lint-imports checks it too, for packages)."""
     import ast
 

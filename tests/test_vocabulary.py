@@ -1,4 +1,4 @@
-"""One word per quantity (issue 33): the retired names of m̃, 1 − m̃² and 1 − m̃ stay retired.
+"""One word per quantity: the retired names of m̃, 1 − m̃² and 1 − m̃ stay retired.
 
 Before the rename m̃ had four names and "coupling" five meanings (book/methods.md, the symbol
 table). A retired name that comes back, in code, a notebook, a parameter or the book's prose,
@@ -24,7 +24,7 @@ RETIRED = {
     r"\blayer_coupling\b": "layer_strength (1 − m̃)",
     r"\bcoupling_54\b|\bpaper54\b": "neg_miscoupling_all_pairs (A §5.4)",
     r"\bmis-coupling\b": "miscoupling",
-    # parameters (issue 33, item 6): one name per thing a chapter is given
+    # parameters: one name per thing a chapter is given
     r"(?<!max_)\bprompt_chars\b": "passage_chars (a passage's length; max_prompt_chars cuts)",
     r"\bp\.prompt\b": "p.example_prompt",
 }

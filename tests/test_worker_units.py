@@ -13,7 +13,7 @@ def test_a_module_is_one_unit_and_the_slurm_modules_share_one():
 
 
 def test_tests_mirror_the_package_and_module_names_stay_unique():
-    # tests/<subpackage>/ for each llmdyn subpackage (issue 33, item 7); bench/ and tools/ test
+    # tests/<subpackage>/ for each llmdyn subpackage; bench/ and tools/ test
     # the scripts of those folders, and a few tests of the whole package stay at the top.
     # worker_unit keys on a module's file name, so two test files may not share one.
     from llmdyn.core.paths import REPO

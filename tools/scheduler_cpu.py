@@ -2,7 +2,7 @@ r"""Snakemake's own CPU seconds for one run of the book's workflow (its jobs not
 
 Runs Snakemake in this process and prints ``getrusage(RUSAGE_SELF)`` when it exits: the
 scheduler's work (parsing the Snakefile, building the DAG, scheduling rounds), without the
-jobs it starts, which are child processes. Issue 32, item 4. Arguments go to Snakemake, e.g.
+jobs it starts, which are child processes. Arguments go to Snakemake, e.g.
 
     PYTHONPATH=lib .venv/bin/python tools/scheduler_cpu.py --snakefile workflow/Snakefile \\
         --cores 2 --directory /tmp/d --workflow-profile none -n

@@ -1,4 +1,4 @@
-"""Re-grade a default build's claims for issue 43: units, widths and the graded share.
+"""Re-grade a default build's claims by the unit audit's rules: units, widths and the graded share.
 
 Reads each executed chapter's glued claim values (no import of the library that built it), then
 
@@ -48,7 +48,7 @@ def rows(executed: Path):
 
 
 def problems(fields: dict) -> list[str]:
-    """Why a graded estimate breaks issue 43's rules ([] when it does not)."""
+    """Why a graded estimate breaks the unit audit's rules ([] when it does not)."""
     found = INTERVAL.search(fields["result"])
     out = []
     if fields["unit"] not in UNITS:

@@ -1,6 +1,6 @@
 """List the modules over 400 lines and the functions over 60 lines (docstring included).
 
-Issue 22's reading targets: a newcomer reads a module or a function in one sitting.
+The reading targets: a newcomer reads a module or a function in one sitting.
 
     python tools/unit_sizes.py lib bench
 """

@@ -115,7 +115,7 @@ def test_png_width_reads_the_header_and_refuses_what_is_not_a_png():
 
 
 def test_a_run_replaces_the_figure_folder_with_what_it_drew(monkeypatch, tmp_path):
-    # issue 48: a figure the earlier run drew (for another model) must not survive the next run
+    # A figure the earlier run drew (for another model) must not survive the next run
     grid, grid_meta = shown_bundle(monkeypatch, "coupling-grid")
     compare, compare_meta = shown_bundle(monkeypatch, "coupling-compare")
     executed_chapter(tmp_path, "05_depth_coupling", [display_output(grid, grid_meta),
@@ -186,7 +186,7 @@ def test_caption_text_joins_papers_and_panels():
 
 
 def test_caption_says_what_kind_of_figure_it_is():
-    # Only a figure that regenerates the paper's says "Regenerates" (issue 29, item 7).
+    # Only a figure that regenerates the paper's says "Regenerates".
     lead = {name: figures.figure(name).lead() for name in
             ("coupling-grid", "scores-and-shape", "coupling-definitions", "packaged-models",
              "growth-rates")}
@@ -286,7 +286,7 @@ def test_gallery_card_has_thumbnail_and_figure_link_when_drawn(monkeypatch, tmp_
 
 
 def test_gallery_follows_the_notebook_not_the_files_left_in_the_folder(monkeypatch, tmp_path):
-    # issue 48: a Gemma build after a SmolLM2 one kept SmolLM2's coupling-compare.png, and the
+    # A Gemma build after a SmolLM2 one kept SmolLM2's coupling-compare.png, and the
     # gallery linked fig-coupling-compare, a label no page had (-W failed)
     grid, grid_meta = shown_bundle(monkeypatch, "coupling-grid")
     seen = []

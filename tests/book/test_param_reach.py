@@ -100,7 +100,7 @@ def test_resolution_returns_a_new_frozen_instance_and_resolves_k_once():
 
 
 def test_training_parameters_reach_the_suite_measurement(monkeypatch):
-    """Chapter 08's cell -> profiles.measure_suite -> measure_checkpoints (issue 47: last_point)."""
+    """Chapter 08's cell -> profiles.measure_suite -> measure_checkpoints (last_point)."""
     from llmdyn.emergence import profiles
 
     calls = {}

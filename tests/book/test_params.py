@@ -38,7 +38,7 @@ def test_depth_coupling_compare_models_skip_the_primary():
 
     assert P().compared() == ["gemma3-270m"]
     assert P(model="gemma3-270m", compare_models=["gemma3-270m"]).compared() == []
-    # issue 48: by default the packaged models other than the book's model, whichever it is
+    # By default the packaged models other than the book's model, whichever it is
     assert P(model="gemma3-270m").compared() == ["smollm2-135m"]
     assert P(model="/a/checkpoint").compared() == ["smollm2-135m", "gemma3-270m"]
     assert P(compare_models=[]).compared() == []
@@ -213,7 +213,7 @@ def test_parameters_cell_and_dataclass_defaults_agree(chapter):
 
 
 def test_each_parameter_is_documented_once_in_its_class_and_the_cells_are_written_from_it():
-    """Issue 33: the cell and the class had drifted apart (120 of 137 comments differed)."""
+    """The cell and the class had drifted apart (120 of 137 comments differed)."""
     from llmdyn.book.params.cell import field_docs, papermill_readable, parameters_cell
     from tools.parameter_cells import main
 
@@ -252,7 +252,7 @@ def test_the_cell_is_written_from_the_declared_docs_and_a_subclass_doc_wins():
 
 @pytest.mark.parametrize("cls_name", ["DepthCouplingParams", "TrainingParams", "VitParams"])
 def test_a_negative_seed_is_refused(cls_name):
-    # Issue 45, item 4: seed -1 drew seed 1's questions while the page reported -1.
+    # Seed -1 drew seed 1's questions while the page reported -1.
     import llmdyn.book.params as params
 
     with pytest.raises(LlmdynError, match=r"notebook parameter 'seed' must be >= 0, got -1"):

@@ -17,7 +17,7 @@ from llmdyn.book.params import (
     same_fraction,
 )
 
-# The literal defaults the chapters had before they became relative (issue 24), and what
+# The literal defaults the chapters had before they became relative, and what
 # chapter 06 ran on Gemma-3-270M's 18 blocks: the pair [23, 24] was left out there.
 BEFORE = {"k": 30, "grid_layers": list(range(8, 16)), "layer": 11, "ref_layer": 12}
 SMOLLM2, GEMMA3 = (30, 576), (18, 640)  # (blocks, d_model) of the two packaged models
@@ -82,7 +82,7 @@ def test_resolve_reads_the_config_and_skips_a_second_spelling(tmp_path, capsys):
 
 
 def test_compare_models_default_to_the_other_packaged_models(monkeypatch):
-    # issue 48: on Gemma chapter 05 compared nothing, its fixed list naming Gemma itself
+    # On Gemma chapter 05 compared nothing, its fixed list naming Gemma itself
     from llmdyn.models import packaged
 
     monkeypatch.setattr(packaged, "PACKAGED", dict.fromkeys(["tiny-llama", "tiny-gpt2"]))
@@ -106,7 +106,7 @@ def test_long_prompts_keep_their_end_or_raise_naming_the_parameters(tiny64):
     from llmdyn import trace
 
     long = "x " * 60 + "What is the question?"  # byte tokenizer: 141 tokens > n_ctx 64
-    # issue 45: max_prompt_chars is not advised (it does not cut every prompt); the advice
+    # max_prompt_chars is not advised (it does not cut every prompt); the advice
     # given is followed below
     with pytest.raises(LlmdynError, match="cut_long_prompts = True .* or give shorter prompts"):
         trace.context_note(tiny64, [long])

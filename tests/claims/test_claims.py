@@ -578,7 +578,7 @@ def test_every_shown_number_names_its_units_and_interval_method():
 
 
 class _OldLateTrendRule(Rule):
-    """Chapter 08's rule before issue 43: "holds" unless the interval lies wholly below 0."""
+    """Chapter 08's rule before the unit audit: "holds" unless the interval lies wholly below 0."""
 
     def judge(self, est):
         return ("does not hold", "") if est.hi < 0 else ("holds", "")

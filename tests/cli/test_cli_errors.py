@@ -1,4 +1,4 @@
-"""Every `llmdyn` subcommand refuses bad input with one message: no traceback (issue 25, item 4)."""
+"""Every `llmdyn` subcommand refuses bad input with one message: no traceback."""
 
 from __future__ import annotations
 

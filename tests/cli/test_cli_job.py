@@ -16,7 +16,7 @@ from llmdyn.runner.build import REPO, chapters
 
 
 def test_a_full_disk_while_a_chapter_is_written_is_one_line(tmp_path, capsys, monkeypatch):
-    # Issue 45, item 5: the workflow's chapter job died with a traceback in its log.
+    # The workflow's chapter job died with a traceback in its log.
     def full(source, target, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device", target)
 

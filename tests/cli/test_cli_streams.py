@@ -1,4 +1,4 @@
-"""A finished measurement survives any locale, and each refusal is one line (issue 31, 2 and 9)."""
+"""A finished measurement survives any locale, and each refusal is one line."""
 
 from __future__ import annotations
 

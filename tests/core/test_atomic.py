@@ -1,4 +1,4 @@
-"""Issue 45, item 3: a write never replaces what is not a regular file (a device, a FIFO, a
+"""A write never replaces what is not a regular file (a device, a FIFO, a
 socket, a directory), and an output checked first fails before any work, in one line."""
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ def test_k_and_choice():
         choice("exactt", ("auto", "exact"), "method")
 
 
-# The probes of issue 18 item 7: each was a silently wrong result or a late failure.
+# Probes each of which was a silently wrong result or a late failure.
 
 def test_string_prompts_are_not_split_into_characters(tiny):
     for call in (lambda: coupling.depth_coupling(tiny, "hello", k=2),
@@ -112,7 +112,7 @@ def test_negative_layers_give_the_same_result_and_cache_entry(tiny):
     np.testing.assert_array_equal(neg[0].A, pos[0].A)
 
 
-# issue 18 item 9: a non-finite weight gives an error, not inf values.
+# A non-finite weight gives an error, not inf values.
 
 def test_inf_weight_raises_in_trajectory_and_logit_lens():
     m = load_model("tiny-llama")
@@ -125,7 +125,7 @@ def test_inf_weight_raises_in_trajectory_and_logit_lens():
         trace.logit_lens(m, torch.ones(2, m.d_model), lens="normed")  # reads the bad norm
 
 
-# issue 15 item 6: the bad inputs that already answered clearly stay clear.
+# The bad inputs that already answered clearly stay clear.
 
 @pytest.mark.parametrize("call, match", [
     (lambda m: load_model("no-such-model"), "Known names: .*tiny-llama"),

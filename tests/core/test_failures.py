@@ -1,4 +1,4 @@
-"""What the OS refused, as one line (issue 45, item 5)."""
+"""What the OS refused, as one line."""
 
 import errno
 
@@ -26,7 +26,7 @@ def test_a_libraries_os_error_is_found_in_its_message():
 
 
 def test_freeing_space_is_advised_only_for_a_full_disk():
-    # Issue 45 replay: `--out /sys/x.json` (permission denied) was told to free space.
+    # `--out /sys/x.json` (permission denied) was told to free space.
     assert os_error_message(PermissionError(errno.EACCES, "Permission denied", "/sys")) == (
         "cannot write /sys: permission denied; write elsewhere: --out, --root, LLMDYN_RESULTS "
         "(results cache) or LLMDYN_CACHE (converted models)")

@@ -1,4 +1,4 @@
-"""Files and processes (issue 25, item 5): the corpus cache is checked by digest, concurrent
+"""Files and processes: the corpus cache is checked by digest, concurrent
 trainers share no temp name, and files written through tempfile respect the umask."""
 
 from __future__ import annotations

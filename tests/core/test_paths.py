@@ -1,4 +1,4 @@
-"""One setting moves every result llmdyn writes; an empty setting is refused (issue 45, 4 and 6)."""
+"""One setting moves every result llmdyn writes; an empty setting is refused."""
 
 from pathlib import Path
 

@@ -211,7 +211,7 @@ def test_default_root_from_env(tmp_path, monkeypatch):
     assert ResultStore("m").root == Path("results")
 
 
-# --- issue 18 items 1, 6, 9 and issue 14 item 9 ---
+# --- identity, refusals and non-finite values ---
 
 def test_every_bit_flip_recomputes_or_reads_the_exact_arrays(store):
     arrays = {"J": np.arange(12, dtype=np.float32).reshape(3, 4), "s": np.arange(3.0)}

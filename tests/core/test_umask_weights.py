@@ -1,4 +1,4 @@
-"""Every file follows the umask, weights included (safetensors wrote 0600; issue 31, item 6)."""
+"""Every file follows the umask, weights included (safetensors writes 0600 by itself)."""
 
 from __future__ import annotations
 

@@ -57,7 +57,7 @@ def test_coupling_from_jacobians_matches_the_full_svd_route_in_float32():
 
 def test_top_singular_returns_in_the_dtype_and_on_the_device_of_its_input():
     # The eigensolver runs on the host in float64; the triplets go back to J's dtype and device,
-    # so that the coupling products run where J is (a GPU run mixed devices before: issue 32).
+    # so that the coupling products run where J is (a GPU run must not mix devices).
     J = _stack(2, torch.float32)
     top = top_singular(J, 3)
     for part in (top.U, top.S, top.Vh):

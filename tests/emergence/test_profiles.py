@@ -15,7 +15,7 @@ class Reached(Exception):
 
 @pytest.mark.parametrize("last_point", ["final_norm", "block_output"])
 def test_last_point_and_k_reach_the_coupling_and_window_the_trajectories(monkeypatch, last_point):
-    # Issue 47: measure_checkpoint called depth_coupling without last_point, so the coupling's
+    # measure_checkpoint called depth_coupling without last_point, so the coupling's
     # last block always included the final norm whatever the chapter asked for.
     seen = {}
 

@@ -23,7 +23,7 @@ def gemma():
 
 
 def test_default_calls_keep_their_cache_directories(llama, gemma, tmp_path):
-    # Issue 47, item 4: the keys moved into the library unchanged. These names are the ones
+    # The keys moved into the library unchanged. These names are the ones
     # main at 3de4e51 wrote for the same calls (known bytes: a changed key recomputes).
     for model, names in ((llama, {"depth_coupling-3a9c659bb51a", "token_coupling-4d59d5ffdc4a"}),
                          (gemma, {"depth_coupling-653fe345a9e0", "token_coupling-4af508e0bca5"})):

@@ -1,4 +1,4 @@
-"""Raw errors from libraries become LlmdynErrors naming the file or argument (issue 25, item 6)."""
+"""Raw errors from libraries become LlmdynErrors naming the file or argument."""
 
 from __future__ import annotations
 

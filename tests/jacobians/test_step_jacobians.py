@@ -138,7 +138,7 @@ def test_frozen_prefix_attention_equals_the_concatenated_cache(tiny64, monkeypat
 
 
 def test_a_cached_value_does_not_depend_on_the_prompts_computed_with_it(tmp_path):
-    # Issue 25, item 7: prompts shared a batch of 4, padded to the longest, so an item deleted
+    # Prompts shared a batch of 4, padded to the longest, so an item deleted
     # from the cache and recomputed alone came back different (4.8e-5 in A on SmolLM2). Each
     # prompt is now computed on its own: the same bits, whatever came with it. Bitwise (not a
     # tolerance): the same code runs on the same shapes in one process.

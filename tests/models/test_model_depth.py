@@ -1,4 +1,4 @@
-"""A model whose config.json lies about its depth is refused before any use (issue 31, item 3)."""
+"""A model whose config.json lies about its depth is refused before any use."""
 
 from __future__ import annotations
 

@@ -67,7 +67,7 @@ def test_smollm2_predicts_paris(smollm2):
     assert smollm2.identity["sha256"].startswith("b179c952")
 
 
-# --- identity of local checkpoints (issue 18 item 1) and clear errors (issue 15 item 6) ---
+# --- identity of local checkpoints and clear errors ---
 
 @pytest.fixture
 def checkpoint(tmp_path, monkeypatch):
@@ -327,7 +327,7 @@ def test_a_checkpoints_tokenizer_is_read_once_until_its_files_change(tmp_path):
     ({"num_attention_heads": 5}, r"hidden size \(32\) is not a multiple of the number of "
                                  r"attention heads \(5\)")])
 def test_a_config_whose_values_build_no_model_is_one_line(tmp_path, change, why):
-    # Issue 45, item 5: AssertionError and StrictDataclassClassValidationError tracebacks.
+    # AssertionError and StrictDataclassClassValidationError tracebacks.
     import json
 
     m = load_model("tiny-llama")

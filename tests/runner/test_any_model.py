@@ -1,4 +1,4 @@
-"""Every model-taking chapter runs with only `-p model` on other architectures (issue 24).
+"""Every model-taking chapter runs with only `-p model` on other architectures.
 
 Only sample sizes are cut (prompts, twins, compare models); blocks, k and prompt lengths keep
 their defaults, which is what this tests: they must resolve for a 3-block, 32-wide model with

@@ -259,7 +259,7 @@ def test_a_referee_written_apart_recomputes_every_holm_grade_and_robustness_word
 
 
 def test_every_rendered_chapter_is_what_papermill_wrote(built_book):
-    """Issue 45, item 4: run_chapter records each chapter's cells; the HTML build (whose figure
+    """run_chapter records each chapter's cells; the HTML build (whose figure
     step adds captions to the notebooks) leaves them matching, so a later build renders them."""
     from llmdyn.runner.build import not_rendered
 

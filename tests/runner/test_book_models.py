@@ -1,4 +1,4 @@
-"""One book directory, built for one model, then another, then the first again (issue 48).
+"""One book directory, built for one model, then another, then the first again.
 
 `make book MODEL=gemma3-270m` after a SmolLM2 build kept SmolLM2's comparison figure and the
 gallery linked a label no page had, so the HTML failed under -W. At smoke size, each build here

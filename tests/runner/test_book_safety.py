@@ -140,7 +140,7 @@ def test_cli_prints_a_refusal_as_one_message(tmp_path, runs, capsys):
 
 
 def test_a_chapter_cut_off_by_a_signal_is_not_reused_or_rendered(tmp_path, runs, monkeypatch):
-    # Issue 31, item 4: 3 of 11 cells run, no exception recorded, passed the reuse check.
+    # 3 of 11 cells run, no exception recorded, passed the reuse check.
     monkeypatch.setattr(book, "in_place_executed", lambda: tmp_path / "nothing")
     out = tmp_path / "out"
     build_book("tiny-gpt2", out=out)
@@ -169,7 +169,7 @@ def _staged_book(tmp_path):
 
 
 def test_an_edited_executed_chapter_is_not_rendered_and_the_message_names_it(tmp_path):
-    # Issue 45, item 4: a hand-edited executed notebook was rendered as if computed.
+    # A hand-edited executed notebook was rendered as if computed.
     out = _staged_book(tmp_path)
     first, second, *_ = chapters()
     path = out / "book" / "executed" / f"{second}.ipynb"
@@ -206,7 +206,7 @@ def test_the_figure_steps_captions_do_not_count_as_an_edit(tmp_path):
 
 
 def test_a_full_disk_while_the_book_is_built_is_one_line(tmp_path, capsys, monkeypatch):
-    # Issue 45, item 5 (the workflow's chapter job: tests/cli/test_cli_job.py).
+    # The workflow's chapter job is checked in tests/cli/test_cli_job.py.
     import errno
 
     def full(*args, **kwargs):
@@ -220,7 +220,7 @@ def test_a_full_disk_while_the_book_is_built_is_one_line(tmp_path, capsys, monke
 
 def test_a_chapters_own_refusal_is_one_line_naming_it_and_a_bug_keeps_its_traceback(tmp_path):
     # A cell's LlmdynError (a bad parameter, a prompt beyond the context) reached the user as
-    # papermill's 45-line traceback in `llmdyn book` and in the workflow job's log (issue 45).
+    # papermill's 45-line traceback in `llmdyn book` and in the workflow job's log.
     from papermill.exceptions import PapermillExecutionError
 
     nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "llmdyn", "language": "python",

@@ -1,4 +1,4 @@
-"""Plain papermill on the llmdyn kernel spec encrypts the kernel's sockets (issue 24, item 4)."""
+"""Plain papermill on the llmdyn kernel spec encrypts the kernel's sockets."""
 
 from __future__ import annotations
 

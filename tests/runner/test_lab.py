@@ -165,7 +165,7 @@ def test_parameters_cell_is_the_first_code_cell_of_every_chapter():
 
 
 def test_a_read_only_environment_starts_the_lab_with_a_note(tmp_path, capsys, monkeypatch):
-    # Issue 45, item 5: a read-only venv stopped `llmdyn lab` with advice about --out.
+    # A read-only venv stopped `llmdyn lab` with advice about --out.
     import errno
 
     from llmdyn.runner import lab_settings

@@ -1,4 +1,4 @@
-"""Snakemake's refusals while planning, as one line (issue 45 replay): known reports."""
+"""Snakemake's refusals while planning, as one line: known reports."""
 
 from llmdyn.runner.refusals import planning_refusal
 

@@ -1,4 +1,4 @@
-"""Issue 45, item 2: a lock is cleared only when its holder is gone, and a refusal names the
+"""A lock is cleared only when its holder is gone, and a refusal names the
 live holder: a plain `snakemake` in the directory, the Snakemake left after `kill -9` of
 llmdyn, or a run on another host (then `--unlock` is advised, and works when followed)."""
 

@@ -104,7 +104,7 @@ def test_dry_run_lists_every_chapter_and_the_html(tmp_path):
 
 
 def test_chapter_05_waits_for_04s_record_only_when_both_are_built(tmp_path):
-    # Issue 44, item 1: 05 and 11 read the Jacobians 04 caches, so they wait for 04's record, a
+    # 05 and 11 read the Jacobians 04 caches, so they wait for 04's record, a
     # file only 04's job writes, never for 04's executed notebook, which the HTML job reads.
     def chapter_jobs(chosen):
         out = run_workflow(chapters=chosen, directory=tmp_path, dry_run=True)
@@ -136,7 +136,7 @@ def _tables(directory):
     return out
 
 
-# Issue 44, item 1: a book of chapters 04, 05 and 11, whose HTML Snakemake can build, in a copy
+# A book of chapters 04, 05 and 11, whose HTML Snakemake can build, in a copy
 # of the repository whose _toc.yml has only those (and the methods page they cite).
 SMALL_BOOK = ["04_jacobian_alignment", "05_depth_coupling", "11_spectra_and_prompts"]
 
@@ -189,7 +189,7 @@ def local_run(tmp_path_factory):
 @pytest.mark.slow
 def test_a_second_build_runs_nothing_and_a_changed_parameter_reruns_one_chapter(local_run,
                                                                                  tmp_path):
-    # Issue 44, item 1: the HTML job rewrote the executed notebooks, and 05 and 11 took 04's as
+    # The HTML job rewrote the executed notebooks, and 05 and 11 took 04's as
     # input, so every `make book` after a complete one ran 05, 11 and the HTML again.
     copy, directory = local_run
     notebooks = {p.name: p.read_bytes() for p in (directory / "book" / "executed").glob("*.ipynb")}
@@ -246,7 +246,7 @@ def readme_slurm_command() -> list[str]:
 @pytest.mark.slow
 @pytest.mark.skipif(SLURM_SKIP is not None, reason=f"no SLURM reachable: {SLURM_SKIP}")
 def test_the_documented_slurm_command_runs_a_chapter_through_slurm(local_run, tmp_path):
-    # Issue 25, item 2: the profile asked 4 CPUs of a 2-CPU node and the job pended forever;
+    # The profile asked 4 CPUs of a 2-CPU node and the job pended forever;
     # the test passed only because it injected --set-resources from Python. This runs the
     # README's line as it is, with --directory added so that outputs go to tmp_path.
     def run():
@@ -273,7 +273,7 @@ def test_python_m_llmdyn_is_the_command():
 
 
 def test_every_result_of_the_workflow_goes_under_llmdyn_results(tmp_path, monkeypatch):
-    """Issue 45, item 6: the jobs' results follow the one setting, as the chapters' do."""
+    """The jobs' results follow the one setting, as the chapters' do."""
     from llmdyn.runner.targets import check_targets
 
     elsewhere = tmp_path / "elsewhere"

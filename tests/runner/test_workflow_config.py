@@ -1,5 +1,5 @@
 """A bad workflow config is refused before any job, and a stopped `llmdyn workflow` stops its
-Snakemake (issue 25, item 3)."""
+Snakemake."""
 
 from __future__ import annotations
 
@@ -167,7 +167,7 @@ def test_sigterm_stops_snakemake_and_its_jobs(tmp_path, sigint):
 
 
 def test_a_yml_params_file_is_refused_by_name(tmp_path):
-    # Issue 45, item 4: 05_depth_coupling.yml passed the typo check, and was never read.
+    # 05_depth_coupling.yml passed the typo check, and was never read.
     (tmp_path / "05_depth_coupling.yml").write_text("k: 4\n")
     with pytest.raises(LlmdynError, match=r"05_depth_coupling\.yml would be ignored: only "
                                           r"<chapter>\.yaml files are read; rename it to "
@@ -178,7 +178,7 @@ def test_a_yml_params_file_is_refused_by_name(tmp_path):
 
 
 def test_measure_models_whose_result_files_collide_are_refused_with_both_names(tmp_path):
-    # Issue 45, item 4: `a b` and `a_b` planned one job; one model was never measured.
+    # `a b` and `a_b` planned one job; one model was never measured.
     for name in ("a b", "a_b"):
         (tmp_path / name).mkdir()
     models = [str(tmp_path / "a b"), str(tmp_path / "a_b")]
@@ -197,7 +197,7 @@ def _dry_run(*args, cwd=REPO):
 
 
 def test_a_vit_target_trains_on_the_data_set_it_is_stored_under(tmp_path):
-    # Issue 45, item 4: results/vit/tiny/digits/<run> trained on Fashion-MNIST.
+    # results/vit/tiny/digits/<run> trained on Fashion-MNIST.
     from llmdyn.vision.grids import GRIDS
 
     run = GRIDS["tiny"].runs[0].name
@@ -210,7 +210,7 @@ def test_a_vit_target_trains_on_the_data_set_it_is_stored_under(tmp_path):
 
 
 def test_a_grid_of_vits_is_one_job(tmp_path):
-    # Issue 44: the grid's runs share one process (rule vit_grid), not one job each.
+    # The grid's runs share one process (rule vit_grid), not one job each.
     out = _dry_run("results/vit/tiny/digits/grid.json", "--directory", str(tmp_path))
     assert out.returncode == 0, out.stdout + out.stderr
     assert "Train every ViT of grid tiny on digits" in out.stdout
@@ -221,7 +221,7 @@ def test_a_grid_of_vits_is_one_job(tmp_path):
 
 def test_a_relative_model_in_a_params_file_is_relative_to_where_the_user_ran(tmp_path,
                                                                              monkeypatch):
-    # Issue 45, item 4: `model: m/good` with --directory W loaded W/m/good, not ./m/good.
+    # `model: m/good` with --directory W loaded W/m/good, not ./m/good.
     here, work, params = tmp_path / "here", tmp_path / "work", tmp_path / "params"
     for d in (here / "m" / "good", work / "m" / "good", params):
         d.mkdir(parents=True)
@@ -241,7 +241,7 @@ def test_a_relative_model_in_a_params_file_is_relative_to_where_the_user_ran(tmp
     ("- k: 4\n", r"holds a list, not notebook parameters; write one 'name: value' per line"),
     ("k: [4\n", r"is not valid YAML \(line 2\); write one 'name: value' per line")])
 def test_a_params_file_that_is_not_a_mapping_is_refused_in_one_line(tmp_path, text, match):
-    # Issue 45, item 5: a list stopped Snakemake with "dictionary update sequence element #0".
+    # A list stopped Snakemake with "dictionary update sequence element #0".
     (tmp_path / "05_depth_coupling.yaml").write_text(text)
     with pytest.raises(LlmdynError, match=r"05_depth_coupling\.yaml " + match):
         check_config(merged_config({"chapter_params": str(tmp_path)}))

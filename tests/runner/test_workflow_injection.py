@@ -1,4 +1,4 @@
-"""Issue 45, item 1: no shell from data. A target, a `--config` value or a `--set-resources`
+"""No shell from data. A target, a `--config` value or a `--set-resources`
 value holding shell syntax is refused in one line, through `llmdyn workflow` and through plain
 `snakemake` (the README shows both), and nothing it names ever runs."""
 

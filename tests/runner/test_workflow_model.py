@@ -1,4 +1,4 @@
-"""One model per book: the workflow's model wins over a params file's (issue 25, the `--model`
+"""One model per book: the workflow's model wins over a params file's (the `--model`
 rule). That a second model rebuilds every chapter, and a third build the first model's book again
 with nothing left to do, is tested with the HTML in tests/runner/test_book_models.py."""
 
@@ -30,7 +30,7 @@ def test_the_workflow_model_wins_over_a_params_file_model(tmp_path):
 
 
 def test_the_compare_models_of_a_book_on_gemma_are_the_other_packaged_models(tmp_path):
-    # issue 48: on Gemma, chapter 05's fixed list [gemma3-270m] compared Gemma with itself;
+    # On Gemma, chapter 05's fixed list [gemma3-270m] compared Gemma with itself;
     # relative to the model it is SmolLM2, converted by its own job before the chapter runs
     out = run_workflow(chapters=["05_depth_coupling"], model="gemma3-270m", directory=tmp_path,
                        dry_run=True)

@@ -1,4 +1,4 @@
-"""Issue 31 (items 1, 5, 7) and 32 (items 2, 4): what `llmdyn workflow` refuses, locks and
+"""What `llmdyn workflow` refuses, locks and
 digests, checked without running a chapter (the interruptions are in test_workflow_resume.py)."""
 
 from __future__ import annotations
@@ -165,7 +165,7 @@ def test_a_convert_stamp_whose_conversion_is_gone_is_removed(tmp_path):
 
 @pytest.mark.slow
 def test_the_convert_job_converts_a_packaged_model_once_and_writes_its_stamp(tmp_path):
-    # Issue 32, item 2: conversion is a job of its own; chapters 04 and 07 both converted (or
+    # Conversion is a job of its own; chapters 04 and 07 both converted (or
     # waited on the same conversion) in their first cell.
     from llmdyn.models.convert import MANIFEST
 

@@ -1,4 +1,4 @@
-"""Issue 31, item 1: an interrupted `llmdyn workflow` resumes with the same command.
+"""An interrupted `llmdyn workflow` resumes with the same command.
 
 One directory, interrupted three ways while chapter 01 runs and chapter 05 has finished: SIGTERM
 of `llmdyn`, SIGKILL of `llmdyn` alone, and a power loss (SIGKILL of every process of the run
@@ -122,7 +122,7 @@ def test_every_interruption_resumes_with_the_same_command_and_loses_nothing(tmp_
     tree = _tree(run)
     # All at once, as a power loss: freeze every process first, so that none sees another die
     # and cleans up (killed one by one, Snakemake could see its job fail and remove its lock
-    # before its own SIGKILL came; a loaded machine made that race real, issue 45 item 7).
+    # before its own SIGKILL came; a loaded machine made that race real).
     for process in tree:
         with contextlib.suppress(psutil.NoSuchProcess):
             process.suspend()
@@ -146,7 +146,7 @@ def test_every_interruption_resumes_with_the_same_command_and_loses_nothing(tmp_
     assert not list(executed.glob(".*.partial.ipynb"))  # the killed runs' temporaries swept
     assert (tmp_path / "logs" / "benchmarks" / "chapter" / f"{CUT}.tsv").is_file()
 
-    # Issue 45, item 5: the book's advice for a chapter it will not render (edited, unfinished),
+    # The book's advice for a chapter it will not render (edited, unfinished),
     # `llmdyn workflow --rerun <chapter>`, plans that chapter where the plain command has
     # "Nothing to be done".
     for extra, planned in (([], "Nothing to be done"), (["--rerun", FIRST], f"Chapter {FIRST}")):
@@ -154,7 +154,7 @@ def test_every_interruption_resumes_with_the_same_command_and_loses_nothing(tmp_
                              text=True, timeout=600)
         assert dry.returncode == 0 and planned in dry.stdout, dry.stdout[-3000:]
 
-    # Issue 31, item 5: content, not file times, decides a rerun. In a copy of the sources,
+    # content, not file times, decides a rerun. In a copy of the sources,
     # an edit of a module only chapter 01 reads, with its time set back before the outputs'
     # (as cp -p or rsync -t leave it), reruns 01 and nothing else.
     _edited_source_with_an_old_time_reruns_its_chapter(tmp_path / "copy", tmp_path)

@@ -1,5 +1,5 @@
 """The workflow on SLURM: resource overrides from the CLI, and a job that can never start fails
-with squeue's reason instead of pending forever (issue 25, item 2)."""
+with squeue's reason instead of pending forever."""
 
 from __future__ import annotations
 

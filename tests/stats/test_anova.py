@@ -122,7 +122,7 @@ def test_bootstrap_within_cells_is_paired_across_columns():
 
 def test_ratio_text_never_prints_a_negative_ratio_with_an_empty_interval():
     """Cell means that scatter far less than seeds (F ≈ 0.02): θ̂ < 0 and no θ ≥ 0 fits, which
-    the text says instead of "−0.49 [0.00, 0.00]" (issue 29, item 5)."""
+    the text says instead of "−0.49 [0.00, 0.00]"."""
     values = np.tile([0.0, 1.0], 12) + np.repeat(np.linspace(0, 0.01, 12), 2)
     a = one_way_anova(values, np.repeat(np.arange(12), 2))
     assert a.ratio < 0 and a.ratio_hi == 0

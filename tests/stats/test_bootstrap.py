@@ -1,4 +1,4 @@
-"""The vectorised statistics of the kinds added for issue 43, on hand-computed cases."""
+"""The vectorised statistics of the unit-audit kinds, on hand-computed cases."""
 
 from __future__ import annotations
 

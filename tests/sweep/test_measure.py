@@ -102,7 +102,7 @@ def test_command_line_writes_one_file(tmp_path, capsys):
 
 
 def test_a_task_named_twice_is_refused_before_any_work(tmp_path, capsys):
-    # Issue 45, item 4: `--tasks gsm8k gsm8k` exited 0, then read_results refused its own file.
+    # `--tasks gsm8k gsm8k` exited 0, then read_results refused its own file.
     with pytest.raises(LlmdynError, match=r"^tasks must be distinct task names \(gsm8k named more "
                                           r"than once; name each task once\), got \('gsm8k', "):
         MeasureParams(tasks=("gsm8k", "mmlu", "gsm8k"))
@@ -115,7 +115,7 @@ def test_a_task_named_twice_is_refused_before_any_work(tmp_path, capsys):
 @pytest.mark.skipif(not __import__("os").path.isdir("/proc/self"), reason="needs /proc")
 def test_an_out_where_no_file_can_be_made_is_refused_before_the_measurement(capsys,
                                                                              monkeypatch):
-    # Issue 45, item 5: `--out /proc/llmdyn.json` failed with a traceback after the whole run.
+    # `--out /proc/llmdyn.json` failed with a traceback after the whole run.
     import llmdyn.sweep.job as job
 
     monkeypatch.setattr(job, "measure_coupling", lambda *a, **k: pytest.fail("measured"))
@@ -146,7 +146,7 @@ def test_a_full_disk_when_the_result_is_written_is_one_line(tmp_path, capsys, mo
 
 @pytest.mark.parametrize("n_ctx", [8, 1])
 def test_the_advised_max_chars_makes_every_prompt_fit(n_ctx):
-    # Issue 45, item 5: `--max-chars 10` was advised (and looped) on a 1-token context.
+    # `--max-chars 10` was advised (and looped) on a 1-token context.
     import re
 
     from llmdyn.sweep.job import _check_lengths

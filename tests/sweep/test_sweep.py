@@ -115,7 +115,7 @@ def test_read_results_checks_each_file_against_its_own_prompts(tmp_path, change,
 
 
 def test_format_1_files_read_with_their_old_score_names(tmp_path):
-    # Format 1 (before issue 33) named m̃ "coupling_mis" and 1 − m̃² "coupling_share"; a file
+    # Format 1 named m̃ "coupling_mis" and 1 − m̃² "coupling_share"; a file
     # measured then reads with the same values under the new names, and a wrong value still fails.
     old = {"miscoupling": "coupling_mis", "diagonal_share": "coupling_share"}
 

@@ -1,4 +1,4 @@
-"""tools/unit_audit.py: issue 43's re-grading of a build (known answers on made-up rows)."""
+"""tools/unit_audit.py: the unit audit's re-grading of a build (known answers on made-up rows)."""
 
 import importlib.util
 import json

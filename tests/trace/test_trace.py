@@ -88,7 +88,7 @@ def test_trajectory_skips_the_head_and_keeps_the_same_bits(tiny64):
 
 
 def test_the_advice_for_a_long_prompt_works_when_followed(tiny64):
-    # Issue 45, item 5: the advised max_prompt_chars did not shorten example_prompt (chapters
+    # The advised max_prompt_chars did not shorten example_prompt (chapters
     # 01, 02, 06 have no such parameter); cut_long_prompts is what every chapter has.
     with pytest.raises(LlmdynError, match="set cut_long_prompts = True") as refused:
         trajectory(tiny64, "x" * 100)
@@ -101,7 +101,7 @@ def test_the_advice_for_a_long_prompt_works_when_followed(tiny64):
 
 
 def test_the_setting_is_an_argument_not_a_state_of_the_module(tiny64):
-    # Issue 47, item 4: keep_prompt_ends set a module-level policy that every later encode read.
+    # keep_prompt_ends set a module-level policy that every later encode read.
     from llmdyn import trace
 
     assert not hasattr(trace, "keep_prompt_ends") and not hasattr(trace, "_LONG_PROMPTS")

@@ -1,4 +1,4 @@
-"""A deleted or corrupt checkpoint is rebuilt by the next run, exactly (issue 25, item 1)."""
+"""A deleted or corrupt checkpoint is rebuilt by the next run, exactly."""
 
 from __future__ import annotations
 

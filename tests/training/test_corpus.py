@@ -70,7 +70,7 @@ def test_snippets_are_seeded_word_bounded_passages(tmp_path):
 
 
 def test_a_corpus_file_that_is_not_utf8_is_refused_by_name(tmp_path):
-    # Issue 45, item 4: Latin-1 files trained on U+FFFD with no warning.
+    # Latin-1 files trained on U+FFFD with no warning.
     (tmp_path / "good.txt").write_text("plain words\n", encoding="utf-8")
     (tmp_path / "old.txt").write_bytes("caf\xe9 cr\xe8me\n".encode("latin-1"))
     with pytest.raises(LlmdynError, match=f"^corpus file {tmp_path / 'old.txt'} is not UTF-8 "

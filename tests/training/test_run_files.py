@@ -1,4 +1,4 @@
-"""Issue 45, item 2: a second trainer of one run says which process it waits for."""
+"""A second trainer of one run says which process it waits for."""
 
 from __future__ import annotations
 

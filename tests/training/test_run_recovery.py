@@ -1,4 +1,4 @@
-"""A corrupt resume state or run file, or a full disk, never blocks the next run (issue 31, item 8).
+"""A corrupt resume state or run file, or a full disk, never blocks the next run.
 
 Every test that breaks something checks that each finished file is still there, byte-identical.
 """

@@ -139,7 +139,7 @@ def test_schedule_warms_up_then_decays_to_a_tenth():
 
 @pytest.mark.parametrize("command", ["train", "train-vit"])
 def test_a_root_that_is_a_file_is_refused_before_any_work(tmp_path, capsys, command):
-    # Issue 45, item 5: NotADirectoryError's traceback.
+    # NotADirectoryError's traceback.
     from llmdyn.cli import main
 
     (tmp_path / "afile").write_text("mine")
@@ -149,7 +149,7 @@ def test_a_root_that_is_a_file_is_refused_before_any_work(tmp_path, capsys, comm
                    "directory (it is created if missing)\n")
     assert main([command, "--root", str(tmp_path / "afile" / "runs")]) == 2
     assert "lies under a file" in capsys.readouterr().err
-    os.mkfifo(tmp_path / "fifo")  # said as what it is, not "a file" (issue 45 replay)
+    os.mkfifo(tmp_path / "fifo")  # said as what it is, not "a file"
     assert main([command, "--root", str(tmp_path / "fifo")]) == 2
     assert capsys.readouterr().err == (f"llmdyn {command}: error: --root {tmp_path / 'fifo'} is "
                                        "a FIFO (named pipe); give a directory (it is created "
@@ -159,7 +159,7 @@ def test_a_root_that_is_a_file_is_refused_before_any_work(tmp_path, capsys, comm
 
 def test_a_full_disk_while_a_checkpoint_is_written_is_one_line(tmp_path, capsys, corpus_dir,
                                                                monkeypatch):
-    # Issue 45, item 5: safetensors' own error (not an OSError) escaped as a traceback.
+    # safetensors' own error (not an OSError) escaped as a traceback.
     from safetensors import SafetensorError
 
     from llmdyn.cli import main

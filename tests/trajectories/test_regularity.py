@@ -134,7 +134,7 @@ def test_per_prompt_known_answers():
 
 def test_params_defaults_and_checks():
     p = RegularityParams()
-    # None: the packaged models other than the book's model (issue 48)
+    # None: the packaged models other than the book's model
     assert p.compare_models is None and p.compared() == ["gemma3-270m"] and p.n_per_task >= 1
     with pytest.raises(LlmdynError, match="notebook parameter 'compare_models'"):
         RegularityParams(compare_models="gemma3-270m")

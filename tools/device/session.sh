@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device call 2's work, after stage2.sh's setup (issues 44, 46; the GPU path of `make gpu-check`):
+# Device call 2's work, after stage2.sh's setup (the GPU path of `make gpu-check`):
 #   A. chapter 02 on cuda at the planner's n for geo_entropy_spread_smollm2_135m (160 prompts),
 #      SmolLM2 only, no twins (the row is SmolLM2's trained model): the default articles, then
 #      five other articles (an independent replicate; the default pool's seeds overlap);
