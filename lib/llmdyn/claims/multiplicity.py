@@ -35,7 +35,7 @@ from llmdyn.claims.claim import JUDGED, Claim
 from llmdyn.stats import bootstrap, coverage
 from llmdyn.stats.bootstrap import LEVEL, Estimate
 
-ALPHA = 1 - LEVEL  # the family's error rate: the book's 95 %, now for the whole chapter
+ALPHA = 1 - LEVEL  # the family-wise error rate: the book's 95 % over a whole chapter
 DECIDED = ("holds", "does not hold")
 
 
@@ -172,10 +172,10 @@ def holm(claims: Sequence[Claim], *, family: str, alpha: float = ALPHA) -> dict[
         left = m - len(rejected)
         level = 1 - alpha / left if left else LEVEL
         read = {c.id: _read(c, level) for c in open_}
-        now = [c for c in open_ if read[c.id][0] in DECIDED]
-        if not now:
+        kept = [c for c in open_ if read[c.id][0] in DECIDED]
+        if not kept:
             break
-        for c in now:
+        for c in kept:
             grade, lo, hi = read[c.id]
             rejected[c.id] = Adjusted(grade, c.verdict.grade, level, lo, hi, family, m)
         open_ = [c for c in open_ if c.id not in rejected]
