@@ -15,9 +15,9 @@ fits CPU-seconds (wall seconds are kept): a GPU table for the planner needs a fi
     PYTHONPATH=lib .venv/bin/python bench/prompt_cost.py --jobs 2 --out data/prompt_cost.json
     PYTHONPATH=lib .venv/bin/python bench/prompt_cost.py --table data/prompt_cost.json
 
-An existing ``--out`` keeps the chapters this run does not measure; runs go to ``<out>.runs.jsonl``,
-which a rerun of the same commit reuses. ``--only-params``/``--cap``/``--no-check``: a partial
-table; ``--suite-root``: chapter 08's suite; ``--table A [B]``: the JSON as Markdown.
+An existing ``--out`` keeps the chapters this run does not measure; runs go to ``<out>.runs.jsonl``
+(a rerun of a commit reuses them); ``--only-params``/``--cap``/``--no-check``: a partial table;
+``--suite-root``: chapter 08's suite; ``--table A [B]``: the JSON as Markdown.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from llmdyn.core.escape import Md, markdown_code, markdown_text
 from llmdyn.core.tables import markdown_table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -264,16 +265,15 @@ def markdown(report: dict) -> str:
     rows = []
     for chapter, entry in report["chapters"].items():
         for i, (name, p) in enumerate(entry["parameters"].items()):
-            first = i == 0
+            first, default = i == 0, markdown_text(p["default"])
             rows.append({
                 "chapter": chapter[:2] if first else "",
                 "fixed CPU-s": f"{entry['fixed_cpu_s']:,.0f}" if first else "",
-                "parameter (default)": f"`{name}` ({p['default']})",
+                "parameter (default)": Md(f"{markdown_code(name)} ({default})"),
                 "CPU-s per unit": f"{p['cpu_s_per_unit']:.2f}", "unit": p["unit"],
                 "per-unit × default": f"{p['cpu_s_per_unit'] * p['default']:,.0f}",
                 "default run CPU-s (predicted)": _checked(entry) if first else ""})
-    numbers = ("fixed CPU-s", "CPU-s per unit", "per-unit × default",
-               "default run CPU-s (predicted)")
+    numbers = [k for k in rows[0] if k not in ("chapter", "parameter (default)", "unit")]
     return markdown_table(rows, align=dict.fromkeys(numbers, "right"))
 
 
@@ -298,7 +298,7 @@ def compare_markdown(before: dict, after: dict) -> str:
             runs = " → ".join(f"{e['default_cpu_s']:,.0f}" if e["default_cpu_s"] is not None
                               else "–" for e in (old, new))
             rows.append({
-                "chapter": chapter[:2] if i == 0 else "", "parameter": f"`{name}`",
+                "chapter": chapter[:2] if i == 0 else "", "parameter": markdown_code(name),
                 "fixed CPU-s before → after":
                     f"{old['fixed_cpu_s']:,.0f} → {new['fixed_cpu_s']:,.0f}" if i == 0 else "",
                 "CPU-s per unit before → after":

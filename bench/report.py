@@ -5,6 +5,7 @@ Imported by ``jacobians.py``; it reads the result dictionaries only (no model, n
 
 from __future__ import annotations
 
+from llmdyn.core.escape import markdown_code
 from llmdyn.core.tables import markdown_grid, markdown_table
 
 LABELS = {"naive": "(a) naive jacrev", "hf_hidden_states": "(b) HF hidden states",
@@ -86,7 +87,7 @@ def _profile_table(results: dict, rows: int = 6) -> list[str]:
         cells = []
         for m in profiled:
             prof = results[m]["profile"]
-            cells += [f"`{prof[i]['op']}`", f"{prof[i]['share']:.0%}"] if i < len(prof) \
+            cells += [markdown_code(prof[i]['op']), f"{prof[i]['share']:.0%}"] if i < len(prof) \
                 else ["", ""]
         grid.append(cells)
     return [f"Where the time of one block (block {block}) goes, by torch.profiler self CPU time:",

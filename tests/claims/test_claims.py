@@ -11,16 +11,14 @@ import numpy as np
 import pytest
 
 from llmdyn import LlmdynError
+from llmdyn.claims.breaks import grade_breaks, read_glued, rule_breaks
 from llmdyn.claims.claim import Claim, Measure, Rule, above, at_least, at_most, below, within
 from llmdyn.claims.render import (
     RULE_ONCE,
     claims_table,
     glue_values,
-    grade_breaks,
     part_source,
     publish,
-    read_glued,
-    rule_breaks,
     scorecard_html,
 )
 from llmdyn.claims.review import review

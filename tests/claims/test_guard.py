@@ -1,4 +1,4 @@
-"""`publish` refuses intervals the book's rules do not allow (`render.guard_breaks`)."""
+"""`publish` refuses intervals the book's rules do not allow (`breaks.guard_breaks`)."""
 
 from dataclasses import replace
 
@@ -7,7 +7,8 @@ import pytest
 
 from llmdyn import LlmdynError
 from llmdyn.claims import Claim, Measure, at_least, below, publish
-from llmdyn.claims.render import glue_values, guard_breaks
+from llmdyn.claims.breaks import guard_breaks
+from llmdyn.claims.render import glue_values
 from llmdyn.stats.bootstrap import Estimate
 
 

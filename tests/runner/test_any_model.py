@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from llmdyn.claims.render import read_glued
+from llmdyn.claims.breaks import read_glued
 from llmdyn.training import suite
 
 CHAPTERS = ["01_trajectories", "02_geometry_along_depth", "03_uncertainty",

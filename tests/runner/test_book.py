@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from llmdyn import LlmdynError
-from llmdyn.claims.render import grade_breaks, guard_breaks, read_glued, rule_breaks
+from llmdyn.claims.breaks import grade_breaks, guard_breaks, read_glued, rule_breaks
 from llmdyn.runner.build import REPO, build_html, chapters, run_chapter, stage
 
 pytestmark = pytest.mark.slow
@@ -219,7 +219,7 @@ def test_no_chapter_judges_an_estimate_without_an_interval(built_book):
     breaks = {nb.stem: rule_breaks(read_glued(nb)) for nb in executed}
     assert not any(breaks.values()), breaks
     # the three grades, read from the interval: no "partly"; "does not hold" only when the whole
-    # interval misses; a straddling interval is "inconclusive" (llmdyn.claims.render.grade_breaks)
+    # interval misses; a straddling interval is "inconclusive" (llmdyn.claims.breaks.grade_breaks)
     grades = {nb.stem: grade_breaks(read_glued(nb)) for nb in executed}
     assert not any(grades.values()), grades
     assert all(any(k.endswith("_kind") for k in read_glued(nb)) for nb in executed)

@@ -113,7 +113,7 @@ def test_config_and_resource_values_with_shell_syntax_are_refused_in_one_line(
     with pytest.raises(LlmdynError, match="chapter:mem_mb=.*is refused"):
         resource_arguments(["chapter:mem_mb=__import__('os').system('touch${IFS}X')"], [],
                            SNAKEFILE)
-    assert resource_arguments(["chapter:slurm_extra=--qos=high", "chapter:runtime=2:00:00",
+    assert resource_arguments(["chapter:slurm_extra=--qos=high", "chapter:runtime=2h",
                                "measure:slurm_partition=gpu", "chapter:mem_mb=8000"], [],
                               SNAKEFILE)[0] == "--set-resources"
     check_resource_value("chapter", "mem_mb", 8000)

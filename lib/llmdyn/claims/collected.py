@@ -20,11 +20,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from llmdyn import LlmdynError
+from llmdyn.claims.breaks import read_glued
 from llmdyn.claims.claim import slug
 from llmdyn.claims.costs import CostTable, cost_tables, cost_text
 from llmdyn.claims.findings import SCORECARD_KEY, records_key
 from llmdyn.claims.planning import for_chapter, population_note
-from llmdyn.claims.render import read_glued
 
 OWN = "our trained models"  # the subject of claims about a chapter's own trained suite or grid
 _PARAM_ROW = re.compile(r"^\| `(\w+)` \| `(.*)` \|$", re.M)

@@ -2,7 +2,7 @@
 
 Written with the book (:func:`llmdyn.claims.pages.write`) from what the executed chapters
 glued: the claim records (:mod:`llmdyn.claims.collected`) for the words, and each claim's glued
-numbers (:func:`llmdyn.claims.render.read_glued`: ``<id>_value``, ``_lo``, ``_hi``, ``_method``,
+numbers (:func:`llmdyn.claims.breaks.read_glued`: ``<id>_value``, ``_lo``, ``_hi``, ``_method``,
 ``_units``) for the figures, so a reader can recompute any interval from the per-unit values.
 One file for the whole book and one per chapter; the scorecard links them (`links`).
 """

@@ -13,7 +13,7 @@ not yet rejected, every row that its level-(1 − α/r) interval decides is reje
 be, one by one, as r falls), r falls by their number, and the rest are read again, until none
 is. A rejected row keeps its grade, read from the interval at which it was rejected; a row never
 rejected is inconclusive, read from its interval at the last level. Each adjusted grade names
-the interval it was read from (`Adjusted`), so the guard (`llmdyn.claims.render.grade_breaks`)
+the interval it was read from (`Adjusted`), so the guard (`llmdyn.claims.breaks.grade_breaks`)
 checks it like any other.
 
 Rows in the family: the estimates a 95 % interval grades (holds, does not hold, inconclusive).

@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from llmdyn.claims import abstracts, answer, export, scoreboard
+from llmdyn.claims.breaks import read_glued
 from llmdyn.claims.chips import legend, legend_text
 from llmdyn.claims.collected import OWN, Published, build_models, collect
-from llmdyn.claims.render import read_glued
 from llmdyn.core.tables import html_as_markdown, html_or_markdown
 
 FILES = ("answer.md", "abstracts.md", "scorecard_summary.md", "scorecard_claims.html",

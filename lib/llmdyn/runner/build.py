@@ -181,37 +181,6 @@ def stage(out: Path, root: Path = REPO) -> Path:
     return out
 
 
-MATHJAX = Path(sys.prefix) / "share" / "mathjax" / "package" / "es5"  # `make setup` puts it here
-
-
-def _offline_mathjax(book_root: Path) -> Path:
-    """A config that serves MathJax from the book itself when a local copy exists.
-
-    Sphinx otherwise points the page at a CDN, so formulas stay raw LaTeX for a reader without
-    a network (and in our headless screenshots). The HTML build also leaves out Jupyter Book's
-    LaTeX extension, so the book's figures stay unnumbered. Returns the config file to build
-    with.
-    """
-    config = yaml.safe_load((book_root / "_config.yml").read_text())
-    # Jupyter Book's LaTeX extension sets numfig on for every builder, and the HTML pages would
-    # number the book's figures ("Fig. 21"), colliding with the papers' numbers; HTML needs
-    # nothing from it (a LaTeX build keeps it).
-    config.setdefault("latex", {})["use_jupyterbook_latex"] = False
-    if (MATHJAX / "tex-chtml.js").exists():
-        static = book_root / "_static" / "mathjax"
-        static.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(MATHJAX / "tex-chtml.js", static / "tex-chtml.js")
-        shutil.copytree(MATHJAX / "output" / "chtml" / "fonts" / "woff-v2",
-                        static / "output" / "chtml" / "fonts" / "woff-v2", dirs_exist_ok=True)
-        sphinx = config.setdefault("sphinx", {}).setdefault("config", {})
-        sphinx["mathjax_path"] = "mathjax/tex-chtml.js"
-        sphinx["html_static_path"] = ["_static"]
-    path = book_root / "_build" / "_config.offline.yml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    return path
-
-
 def source_url(book_root: Path) -> str:
     """Where the notebooks' sources are read on the web: ``<repository>/blob/<branch>``."""
     config = book_root / "_config.yml"  # a tree of notebooks alone (a test) has none
@@ -260,7 +229,7 @@ def build_html(book_root: Path, *, strict: bool = True) -> Path:
         shutil.rmtree(book_root / "_build" / "html" / stale, ignore_errors=True)
     jupyter_book = Path(sys.executable).with_name("jupyter-book")
     cmd = [str(jupyter_book), "build", str(book_root), "--builder", "html",
-           "--config", str(_offline_mathjax(book_root))]
+           "--config", str(static.html_config(book_root))]
     if strict:
         cmd += ["-W", "--keep-going"]
     result = subprocess.run(cmd, capture_output=True, text=True)
