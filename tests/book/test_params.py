@@ -226,7 +226,10 @@ def test_each_parameter_is_documented_once_in_its_class_and_the_cells_are_writte
         assert not undocumented, f"{cls_name}: no comment for {undocumented}"
         # papermill skips a line holding two '=' and then warns "unknown parameter"
         assert all(papermill_readable(d) for d in docs.values()), cls_name
-        assert list(cell) == [line.split(" = ")[0] for line in parameters_cell(cls).splitlines()]
+        first, *assignments = parameters_cell(cls).splitlines()
+        assert first.startswith(f"# Generated from {cls.__module__}.{cls_name} by "
+                                "tools/parameter_cells.py")
+        assert list(cell) == [line.split(" = ")[0] for line in assignments]
 
 
 def test_the_cell_is_written_from_the_declared_docs_and_a_subclass_doc_wins():
@@ -242,7 +245,8 @@ def test_the_cell_is_written_from_the_declared_docs_and_a_subclass_doc_wins():
         seed: int = param(1, doc="seed of this chapter's draw")
         names: list[str] | None = None  # not declared with param: no doc
 
-    cell = parameters_cell(Example).splitlines()
+    note, *cell = parameters_cell(Example).splitlines()
+    assert note.startswith("# Generated from ") and "Example by tools/parameter_cells.py" in note
     assert "n = 3  # a doc" in cell and "seed = 1  # seed of this chapter's draw" in cell
     assert "names = None" in cell and cell[0].startswith('model = "smollm2-135m"  # ')
     assert "resolution" not in parameters_cell(Example)  # carried, not a parameter
