@@ -36,8 +36,8 @@ ALLOWED = {"lib/llmdyn/sweep/job.py": {r"\bcoupling_share\b", r"\bcoupling_mis\b
 
 def tracked_text_files() -> list[str]:
     out = subprocess.run(["git", "ls-files", "lib", "notebooks", "tests", "tools", "workflow",
-                          "book", "bench", "data", "README.md"], cwd=REPO, capture_output=True,
-                         text=True, check=True).stdout.split()
+                          "book", "bench", "data", "README.md", "CONTRIBUTING.md"], cwd=REPO,
+                         capture_output=True, text=True, check=True).stdout.split()
     # data/ holds the figure tables, whose captions the pages show
     return [f for f in out if f.endswith((".py", ".ipynb", ".md", ".yaml", ".yml", ".csv",
                                           "Snakefile"))]

@@ -110,3 +110,16 @@ def test_runs_take_the_workflow_s_one_thread_unless_told_otherwise():
     assert bench.thread_settings(1) == {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     assert bench.thread_settings(4)["OMP_NUM_THREADS"] == "4"
     assert bench.thread_settings(0) == {}  # the environment's own
+
+
+@pytest.mark.parametrize("chapter", sorted(bench.CHAPTERS))
+def test_every_count_a_chapter_draws_from_another_is_bounded_by_it_in_the_bench_too(chapter):
+    """The classes refuse a count beyond the one it is drawn from (``drawn_from``); the bench's
+    runs must then raise that one with it, or its run of the chapter would be refused."""
+    from llmdyn.book import params
+
+    cls_name, knobs = bench.CHAPTERS[chapter]
+    bounds = {k.name: k.bound_by for k in knobs}
+    drawn = getattr(params, cls_name).drawn_from
+    assert {name: bounds.get(name) for name in drawn} == \
+        {name: pool for name, (pool, _) in drawn.items()}

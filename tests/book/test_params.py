@@ -226,7 +226,10 @@ def test_each_parameter_is_documented_once_in_its_class_and_the_cells_are_writte
         assert not undocumented, f"{cls_name}: no comment for {undocumented}"
         # papermill skips a line holding two '=' and then warns "unknown parameter"
         assert all(papermill_readable(d) for d in docs.values()), cls_name
-        assert list(cell) == [line.split(" = ")[0] for line in parameters_cell(cls).splitlines()]
+        first, *assignments = parameters_cell(cls).splitlines()
+        assert first.startswith(f"# Generated from {cls.__module__}.{cls_name} by "
+                                "tools/parameter_cells.py")
+        assert list(cell) == [line.split(" = ")[0] for line in assignments]
 
 
 def test_the_cell_is_written_from_the_declared_docs_and_a_subclass_doc_wins():
@@ -242,7 +245,8 @@ def test_the_cell_is_written_from_the_declared_docs_and_a_subclass_doc_wins():
         seed: int = param(1, doc="seed of this chapter's draw")
         names: list[str] | None = None  # not declared with param: no doc
 
-    cell = parameters_cell(Example).splitlines()
+    note, *cell = parameters_cell(Example).splitlines()
+    assert note.startswith("# Generated from ") and "Example by tools/parameter_cells.py" in note
     assert "n = 3  # a doc" in cell and "seed = 1  # seed of this chapter's draw" in cell
     assert "names = None" in cell and cell[0].startswith('model = "smollm2-135m"  # ')
     assert "resolution" not in parameters_cell(Example)  # carried, not a parameter
@@ -258,3 +262,38 @@ def test_a_negative_seed_is_refused(cls_name):
     with pytest.raises(LlmdynError, match=r"notebook parameter 'seed' must be >= 0, got -1"):
         getattr(params, cls_name)(seed=-1)
     assert getattr(params, cls_name)(seed=0).seed == 0
+
+
+def test_chapter_04_question_draw_is_one_default_for_the_chapters_that_reuse_it():
+    from llmdyn.book.params import (
+        GeometryAlongDepthParams,
+        JacobianAlignmentParams,
+        SpectraPromptsParams,
+        UncertaintyParams,
+    )
+    from llmdyn.book.params.base import COMPARE_QUESTIONS, QUESTIONS
+
+    for cls in (GeometryAlongDepthParams, UncertaintyParams, JacobianAlignmentParams,
+                DepthCouplingParams, SpectraPromptsParams):
+        assert cls().n_prompts == QUESTIONS, cls.__name__
+    for cls in (JacobianAlignmentParams, DepthCouplingParams, SpectraPromptsParams):
+        assert cls().n_compare_prompts == COMPARE_QUESTIONS <= cls().n_prompts, cls.__name__
+
+
+@pytest.mark.parametrize("cls_name, ahead", [("JacobianAlignmentParams", 0),
+                                             ("DepthCouplingParams", 1),
+                                             ("SpectraPromptsParams", 1)])
+def test_a_compare_count_beyond_the_prompts_it_is_drawn_from_is_refused(cls_name, ahead):
+    import llmdyn.book.params as params
+
+    cls = getattr(params, cls_name)
+    # the example in front of the questions (chapters 05, 11) is one more prompt to take
+    assert cls(n_prompts=5, n_compare_prompts=5 + ahead).n_compare_prompts == 5 + ahead
+    with pytest.raises(LlmdynError) as refused:
+        cls(n_prompts=5, n_compare_prompts=6 + ahead)
+    message = str(refused.value)
+    assert "\n" not in message
+    assert "'n_compare_prompts' = " in message and "'n_prompts'" in message
+    assert "lower n_compare_prompts or raise n_prompts" in message
+    with pytest.raises(LlmdynError, match="'n_seed_prompts' = 7 must be at most 'n_prompts'"):
+        cls(n_prompts=5, n_compare_prompts=5, n_seed_prompts=7)

@@ -31,10 +31,12 @@ FEWER = {
     "03_uncertainty": {"n_prompts": 2, "twin_seeds": [0]},
     "04_jacobian_alignment": {"n_prompts": 2, "n_compare_prompts": 1, "n_lens_prompts": 2,
                               "twin_seeds": [0], "n_seed_prompts": 1},
-    "05_depth_coupling": {"n_prompts": 1, "twin_seeds": [0], "n_seed_prompts": 1},
+    "05_depth_coupling": {"n_prompts": 1, "n_compare_prompts": 2, "twin_seeds": [0],
+                          "n_seed_prompts": 1},
     "06_token_coupling": {"n_prompts": 1, "twin_seeds": [0]},
     "07_regularity": {"n_per_task": 1, "twin_seeds": [0], "n_seed_prompts": 1},
-    "11_spectra_and_prompts": {"n_prompts": 1, "n_draws": 1, "n_lin_prompts": 1, "n_gsm8k": 3,
+    "11_spectra_and_prompts": {"n_prompts": 1, "n_compare_prompts": 2, "n_draws": 1,
+                               "n_lin_prompts": 1, "n_gsm8k": 3,
                                "n_per_task": 1, "twin_seeds": [0], "n_seed_prompts": 1},
 }
 # The minimum matrix: the checkpoint, and the architectures in turn (each met at least once).

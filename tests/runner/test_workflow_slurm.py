@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -117,8 +116,7 @@ def test_a_request_sbatch_refuses_is_a_message():
 @pytest.mark.slow
 @pytest.mark.skipif(SLURM_SKIP is not None, reason=f"no SLURM reachable: {SLURM_SKIP}")
 def test_a_job_no_node_can_hold_fails_with_squeue_reason(tmp_path):
-    # The documented command with a request above the node (64 CPUs): it pended forever before.
-    start = time.monotonic()
+    # The documented command with a request above the node (64 CPUs) fails instead of pending.
     out = subprocess.run([*readme_slurm_command(), "--directory", str(tmp_path),
                           "--set-resources", "chapter:cpus_per_task=64"],
                          capture_output=True, text=True, timeout=600, cwd=REPO)
@@ -126,7 +124,6 @@ def test_a_job_no_node_can_hold_fails_with_squeue_reason(tmp_path):
     assert "can never start: squeue gives the reason PartitionConfig" in out.stderr
     assert "--set-resources chapter:cpus_per_task=" in out.stderr
     assert "Traceback" not in out.stderr
-    assert time.monotonic() - start < 300
 
 
 @pytest.mark.slow

@@ -171,8 +171,10 @@ def check_config(config: dict[str, Any], root: Path = REPO,
         if cause.validator == "type" and "array" in str(cause.validator_value):
             hint = (f"; give a list, e.g. --config '{key}=[{json.dumps(str(cause.instance))}]'"
                     if isinstance(cause.instance, str) and "." not in key else "; give a list")
-        raise LlmdynError(f"workflow config {key}: {cause.message}{hint} (the keys and their "
-                          f"types: {CONFIG_SCHEMA.relative_to(REPO)})") from None
+        # the schema's keyword is ours to name; the sentence before it is jsonschema's
+        raise LlmdynError(f"workflow config {key}: {cause.message}{hint} (the schema's "
+                          f"{cause.validator!r} rule; the keys and their types: "
+                          f"{CONFIG_SCHEMA.relative_to(REPO)})") from None
     params = config["chapter_params"]
     if params:
         path = Path(params) if Path(params).is_absolute() else Path(root) / params

@@ -19,6 +19,11 @@ from llmdyn.phases.split import SPLITS
 
 _PLAIN = (bool, int, float, str, list, tuple, dict, type(None))  # what a parameter cell holds
 
+# Chapter 04's SQuAD questions: chapters 02, 03, 05 and 11 draw the same ones (the same seed and
+# articles), so their Jacobians and traces are computed once; their defaults are these.
+QUESTIONS = 20  # questions in the draw (paper B: 100)
+COMPARE_QUESTIONS = 16  # the first of them that each compare model runs (fewer leave a guess)
+
 
 def _fail(name: str, value: Any, expected: str, doc: str = "") -> None:
     about = f" ({name}: {doc})" if doc else ""
@@ -72,12 +77,22 @@ class ChapterParams:
 
     # list-of-blocks fields whose None means "these blocks, relative to the model"
     paper_blocks: ClassVar[dict[str, list[int]]] = {}
+    # count -> (the count whose prompts it takes the first of, prompts in front of those: the
+    # example): it may not exceed their sum
+    drawn_from: ClassVar[dict[str, tuple[str, int]]] = {}
 
     def __post_init__(self) -> None:
-        """Check every parameter against its type hint and declared bounds, naming it."""
+        """Check every parameter against its type hint, its declared bounds and ``drawn_from``."""
         broken = violation(self)
         if broken is not None:
             _fail(*broken)
+        for name, (pool, ahead) in self.drawn_from.items():
+            few, many = getattr(self, name), getattr(self, pool) + ahead
+            if few > many:
+                also = f" + {ahead} (the example first)" if ahead else ""
+                raise LlmdynError(f"notebook parameter {name!r} = {few} must be at most {pool!r}"
+                                  f"{also} = {many}, whose prompts it takes the first of; lower "
+                                  f"{name} or raise {pool}")
 
     @classmethod
     def from_cell(cls, namespace: Mapping[str, Any]):
@@ -216,7 +231,7 @@ class QuestionParams(CompareParams):
     """Paper B's chapters on SQuAD questions, split into Thought and Fixation (03, 04)."""
 
     n_prompts: int = param(
-        20, at_least=1, doc="SQuAD question prompts (paper: 100 on SQuAD v2 \"Dog\")")
+        QUESTIONS, at_least=1, doc="SQuAD question prompts (paper: 100 on SQuAD v2 \"Dog\")")
     squad_articles: list[str] | None = param(
         None, doc="None: llmdyn.data.squad_prompts' default articles")
     max_prompt_chars: int | None = param(

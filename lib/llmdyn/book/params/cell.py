@@ -4,8 +4,9 @@ Each parameter is declared once, on its field (:func:`llmdyn.core.declared.param
 ``metadata["doc"]`` is its one-line documentation. A field inherited from a shared base
 (``seed``, ``model``) keeps its base's doc unless the chapter declares it again.
 :func:`parameters_cell` turns a class into the literal cell papermill needs
-(``name = default  # doc``, in field order); ``tools/parameter_cells.py`` writes it into the
-notebooks and a test checks that every notebook's cell is this text.
+(a line saying so and from which class, then ``name = default  # doc`` in field order);
+``tools/parameter_cells.py`` writes it into the notebooks and a test checks that every
+notebook's cell is this text.
 """
 
 from __future__ import annotations
@@ -33,10 +34,19 @@ def literal(value: Any) -> str:
     return repr(value)
 
 
+def generated_note(cls: type) -> str:
+    """The cell's first line: it is generated, from which class, and where to change a default."""
+    return (f"# Generated from {cls.__module__}.{cls.__qualname__} by tools/parameter_cells.py: "
+            "change a default or doc there, then rerun it (a hand edit fails its --check)")
+
+
 def parameters_cell(cls: type) -> str:
-    """The parameters cell of the chapter that ``cls`` describes, defaults and docs included."""
+    """The parameters cell of the chapter that ``cls`` describes, defaults and docs included.
+
+    It opens with :func:`generated_note`, so a reader of the notebook knows where a default lives.
+    """
     defaults, docs = cls(), field_docs(cls)
-    lines = []
+    lines = [generated_note(cls)]
     for f in parameter_fields(cls):
         code = f"{f.name} = {literal(getattr(defaults, f.name))}"
         lines.append(f"{code}  # {docs[f.name]}" if docs.get(f.name) else code)

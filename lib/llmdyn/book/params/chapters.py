@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from llmdyn.book.params.base import (
+    COMPARE_QUESTIONS,
+    QUESTIONS,
     ChapterParams,
     CompareParams,
     QuestionParams,
@@ -69,20 +71,24 @@ class DepthCouplingParams(CompareParams):
     k: int | None = k_param("top singular vectors kept in each coupling matrix")
     grid_layers: list[int] | None = grid_param("0-based blocks in the grid")
     n_prompts: int = param(
-        20, at_least=1, doc="prompts after the example in the heatmaps and claims")
+        QUESTIONS, at_least=1, doc="prompts after the example in the heatmaps and claims")
     squad_articles: list[str] | None = param(
         None, doc="SQuAD articles of the questions (None: as chapter 04's default)")
     max_prompt_chars: int | None = param(
         None, at_least=10, doc="None: whole prompts (as chapter 04); an int keeps the last "
                                "characters")
     n_compare_prompts: int = param(
-        16, at_least=1, doc="prompts for each compare model: the France prompt (Figs 3, 20), then "
-                            "chapter 04's questions")
+        COMPARE_QUESTIONS, at_least=1,
+        doc="prompts for each compare model: the France prompt (Figs 3, 20), then chapter 04's "
+            "questions")
     twin_seeds: list[int] = twins_param()
     n_seed_prompts: int = param(
         3, at_least=1, doc="prompts for the twins of the other seeds (the spread over seeds)")
 
     paper_blocks: ClassVar[dict[str, list[int]]] = {"grid_layers": list(range(8, 16))}
+    # the example, then the questions: n_prompts + 1 prompts to take the first of
+    drawn_from: ClassVar[dict[str, tuple[str, int]]] = {"n_compare_prompts": ("n_prompts", 1),
+                                                        "n_seed_prompts": ("n_prompts", 1)}
 
 
 @dataclass(frozen=True)
@@ -106,16 +112,20 @@ class JacobianAlignmentParams(QuestionParams):
     k: int | None = k_param("paper B's K in A_{i,j,K}")
     grid_layers: list[int] | None = grid_param("0-based blocks of the |A| grids")
     n_prompts: int = param(
-        20, at_least=1, doc="SQuAD questions in the r(A) heatmaps and claims (paper: 100)")
+        QUESTIONS, at_least=1, doc="SQuAD questions in the r(A) heatmaps and claims (paper: 100)")
     n_compare_prompts: int = param(
-        16, at_least=1, doc="of those, for each compare model (its claims' n; as chapter 05)")
+        COMPARE_QUESTIONS, at_least=1,
+        doc="of those, for each compare model (its claims' n; as chapter 05)")
     n_lens_prompts: int = param(
-        20, at_least=2, doc="SQuAD questions for the boundary and the cheap Table 1 quantities")
+        QUESTIONS, at_least=2,
+        doc="SQuAD questions for the boundary and the cheap Table 1 quantities")
     twin_seeds: list[int] = twins_param("question")
     n_seed_prompts: int = param(
         2, at_least=1, doc="questions (spread over each model's) the extra twins see")
 
     paper_blocks: ClassVar[dict[str, list[int]]] = {"grid_layers": list(range(8, 16))}
+    drawn_from: ClassVar[dict[str, tuple[str, int]]] = {"n_compare_prompts": ("n_prompts", 0),
+                                                        "n_seed_prompts": ("n_prompts", 0)}
 
 
 @dataclass(frozen=True)
@@ -126,13 +136,14 @@ class SpectraPromptsParams(CompareParams):
         "What is the capital of France? The capital is", doc="the first prompt of the spectra (the"
                                                              " SQuAD questions follow it)")
     n_prompts: int = param(
-        20, at_least=1, doc="SQuAD questions after the example for the spectra (chapter 04's "
-                            "texts)")
+        QUESTIONS, at_least=1,
+        doc="SQuAD questions after the example for the spectra (chapter 04's texts)")
     squad_articles: list[str] | None = param(
         None, doc="SQuAD articles of those questions (None: as chapter 04's default)")
     n_compare_prompts: int = param(
-        16, at_least=1, doc="of those, for each compare model (its claims' n; as chapters 04 and "
-                            "05, whose Jacobians of the same prompts it reuses)")
+        COMPARE_QUESTIONS, at_least=1,
+        doc="of those, for each compare model (its claims' n; as chapters 04 and 05, whose "
+            "Jacobians of the same prompts it reuses)")
     k: int | None = k_param("top singular vectors in A; also the singular values kept per layer")
     n_top: int = param(5, at_least=1, doc="singular values drawn per layer")
     noise_levels: list[float] = param(
@@ -161,6 +172,10 @@ class SpectraPromptsParams(CompareParams):
     twin_seeds: list[int] = twins_param()
     n_seed_prompts: int = param(
         2, at_least=1, doc="questions, spread evenly as in chapter 04, that the extra twins see")
+
+    # the compare models run the example, then the questions; the twins questions only
+    drawn_from: ClassVar[dict[str, tuple[str, int]]] = {"n_compare_prompts": ("n_prompts", 1),
+                                                        "n_seed_prompts": ("n_prompts", 0)}
 
 
 @dataclass(frozen=True)
@@ -199,7 +214,7 @@ class GeometryAlongDepthParams(CompareParams):
         None, check=two_texts, doc="None: SQuAD questions with context in paper B's format; or a "
                                    "list of texts")
     n_prompts: int = param(
-        20, at_least=2, doc="question prompts (paper: 100)")
+        QUESTIONS, at_least=2, doc="question prompts (paper: 100)")
     squad_articles: list[str] | None = param(
         None, doc="SQuAD v1.1 article titles (None: the largest packaged articles)")
     window: int = param(
