@@ -70,8 +70,7 @@ def labelled(rec: Record, line: Headline | None) -> str:
     """
     what = rec.statement.split(": ", 1)[-1] if rec.statement.startswith(rec.model) else \
         rec.statement
-    split = line.slot(rec.id, "split", [slug(rec.model)]) if line is not None else ""
-    return f"{what} ({split.replace('_', ' ')} split)" if split else what
+    return line.with_split(rec.id, slug(rec.model), what) if line is not None else what
 
 
 def qualifiers(rec: Record) -> str:

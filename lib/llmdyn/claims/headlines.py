@@ -91,6 +91,15 @@ class Headline:
         found = [t for t in self.templates if self.pattern(t, model).match(claim_id)]
         return max(found, key=specificity) if found else None
 
+    def with_split(self, claim_id: str, model: str, text: str) -> str:
+        """``text`` naming the phase split ``claim_id`` was judged under ("x (fixed thirds split)").
+
+        The same statement can be graded under two splits, so the label, not a tooltip, says
+        which; ``text`` unchanged where the claim has no split slot.
+        """
+        split = self.slot(claim_id, "split", [model])
+        return f"{text} ({split.replace('_', ' ')} split)" if split else text
+
     def slot(self, claim_id: str, name: str, models: Iterable[str] | None = None) -> str:
         """What a slot ("split" or "model") stands for in ``claim_id``, "" if it has none.
 

@@ -100,8 +100,8 @@ def _row(rec: Record, table: Published) -> list[str]:
     """
     esc = html.escape
     line = best(headline_map(), rec.id, [slug(rec.model)])
-    split = line.slot(rec.id, "split", [slug(rec.model)]) if line is not None else ""
-    statement = f"{rec.statement} ({split.replace('_', ' ')} split)" if split else rec.statement
+    statement = (line.with_split(rec.id, slug(rec.model), rec.statement) if line is not None
+                 else rec.statement)
     reason = f"<br><small>({esc(rec.reason)})</small>" if rec.reason else ""
     stand_in = f"<br><em>stand-in: {esc(rec.stand_in)}</em>" if rec.stand_in else ""
     reason += f"<br><small>{esc(rec.review)}</small>" if rec.review else ""
