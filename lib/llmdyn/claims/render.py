@@ -150,10 +150,10 @@ def publish(claims: Sequence[Claim], *, key: str = SCORECARD_KEY,
     _check(claims)
     seen = review(claims, family=family, family_name=family_name, variants=variants,
                   unidentified=unidentified)
-    refuse_broken(claims, seen)
-    for claim in claims:
-        for name, value in glue_values(claim, seen).items():
-            glue(name, value, display=False)
+    values = _glued(claims, seen)
+    _refuse(values)
+    for name, value in values.items():
+        glue(name, value, display=False)
     glue(key, HTML(scorecard_html(claims, seen)), display=False)
     findings.publish_findings(claims, key=key, glue=glue, seen=seen)  # the box, the records
     return Markdown(claims_table(claims, seen))
@@ -168,7 +168,16 @@ def refuse_broken(claims: Sequence[Claim], seen: Review | None = None) -> None:
     off-centre, an unknown unit, a graded fact that is not one): the build fails rather than
     print a broken grade.
     """
-    values = {k: v for claim in claims for k, v in glue_values(claim, seen).items()}
+    _refuse(_glued(claims, seen))
+
+
+def _glued(claims: Sequence[Claim], seen: Review | None) -> dict[str, object]:
+    """Every glue key of the claims, in order: computed once, checked, then glued."""
+    return {k: v for claim in claims for k, v in glue_values(claim, seen).items()}
+
+
+def _refuse(values: Mapping[str, object]) -> None:
+    """`refuse_broken` on glued values."""
     broken = grade_breaks(values) + [f"{cid}: judged with no interval"
                                       for cid in rule_breaks(values)]
     if broken:
